@@ -1,0 +1,393 @@
+"""``Dispatcher``: fans every call out to one ``BackendWorker`` per tracker.
+
+The caller's cost per ``log`` is a snapshot of the values and one queue append per backend; the
+values, step and config semantics of the whole library are applied here, once.
+"""
+
+from __future__ import annotations
+
+import atexit
+import copy
+import inspect
+import os
+import threading
+import time
+import uuid
+import weakref
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from .config import sanitize_config
+from .distributed import get_rank
+from .errors import TrackingError
+from .jsonl import JsonlTracker
+from .noop import NoOpTracker
+from .notices import logger, notice, warn_once
+from .registry import LoggerType, get_available_trackers, resolve_tracker_class
+from .report import FinishReport
+from .tracker import GeneralTracker, has_capability
+from .values import snapshot, snapshot_media
+from .worker import BackendWorker
+
+_EMPTY: dict = {}
+DEFAULT_LOGGING_DIR = "runs"
+DEFAULT_FINISH_TIMEOUT = 120.0
+UNWRAP_TIMEOUT = 120.0
+TrackerSpec = str | LoggerType | GeneralTracker | type
+
+
+def _names(log_with: Any) -> list[Any]:
+    if log_with is None:
+        return []
+    if isinstance(log_with, (str, LoggerType, GeneralTracker, type)):
+        return [log_with]
+    return list(log_with)
+
+
+def _new_run_id() -> str:
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:6]
+
+
+def _accepted_keywords(cls: type) -> set[str]:
+    try:
+        parameters = inspect.signature(cls.__init__).parameters
+    except (TypeError, ValueError):
+        return set()
+    return {name for name, p in parameters.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+
+
+class Dispatcher:
+    """Sends every call to all selected trackers without blocking the caller.
+
+    Example::
+
+        run = Dispatcher(log_with=["jsonl", "tensorboard"], logging_dir="runs")
+        run.init_trackers("my-project", config={"lr": 3e-4})
+        for step in range(100):
+            run.log({"train/loss": 1 / (step + 1)}, step=step)
+        report = run.finish()   # a FinishReport; str(report) is a table
+
+    Options: ``blocking=True`` calls trackers in the caller's thread (still isolated);
+    ``queue_size`` bounds each backend's queue and ``on_full`` is ``"block"`` (lossless, default)
+    or ``"drop"`` (counted in the report); ``on_error`` is ``"warn"`` (default) or ``"raise"``
+    (the next ``log``/``flush``/``finish`` raises :class:`TrackingError`).
+    """
+
+    def __init__(
+        self,
+        log_with: TrackerSpec | Iterable[TrackerSpec] | None = None,
+        logging_dir: str | os.PathLike | None = None,
+        *,
+        blocking: bool = False,
+        queue_size: int = 10_000,
+        on_full: str = "block",
+        on_error: str = "warn",
+        finish_timeout: float = DEFAULT_FINISH_TIMEOUT,
+        flush_interval: float = 5.0,
+    ) -> None:
+        if on_full not in ("block", "drop"):
+            raise ValueError(f"on_full must be 'block' or 'drop', got {on_full!r}")
+        if on_error not in ("warn", "raise"):
+            raise ValueError(f"on_error must be 'warn' or 'raise', got {on_error!r}")
+        self.logging_dir = os.fspath(logging_dir) if logging_dir is not None else None
+        self.blocking = blocking
+        self.queue_size = queue_size
+        self.on_full = on_full
+        self.on_error = on_error
+        self.finish_timeout = finish_timeout
+        self.flush_interval = flush_interval
+        self.rank = get_rank()
+        self._specs = self._resolve(log_with)
+        self._workers: list[BackendWorker] = []
+        self._skipped: dict[str, NoOpTracker] = {}
+        self._step = -1
+        self._lock = threading.Lock()
+        self._pending_error: TrackingError | None = None
+        self._rejected: dict[str, str] = {}
+        self._initialized = False
+        self._report: FinishReport | None = None
+        self.project_name: str | None = None
+        self.run_id: str | None = None
+        self.run_dir: Path | None = None
+
+    # -- set-up ----------------------------------------------------------------------------
+    def _resolve(self, log_with: Any) -> list[type | GeneralTracker]:
+        specs: list[type | GeneralTracker] = []
+        requested = _names(log_with) or ["jsonl"]
+        if any(str(getattr(item, "value", item)) == LoggerType.ALL.value for item in requested if isinstance(item, str)):
+            requested = [item for item in requested if not (isinstance(item, str) and str(getattr(item, "value", item)) == "all")]
+            requested += get_available_trackers()
+        seen: set[str] = set()
+        for item in requested:
+            if isinstance(item, GeneralTracker):
+                spec, name = item, item.name
+            elif isinstance(item, type):
+                if not issubclass(item, GeneralTracker):
+                    raise ValueError(f"{item!r} is not a GeneralTracker subclass")
+                spec, name = item, item.name
+            else:
+                spec = resolve_tracker_class(str(getattr(item, "value", item)))
+                name = spec.name
+            if name in seen:
+                continue
+            seen.add(name)
+            needs_dir = getattr(spec, "requires_logging_directory", False)
+            if needs_dir and self.logging_dir is None and not isinstance(spec, GeneralTracker):
+                raise ValueError(
+                    f"Tracker {name!r} requires a logging directory: pass logging_dir=... "
+                    "(tracking_core.init uses ./runs by default)."
+                )
+            specs.append(spec)
+        return specs
+
+    def _construct(self, cls: type, project_name: str, kwargs: dict) -> GeneralTracker:
+        kwargs = dict(kwargs or {})
+        accepted = _accepted_keywords(cls)
+        extras = {
+            "logging_dir": self.logging_dir if self.logging_dir is not None else DEFAULT_LOGGING_DIR,
+            "run_dir": self.run_dir,
+            "run_id": self.run_id,
+        }
+        for keyword, value in extras.items():
+            if keyword in accepted and keyword not in kwargs and not (keyword == "logging_dir" and cls.requires_logging_directory):
+                kwargs[keyword] = value
+        if cls.requires_logging_directory:
+            return cls(project_name, kwargs.pop("logging_dir", self.logging_dir), **kwargs)
+        return cls(project_name, **kwargs)
+
+    def _spill_factory(self, backend: str) -> GeneralTracker:
+        return JsonlTracker(self.project_name or "run", run_dir=self.run_dir, run_id=self.run_id, journal_name=f"spill-{backend}.jsonl")
+
+    def init_trackers(self, project_name: str, config: Any = None, init_kwargs: dict | None = None) -> Dispatcher:
+        """Create every tracker and start it in its worker; returns at once."""
+        if self._initialized:
+            raise RuntimeError("init_trackers() was already called on this Dispatcher; create a new one for a new run.")
+        self._initialized = True
+        init_kwargs = init_kwargs or {}
+        self.project_name = str(project_name)
+        self.run_id = _new_run_id()
+        self.run_dir = Path(self.logging_dir or DEFAULT_LOGGING_DIR) / self.project_name / self.run_id
+        clean_config = sanitize_config(config) if config is not None else None
+        for spec in self._specs:
+            name = spec.name
+            if spec.main_process_only and self.rank != 0:
+                self._skipped[name] = NoOpTracker(name)
+                continue
+            tracker = spec if isinstance(spec, GeneralTracker) else self._construct(spec, self.project_name, init_kwargs.get(name))
+            worker = BackendWorker(
+                tracker,
+                spill_factory=self._spill_factory,
+                on_error=self.on_error,
+                error_sink=self._store_error,
+                queue_size=self.queue_size,
+                on_full=self.on_full,
+                blocking=self.blocking,
+                flush_interval=self.flush_interval,
+            )
+            self._workers.append(worker)
+        for worker in self._workers:
+            worker.launch()
+            if clean_config is not None:
+                worker.put(("config", copy.deepcopy(clean_config), None, _EMPTY))
+        self._register_atexit()
+        return self
+
+    def _register_atexit(self) -> None:
+        reference = weakref.ref(self)
+
+        def finish_at_exit() -> None:
+            dispatcher = reference()
+            if dispatcher is not None and dispatcher._report is None:
+                try:
+                    dispatcher.finish(timeout=min(dispatcher.finish_timeout, 30.0))
+                except Exception:  # noqa: BLE001 - interpreter is shutting down
+                    pass
+
+        atexit.register(finish_at_exit)
+
+    def _store_error(self, error: TrackingError) -> None:
+        if self._pending_error is None:
+            self._pending_error = error
+
+    def _raise_pending(self) -> None:
+        error, self._pending_error = self._pending_error, None
+        if error is not None:
+            raise error
+
+    # -- the hot path ------------------------------------------------------------------------
+    def log(self, values: dict, step: int | None = None, log_kwargs: dict | None = None) -> None:
+        """Record ``values`` at ``step`` (``None``: the previous step + 1, from 0) on every tracker."""
+        if self._pending_error is not None:
+            self._raise_pending()
+        if not self._workers:
+            self._not_running("log")
+            return
+        flat, rejected = snapshot(values)
+        if rejected:
+            self._reject(rejected)
+        with self._lock:
+            step = self._next_step(step)
+            for worker in self._workers:
+                worker.put(("log", flat, step, log_kwargs.get(worker.name, _EMPTY) if log_kwargs else _EMPTY))
+
+    def _next_step(self, step: Any) -> int:
+        if step is None:
+            step = self._step + 1
+        elif type(step) is not int:
+            step = int(step)
+        if step < self._step:
+            warn_once("dispatcher", "step", f"step went back from {self._step} to {step}; points are passed on, "
+                      "but some backends (W&B) drop them", reason="step-backwards")
+        self._step = step
+        return step
+
+    def _current_step(self, step: Any) -> int:
+        # Media logged without a step belongs to the step of the last metrics.
+        return max(self._step, 0) if step is None else int(step)
+
+    def _reject(self, rejected: dict[str, str]) -> None:
+        for key, reason in rejected.items():
+            if warn_once("all backends", key, f"not logged: {reason}", reason="rejected:" + reason.split(" ")[0]):
+                self._rejected[key] = reason
+
+    def _not_running(self, what: str) -> None:
+        if self._report is not None:
+            warn_once("dispatcher", what, f"{what}() after finish() is ignored", reason="after-finish")
+        elif not self._initialized and self.rank == 0:
+            raise RuntimeError(f"{what}() before init_trackers(): call init_trackers(project_name) first")
+
+    # -- optional capabilities ---------------------------------------------------------------
+    def _fan_out(self, capability: str, record_for: Any, step: Any, log_kwargs: dict | None) -> None:
+        if self._pending_error is not None:
+            self._raise_pending()
+        if not self._workers:
+            self._not_running(capability)
+            return
+        with self._lock:
+            step = self._current_step(step)
+            lacking = []
+            for worker in self._workers:
+                if has_capability(worker.tracker, capability):
+                    kwargs = log_kwargs.get(worker.name, _EMPTY) if log_kwargs else _EMPTY
+                    worker.put((record_for[0], record_for[1], step, kwargs))
+                else:
+                    lacking.append(worker.name)
+        if lacking:
+            warn_once(", ".join(lacking), capability, f"{capability} is not supported by {', '.join(lacking)}; "
+                      "those backends skip it", reason="capability")
+
+    def log_images(self, values: dict, step: int | None = None, log_kwargs: dict | None = None) -> None:
+        """``{key: image or list of images}``; numpy HW/HWC arrays, tensors, PIL images."""
+        payload = {str(key): snapshot_media(value) for key, value in values.items()}
+        self._fan_out("log_images", ("images", payload), step, log_kwargs)
+
+    def log_table(self, table_name: str, columns: list[str] | None = None, data: list[list[Any]] | None = None,
+                  dataframe: Any = None, step: int | None = None, log_kwargs: dict | None = None) -> None:
+        if data is None and dataframe is None:
+            raise ValueError("log_table needs `data` (with optional `columns`) or `dataframe`")
+        payload = (table_name, list(columns) if columns is not None else None,
+                   [list(row) for row in data] if data is not None else None,
+                   dataframe.copy() if hasattr(dataframe, "copy") else dataframe)
+        self._fan_out("log_table", ("table", payload), step, log_kwargs)
+
+    def log_figure(self, figure: Any, name: str, step: int | None = None, log_kwargs: dict | None = None) -> None:
+        self._fan_out("log_figure", ("figure", (figure, name)), step, log_kwargs)
+
+    def log_artifact(self, local_path: str | os.PathLike, artifact_path: str | None = None) -> None:
+        if not os.path.isfile(local_path):
+            raise FileNotFoundError(f"log_artifact: {local_path} is not a file")
+        self._fan_out("log_artifact", ("artifact", (os.fspath(local_path), artifact_path)), None, None)
+
+    def log_artifacts(self, local_dir: str | os.PathLike, artifact_path: str | None = None) -> None:
+        if not os.path.isdir(local_dir):
+            raise FileNotFoundError(f"log_artifacts: {local_dir} is not a directory")
+        self._fan_out("log_artifacts", ("artifacts", (os.fspath(local_dir), artifact_path)), None, None)
+
+    # -- access ------------------------------------------------------------------------------
+    @property
+    def trackers(self) -> list[GeneralTracker]:
+        return [worker.tracker for worker in self._workers]
+
+    @property
+    def is_main_process(self) -> bool:
+        return self.rank == 0
+
+    def get_tracker(self, name: str, unwrap: bool = False) -> Any:
+        """The tracker called ``name``; ``unwrap=True`` gives its SDK object (waits for start-up)."""
+        name = str(getattr(name, "value", name))
+        for worker in self._workers:
+            if worker.name == name:
+                if unwrap:
+                    if not worker.started.wait(UNWRAP_TIMEOUT):
+                        logger.warning("backend %r has not started after %.0f s", name, UNWRAP_TIMEOUT)
+                    return worker.tracker.tracker
+                return worker.tracker
+        if name in self._skipped or self.rank != 0:
+            noop = self._skipped.get(name) or NoOpTracker(name)
+            return noop.tracker if unwrap else noop
+        raise ValueError(f"{name!r} is not a tracker of this run; its trackers are {[w.name for w in self._workers]}")
+
+    # -- synchronisation ---------------------------------------------------------------------
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until everything logged so far reached every healthy backend and was flushed there."""
+        if self._pending_error is not None:
+            self._raise_pending()
+        events = []
+        for worker in self._workers:
+            event = threading.Event()
+            worker.put(("flush", event, None, _EMPTY))
+            events.append(event)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        done = all(event.wait(None if deadline is None else max(0.0, deadline - time.monotonic())) for event in events)
+        if self._pending_error is not None:
+            self._raise_pending()
+        return done
+
+    def finish(self, timeout: float | None = None) -> FinishReport:
+        """Drain and close every backend; a backend that exceeds ``timeout`` is abandoned and spilled."""
+        if self._report is not None:
+            return self._report
+        timeout = self.finish_timeout if timeout is None else timeout
+        for worker in self._workers:
+            worker.put(("finish", None, None, _EMPTY))
+        deadline = time.monotonic() + timeout
+        for worker in self._workers:
+            if not worker.join(max(0.0, deadline - time.monotonic())):
+                worker.abandon()
+                logger.warning("backend %r did not finish within %.0f s; its pending records were spilled", worker.name, timeout)
+        self._report = FinishReport(
+            backends={worker.name: worker.report for worker in self._workers},
+            run_dir=str(self.run_dir) if self.run_dir else None,
+            rejected_values=dict(self._rejected),
+        )
+        if not self._report.ok and self._workers:
+            logger.warning("tracking: not everything was delivered\n%s", self._report)
+        self._workers_finished = True
+        if self._pending_error is not None:
+            self._raise_pending()
+        return self._report
+
+    end_training = finish
+
+    def __enter__(self) -> Dispatcher:
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.finish()
+
+
+def init(
+    project_name: str,
+    log_with: TrackerSpec | Iterable[TrackerSpec] | None = None,
+    logging_dir: str | os.PathLike = DEFAULT_LOGGING_DIR,
+    config: Any = None,
+    init_kwargs: dict | None = None,
+    **options: Any,
+) -> Dispatcher:
+    """Start a run: ``Dispatcher(log_with, logging_dir, **options).init_trackers(project_name, ...)``."""
+    dispatcher = Dispatcher(log_with=log_with, logging_dir=logging_dir, **options)
+    dispatcher.init_trackers(project_name, config=config, init_kwargs=init_kwargs)
+    if dispatcher.rank == 0:
+        notice(f"run {dispatcher.run_id} of {project_name!r}: {', '.join(t.name for t in dispatcher.trackers)}")
+    return dispatcher

@@ -1,0 +1,152 @@
+"""The run journal: an append-only JSON-lines file of everything a run logged.
+
+Format (``FORMAT_VERSION`` 1), one JSON object per line, each with a ``type``:
+
+* ``header``  -- first line: ``format`` ("tracking-journal"), ``version``, ``project``, ``run_id``,
+  ``created`` (ISO 8601, UTC), ``source`` (``"jsonl"`` or ``"spill:<backend>"``).
+* ``config``  -- ``values``: the sanitised configuration (nested).
+* ``metrics`` -- ``step`` (int) and ``values`` (flat ``{key: number | str}``); NaN/Infinity are
+  written as the bare JSON extensions ``NaN``/``Infinity``, which Python's ``json`` reads back.
+* ``images``  -- ``step`` and ``images``: ``{key: [path relative to the journal's folder, ...]}``.
+* ``table``   -- ``name``, ``step``, ``columns``, ``data`` (rows).
+* ``figure``  -- ``name``, ``step``, ``path``.
+* ``artifact`` / ``artifacts`` -- ``local_path`` (absolute), ``artifact_path``.
+* ``finish``  -- written when the run finished cleanly.
+
+Readers skip unknown types and a torn last line, so a journal from a killed process reads back up
+to its last flushed record, and newer writers can add record types without breaking older readers.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+FORMAT = "tracking-journal"
+FORMAT_VERSION = 1
+JOURNAL_NAME = "journal.jsonl"
+
+
+def _default(value: Any) -> Any:
+    return str(value)
+
+
+def encode(record: dict) -> str:
+    return json.dumps(record, default=_default, separators=(",", ":")) + "\n"
+
+
+class JournalWriter:
+    """Appends records to one journal file; ``flush(durable=True)`` also fsyncs."""
+
+    def __init__(self, path: str | os.PathLike, *, project: str, run_id: str, source: str) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        is_new = not self.path.exists() or self.path.stat().st_size == 0
+        self._file = open(self.path, "a", encoding="utf-8")
+        if is_new:
+            self.write(
+                {
+                    "type": "header",
+                    "format": FORMAT,
+                    "version": FORMAT_VERSION,
+                    "project": project,
+                    "run_id": run_id,
+                    "source": source,
+                    "created": _dt.datetime.now(_dt.timezone.utc).isoformat(),
+                }
+            )
+            self.flush()
+
+    @property
+    def directory(self) -> Path:
+        return self.path.parent
+
+    def write(self, record: dict) -> None:
+        self._file.write(encode(record))
+
+    def write_many(self, records: list[dict]) -> None:
+        self._file.write("".join(encode(record) for record in records))
+
+    def flush(self, durable: bool = False) -> None:
+        if self._file.closed:
+            return
+        self._file.flush()  # in the OS now: survives the process being killed
+        if durable:
+            os.fsync(self._file.fileno())  # on the disk: survives the machine going down
+
+    def close(self) -> None:
+        if not self._file.closed:
+            self.flush(durable=True)
+            self._file.close()
+
+
+def resolve_journal(path: str | os.PathLike) -> Path:
+    """A journal file, or the ``journal.jsonl`` inside a run directory."""
+    path = Path(path)
+    if path.is_dir():
+        candidate = path / JOURNAL_NAME
+        if candidate.exists():
+            return candidate
+        spills = sorted(path.glob("spill-*.jsonl"))
+        if len(spills) == 1:
+            return spills[0]
+        raise FileNotFoundError(f"no {JOURNAL_NAME} in {path}" + (f" (spill journals: {[s.name for s in spills]})" if spills else ""))
+    if not path.exists():
+        raise FileNotFoundError(f"journal {path} does not exist")
+    return path
+
+
+def read_journal(path: str | os.PathLike) -> Iterator[dict]:
+    """Yield the records of a journal; a torn or corrupt line is skipped, never fatal."""
+    journal = resolve_journal(path)
+    with open(journal, encoding="utf-8") as handle:
+        for line in handle:
+            if not line.endswith("\n"):
+                break  # the writer was killed mid-line: everything before is whole
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict) and "type" in record:
+                yield record
+
+
+def read_header(path: str | os.PathLike) -> dict:
+    for record in read_journal(path):
+        if record["type"] == "header":
+            if record.get("format") != FORMAT:
+                raise ValueError(f"{path} is not a tracking journal")
+            if int(record.get("version", 0)) > FORMAT_VERSION:
+                raise ValueError(
+                    f"{path} uses journal format {record['version']}; this tracking-core reads up to {FORMAT_VERSION}"
+                )
+            return record
+        break
+    raise ValueError(f"{path} has no journal header")
+
+
+class JournalSummary:
+    """What a journal holds, for ``tracking show`` and the demo's read-back."""
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path = resolve_journal(path)
+        self.header = read_header(self.path)
+        self.config: dict = {}
+        self.metrics: dict[str, list[tuple[int, Any]]] = {}
+        self.counts: dict[str, int] = {}
+        self.finished = False
+        for record in read_journal(self.path):
+            kind = record["type"]
+            self.counts[kind] = self.counts.get(kind, 0) + 1
+            if kind == "config":
+                self.config.update(record.get("values") or {})
+            elif kind == "metrics":
+                step = record.get("step")
+                for key, value in (record.get("values") or {}).items():
+                    self.metrics.setdefault(key, []).append((step, value))
+            elif kind == "finish":
+                self.finished = True

@@ -1,0 +1,135 @@
+"""``jsonl``: the built-in backend that writes the run journal (see :mod:`tracking_core.journal`)."""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .journal import JOURNAL_NAME, JournalWriter
+from .notices import notice
+from .tracker import GeneralTracker
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def _file_safe(key: str) -> str:
+    return _UNSAFE.sub("_", key).strip("._") or "item"
+
+
+def table_rows(columns: list | None, data: list | None, dataframe: Any) -> tuple[list[str], list[list[Any]]]:
+    """Columns and rows from either ``columns``/``data`` or a pandas-like ``dataframe``."""
+    if dataframe is not None:
+        return [str(column) for column in dataframe.columns], dataframe.values.tolist()
+    if data is None:
+        raise ValueError("log_table needs `data` (with optional `columns`) or `dataframe`")
+    rows = [list(row) for row in data]
+    width = max((len(row) for row in rows), default=0)
+    return ([str(column) for column in columns] if columns else [f"col{i}" for i in range(width)]), rows
+
+
+class JsonlTracker(GeneralTracker):
+    """Append-only JSON-lines journal of the run; the default when ``log_with`` is empty.
+
+    Example::
+
+        with tracking_core.init("demo", log_with="jsonl", logging_dir="runs") as run:
+            run.log({"loss": 0.5}, step=0)
+
+    Writes ``<logging_dir>/<project>/<run_id>/journal.jsonl`` (images under ``media/``) and reads
+    back with ``tracking show``; ``tracking replay`` pushes it into any other backend later.
+    """
+
+    name = "jsonl"
+    requires_logging_directory = False
+
+    def __init__(
+        self,
+        run_name: str,
+        logging_dir: str | os.PathLike | None = None,
+        run_dir: str | os.PathLike | None = None,
+        run_id: str | None = None,
+        journal_name: str = JOURNAL_NAME,
+    ) -> None:
+        super().__init__()
+        self.run_name = run_name
+        self.run_id = run_id or uuid.uuid4().hex[:8]
+        self.run_dir = Path(run_dir) if run_dir else Path(logging_dir or "runs") / run_name / self.run_id
+        self.journal_name = journal_name
+        self._writer: JournalWriter | None = None
+
+    @property
+    def tracker(self) -> JournalWriter | None:
+        return self._writer
+
+    @property
+    def journal_path(self) -> Path:
+        return self.run_dir / self.journal_name
+
+    def start(self) -> None:
+        is_spill = self.journal_name != JOURNAL_NAME
+        source = f"spill:{self.journal_name[len('spill-'):-len('.jsonl')]}" if is_spill else "jsonl"
+        self._writer = JournalWriter(self.journal_path, project=self.run_name, run_id=self.run_id, source=source)
+        if not is_spill:
+            notice(f"jsonl: journal at {self.journal_path} (summary: tracking show {self.run_dir})")
+
+    def store_init_configuration(self, values: dict) -> None:
+        self._writer.write({"type": "config", "values": values})
+        self._writer.flush()
+
+    def log(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
+        self._writer.write({"type": "metrics", "step": step, "values": values})
+        self._writer.flush()
+
+    def log_batch(self, entries: Sequence[tuple[dict, int | None, dict]]) -> None:
+        self._writer.write_many([{"type": "metrics", "step": step, "values": values} for values, step, _ in entries])
+        self._writer.flush()
+
+    def _media_path(self, kind: str, key: str, step: int | None, index: int, suffix: str) -> Path:
+        path = self.run_dir / "media" / kind / f"{_file_safe(key)}-{step if step is not None else 'none'}-{index}{suffix}"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def log_images(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
+        from .png import encode_png
+
+        stored: dict[str, list[str]] = {}
+        for key, images in values.items():
+            items = images if isinstance(images, (list, tuple)) else [images]
+            for index, image in enumerate(items):
+                path = self._media_path("images", key, step, index, ".png")
+                path.write_bytes(encode_png(image))
+                stored.setdefault(key, []).append(path.relative_to(self.run_dir).as_posix())
+        self._writer.write({"type": "images", "step": step, "images": stored})
+        self._writer.flush()
+
+    def log_table(self, table_name, columns=None, data=None, dataframe=None, step=None, **kwargs) -> None:
+        columns, rows = table_rows(columns, data, dataframe)
+        self._writer.write({"type": "table", "name": table_name, "step": step, "columns": columns, "data": rows})
+        self._writer.flush()
+
+    def log_figure(self, figure: Any, name: str, step: int | None = None, **kwargs: Any) -> None:
+        path = self._media_path("figures", name, step, 0, ".png")
+        figure.savefig(path, **kwargs)
+        self._writer.write({"type": "figure", "name": name, "step": step, "path": path.relative_to(self.run_dir).as_posix()})
+        self._writer.flush()
+
+    def log_artifact(self, local_path, artifact_path=None) -> None:
+        self._writer.write({"type": "artifact", "local_path": os.path.abspath(local_path), "artifact_path": artifact_path})
+        self._writer.flush()
+
+    def log_artifacts(self, local_dir, artifact_path=None) -> None:
+        self._writer.write({"type": "artifacts", "local_path": os.path.abspath(local_dir), "artifact_path": artifact_path})
+        self._writer.flush()
+
+    def flush(self) -> None:
+        if self._writer is not None:
+            self._writer.flush(durable=True)
+
+    def finish(self) -> None:
+        if self._writer is not None:
+            self._writer.write({"type": "finish"})
+            self._writer.close()

@@ -1,0 +1,83 @@
+"""Where the library talks to people: the ``tracking`` logger, and warnings that fire once.
+
+Notices ("view this run with ...") are INFO records on the ``tracking`` logger. When the application
+has configured no logging at all they still reach stderr, never stdout, so a training script's own
+output stays clean.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+import warnings
+
+from .errors import TrackingWarning
+
+logger = logging.getLogger("tracking")
+
+
+class _StderrWhenUnconfigured(logging.Handler):
+    """Prints to stderr only while the root logger has no handlers (the app did not set up logging)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if logging.getLogger().handlers:
+            return
+        try:
+            sys.stderr.write(f"tracking: {record.getMessage()}\n")
+            if record.exc_info:
+                import traceback
+
+                sys.stderr.write("".join(traceback.format_exception(*record.exc_info)))
+        except Exception:  # pragma: no cover - stderr closed
+            pass
+
+
+if not logger.handlers:
+    logger.addHandler(_StderrWhenUnconfigured())
+    if logger.level == logging.NOTSET:
+        logger.setLevel(logging.INFO)
+
+
+def notice(message: str) -> None:
+    """One line for a person: where data went and how to look at it."""
+    logger.info(message)
+
+
+class OnceRegistry:
+    """Remembers which (scope, key, reason) triples were already reported, so each is said once."""
+
+    def __init__(self) -> None:
+        self._seen: set[tuple] = set()
+        self._lock = threading.Lock()
+
+    def first_time(self, *identity: object) -> bool:
+        with self._lock:
+            if identity in self._seen:
+                return False
+            self._seen.add(identity)
+            return True
+
+    def clear(self) -> None:
+        with self._lock:
+            self._seen.clear()
+
+
+_once = OnceRegistry()
+
+
+def warn_once(backend: str, key: str, message: str, *, reason: str | None = None) -> bool:
+    """Warn about a value or key once per backend, key and reason; returns whether it warned.
+
+    ``reason`` defaults to the message; pass a stable reason when the message embeds a value,
+    so a changing value does not repeat the warning.
+    """
+    if not _once.first_time(backend, key, reason or message):
+        return False
+    warnings.warn(f"[{backend}] {key!r}: {message}", TrackingWarning, stacklevel=3)
+    return True
+
+
+def reset_warnings() -> None:
+    """Forget what was already reported (tests, or a new run in the same process)."""
+    _once.clear()

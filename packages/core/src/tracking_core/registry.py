@@ -1,0 +1,140 @@
+"""Which tracker classes exist: installed packages (entry points) plus classes registered at runtime.
+
+Listing names reads package metadata only; a backend module is imported when its class is asked for.
+"""
+
+from __future__ import annotations
+
+import enum
+import threading
+import warnings
+from typing import TYPE_CHECKING
+
+from .errors import BackendNotInstalledError
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
+
+    from .tracker import GeneralTracker
+
+ENTRY_POINT_GROUP = "tracking.backends"
+
+
+class LoggerType(str, enum.Enum):
+    """Names of the built-in backends; ``ALL`` selects every available tracker."""
+
+    ALL = "all"
+    JSONL = "jsonl"
+    TENSORBOARD = "tensorboard"
+    WANDB = "wandb"
+    TRACKIO = "trackio"
+    COMETML = "comet_ml"
+    AIM = "aim"
+    MLFLOW = "mlflow"
+    CLEARML = "clearml"
+    SWANLAB = "swanlab"
+
+    def __str__(self) -> str:
+        return self.value
+
+    @classmethod
+    def list(cls) -> list[str]:
+        return [member.value for member in cls]
+
+
+def package_for(name: str) -> str:
+    """Distribution that provides backend ``name`` (``comet_ml`` -> ``tracking-comet-ml``)."""
+    return "tracking-core" if name == "jsonl" else f"tracking-{name.replace('_', '-')}"
+
+
+_registered: dict[str, type[GeneralTracker]] = {}
+_entry_points_cache: dict[str, EntryPoint] | None = None
+_lock = threading.Lock()
+
+
+def _entry_points() -> dict[str, EntryPoint]:
+    global _entry_points_cache
+    if _entry_points_cache is None:
+        from importlib.metadata import entry_points
+
+        found = {entry.name: entry for entry in entry_points(group=ENTRY_POINT_GROUP)}
+        if "jsonl" not in found:  # core used from a source tree without installed metadata
+            from importlib.metadata import EntryPoint
+
+            found["jsonl"] = EntryPoint("jsonl", "tracking_core.jsonl:JsonlTracker", ENTRY_POINT_GROUP)
+        _entry_points_cache = found
+    return _entry_points_cache
+
+
+def refresh() -> None:
+    """Re-read installed entry points (after installing a backend into a running process)."""
+    global _entry_points_cache
+    _entry_points_cache = None
+
+
+def installed_entry_points() -> dict[str, EntryPoint]:
+    return dict(_entry_points())
+
+
+def register_tracker_class(tracker_class: type[GeneralTracker]) -> type[GeneralTracker]:
+    """Make ``tracker_class`` usable by its ``name`` in ``log_with`` (including ``"all"``).
+
+    Usable as a decorator. Replacing an existing name (a built-in included) warns.
+    """
+    from .tracker import GeneralTracker
+
+    if not (isinstance(tracker_class, type) and issubclass(tracker_class, GeneralTracker)):
+        raise ValueError(f"`tracker_class` must be a subclass of `GeneralTracker`, but got {tracker_class!r}.")
+    name = getattr(tracker_class, "name", None)
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"{tracker_class.__name__} must define a non-empty `name` attribute.")
+    if not hasattr(tracker_class, "requires_logging_directory"):
+        raise ValueError(f"{tracker_class.__name__} must define a `requires_logging_directory` attribute.")
+    if name == LoggerType.ALL.value:
+        raise ValueError('"all" is reserved for selecting every tracker.')
+    with _lock:
+        if name in _registered or name in _entry_points():
+            previous = _registered.get(name)
+            where = previous.__qualname__ if previous else f"the installed backend {name!r}"
+            warnings.warn(
+                f"Tracker name {name!r} already refers to {where}; it now refers to {tracker_class.__qualname__}.",
+                UserWarning,
+                stacklevel=2,
+            )
+        _registered[name] = tracker_class
+    return tracker_class
+
+
+def unregister_tracker_class(name: str) -> None:
+    with _lock:
+        _registered.pop(name, None)
+
+
+def get_available_trackers() -> list[str]:
+    """Names usable in ``log_with`` right now: installed backends and registered classes."""
+    return sorted(set(_entry_points()) | set(_registered))
+
+
+def resolve_tracker_class(name: str) -> type[GeneralTracker]:
+    """The class behind ``name``, importing its module; errors say what to install."""
+    name = str(name.value if isinstance(name, LoggerType) else name)
+    if name in _registered:
+        return _registered[name]
+    entry = _entry_points().get(name)
+    if entry is None:
+        known = [member.value for member in LoggerType if member is not LoggerType.ALL]
+        if name in known:
+            raise BackendNotInstalledError(
+                f"Tracker {name!r} is not installed. Install it with: pip install {package_for(name)}"
+            )
+        raise ValueError(
+            f"Unknown tracker {name!r}. Available now: {', '.join(get_available_trackers())}. "
+            f"Built-in names: {', '.join(known)}; custom trackers need register_tracker_class()."
+        )
+    try:
+        return entry.load()
+    except ImportError as error:
+        raise BackendNotInstalledError(
+            f"Tracker {name!r} is registered by {entry.value} but could not be imported ({error}). "
+            f"Reinstall it with: pip install --force-reinstall {package_for(name)}"
+        ) from error

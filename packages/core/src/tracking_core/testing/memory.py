@@ -1,0 +1,64 @@
+"""An in-memory tracker: what a custom backend sees, recorded for assertions."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from ..tracker import GeneralTracker
+
+
+class MemoryTracker(GeneralTracker):
+    """Keeps every call in lists; ``MemoryTracker.runs`` holds each instance, newest last."""
+
+    name = "memory"
+    requires_logging_directory = False
+    runs: list[MemoryTracker] = []
+
+    def __init__(self, run_name: str = "memory", **kwargs: Any) -> None:
+        super().__init__()
+        self.run_name = run_name
+        self.init_kwargs = kwargs
+        self.started = False
+        self.finished = 0
+        self.config: dict | None = None
+        self.metrics: list[tuple[int | None, dict]] = []
+        self.images: list[tuple[int | None, dict]] = []
+        self.tables: list[tuple[str, list, list, int | None]] = []
+        self.flushes = 0
+        self.threads: set[str] = set()
+        self._lock = threading.Lock()
+        MemoryTracker.runs.append(self)
+
+    @property
+    def tracker(self) -> MemoryTracker:
+        return self
+
+    def start(self) -> None:
+        self.started = True
+
+    def store_init_configuration(self, values: dict) -> None:
+        self.config = values
+
+    def log(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
+        with self._lock:
+            self.threads.add(threading.current_thread().name)
+            self.metrics.append((step, values))
+
+    def log_images(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
+        self.images.append((step, values))
+
+    def log_table(self, table_name, columns=None, data=None, dataframe=None, step=None, **kwargs) -> None:
+        from ..jsonl import table_rows
+
+        columns, rows = table_rows(columns, data, dataframe)
+        self.tables.append((table_name, columns, rows, step))
+
+    def flush(self) -> None:
+        self.flushes += 1
+
+    def finish(self) -> None:
+        self.finished += 1
+
+    def series(self, key: str) -> dict[int, Any]:
+        return {step: values[key] for step, values in self.metrics if key in values}

@@ -1,0 +1,135 @@
+"""The tracker contract every backend implements (compatible with ``accelerate.tracking``)."""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, TypeVar
+
+from .distributed import is_main_process
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: The optional methods a backend may override; a tracker "has" a capability when it overrides it.
+CAPABILITIES = ("log_images", "log_table", "log_figure", "log_artifact", "log_artifacts")
+
+
+def on_main_process(function: F) -> F:
+    """Run a tracker method only on global rank 0 when the tracker is ``main_process_only``.
+
+    The rank is read at call time, so decorating a method never touches distributed state.
+    """
+
+    @functools.wraps(function)
+    def wrapper(self, *args, **kwargs):
+        if getattr(self, "main_process_only", False) and not is_main_process():
+            return None
+        return function(self, *args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+class GeneralTracker:
+    """Base class of every tracker.
+
+    A subclass sets ``name`` and ``requires_logging_directory`` and provides a ``tracker`` property
+    that returns the SDK object. Construction must do no I/O and import no SDK: ``start()`` does
+    that, in the backend's worker thread when driven by the :class:`~tracking_core.Dispatcher`.
+
+    Beyond the accelerate contract, a backend may override:
+
+    * ``flush()`` -- make what was logged durable; called by ``Dispatcher.flush`` and at intervals.
+    * ``log_batch(entries)`` -- take several ``(values, step, kwargs)`` metric records at once.
+    * ``sanitize_key(key)`` -- rewrite metric keys the SDK refuses; the dispatcher warns once
+      per key and records the mapping in the finish report.
+    * ``accepts_non_finite`` -- ``False`` when the SDK mangles NaN/inf (they are then dropped with
+      one warning per key instead of being stored wrongly).
+    """
+
+    name: ClassVar[str]
+    requires_logging_directory: ClassVar[bool]
+    main_process_only: ClassVar[bool] = True
+    accepts_non_finite: ClassVar[bool] = True
+
+    def __init__(self, _blank: bool = False) -> None:
+        if _blank:
+            return
+        missing = [
+            f"`{attribute}`"
+            for attribute in ("name", "requires_logging_directory", "tracker")
+            if attribute not in dir(self)
+        ]
+        if missing:
+            raise NotImplementedError(
+                f"{type(self).__name__} is missing required attributes: {', '.join(missing)}. "
+                "Define them in the class body (`tracker` as a property returning the SDK object)."
+            )
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def start(self) -> None:
+        """Create the SDK run. Called once, before anything else is sent."""
+
+    def store_init_configuration(self, values: dict) -> None:
+        """Record the run's hyper-parameters (a sanitised deep copy, see ``tracking_core.config``)."""
+
+    def log(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
+        """Record a flat dict of numbers and strings at ``step``."""
+
+    def log_batch(self, entries: Sequence[tuple[dict, int | None, dict]]) -> None:
+        """Record several ``(values, step, kwargs)`` entries; override when the SDK has a batch API."""
+        for values, step, kwargs in entries:
+            self.log(values, step=step, **kwargs)
+
+    def flush(self) -> None:
+        """Make everything logged so far durable (written to disk or sent)."""
+
+    def finish(self) -> None:
+        """Close the run. The dispatcher calls it once."""
+
+    def sanitize_key(self, key: str) -> str:
+        """Return the key as this backend can store it (identity unless the SDK refuses some keys)."""
+        return key
+
+    # -- optional capabilities ---------------------------------------------------------------
+    def _unsupported(self, capability: str):
+        return NotImplementedError(f"tracker {getattr(self, 'name', type(self).__name__)!r} does not support {capability}")
+
+    def log_images(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
+        """Record images: ``{key: image or list of images}`` (numpy HW/HWC arrays, PIL images)."""
+        raise self._unsupported("log_images")
+
+    def log_table(
+        self,
+        table_name: str,
+        columns: list[str] | None = None,
+        data: list[list[Any]] | None = None,
+        dataframe: Any = None,
+        step: int | None = None,
+        **kwargs: Any,
+    ) -> None:
+        raise self._unsupported("log_table")
+
+    def log_figure(self, figure: Any, name: str, step: int | None = None, **kwargs: Any) -> None:
+        raise self._unsupported("log_figure")
+
+    def log_artifact(self, local_path: str | os.PathLike, artifact_path: str | None = None) -> None:
+        raise self._unsupported("log_artifact")
+
+    def log_artifacts(self, local_dir: str | os.PathLike, artifact_path: str | None = None) -> None:
+        raise self._unsupported("log_artifacts")
+
+
+def has_capability(tracker: GeneralTracker | type, capability: str) -> bool:
+    """True when the tracker's class overrides ``capability`` (one of :data:`CAPABILITIES`)."""
+    cls = tracker if isinstance(tracker, type) else type(tracker)
+    return getattr(cls, capability, None) is not getattr(GeneralTracker, capability)
+
+
+def capabilities_of(tracker: GeneralTracker | type) -> list[str]:
+    return [capability for capability in CAPABILITIES if has_capability(tracker, capability)]
+
+
+def is_finite_number(value: Any) -> bool:
+    return not (type(value) is float and not math.isfinite(value))
