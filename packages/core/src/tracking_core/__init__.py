@@ -1,20 +1,57 @@
 """tracking-core: one API that sends a training run's metrics, config and media to many trackers.
 
-``import tracking_core`` is cheap (no third-party imports); backends are found through the
-``tracking.backends`` entry points and imported only when a run uses them.
+``import tracking_core`` is cheap: no third-party imports, and the dispatcher machinery loads on
+first use (PEP 562), so a framework can import the contract without paying for the rest.
+Backends are found through the ``tracking.backends`` entry points and imported only when a run
+uses them.
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from .__about__ import __version__
-from .config import flatten_config, sanitize_config, stringify
-from .dispatcher import Dispatcher, init
 from .distributed import get_rank, get_world_size, is_main_process
 from .errors import BackendNotInstalledError, TrackingError, TrackingWarning
-from .jsonl import JsonlTracker
-from .noop import NoOpTracker
-from .notices import notice, warn_once
 from .registry import LoggerType, get_available_trackers, register_tracker_class
-from .report import BackendReport, FinishReport
 from .tracker import CAPABILITIES, GeneralTracker, capabilities_of, has_capability, on_main_process
+
+if TYPE_CHECKING:
+    from .config import flatten_config, sanitize_config, stringify
+    from .dispatcher import Dispatcher, init
+    from .jsonl import JsonlTracker
+    from .noop import NoOpTracker
+    from .notices import notice, warn_once
+    from .report import BackendReport, FinishReport
+
+_LAZY = {
+    "Dispatcher": "dispatcher",
+    "init": "dispatcher",
+    "JsonlTracker": "jsonl",
+    "NoOpTracker": "noop",
+    "BackendReport": "report",
+    "FinishReport": "report",
+    "flatten_config": "config",
+    "sanitize_config": "config",
+    "stringify": "config",
+    "notice": "notices",
+    "warn_once": "notices",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tracking_core' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "CAPABILITIES",

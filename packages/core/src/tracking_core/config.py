@@ -8,30 +8,31 @@ flat or string parameters use ``flatten_config`` and ``stringify`` on top of it.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import os
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from .values import SEPARATOR, _scalar
 
 REDACTED = "<redacted>"
-_SECRET_KEY = re.compile(r"token|secret|passw(or)?d|api[_-]?key|credential|private[_-]?key", re.IGNORECASE)
+_SECRET_PARTS = ("token", "secret", "password", "passwd", "apikey", "api_key", "api-key", "credential", "private_key", "private-key")
 _MAX_DEPTH = 32
 
 
 def is_secret_key(key: str) -> bool:
-    return bool(_SECRET_KEY.search(str(key)))
+    """Keys such as ``hub_token``, ``WANDB_API_KEY``, ``db_password`` never leave the process."""
+    lowered = str(key).lower()
+    return any(part in lowered for part in _SECRET_PARTS)
 
 
 def _to_mapping(value: Any) -> Mapping | None:
     if isinstance(value, Mapping):
         return value
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {field.name: getattr(value, field.name) for field in dataclasses.fields(value)}
+    fields = getattr(type(value), "__dataclass_fields__", None)
+    if fields is not None and not isinstance(value, type):
+        return {name: getattr(value, name) for name in fields}
     if type(value).__name__ == "Namespace" and hasattr(value, "__dict__"):  # argparse / SimpleNamespace
         return vars(value)
     to_dict = getattr(value, "to_dict", None) or getattr(value, "model_dump", None)

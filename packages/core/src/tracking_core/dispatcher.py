@@ -7,12 +7,9 @@ values, step and config semantics of the whole library are applied here, once.
 from __future__ import annotations
 
 import atexit
-import copy
-import inspect
 import os
 import threading
 import time
-import uuid
 import weakref
 from collections.abc import Iterable
 from pathlib import Path
@@ -46,10 +43,12 @@ def _names(log_with: Any) -> list[Any]:
 
 
 def _new_run_id() -> str:
-    return time.strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:6]
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + os.urandom(3).hex()
 
 
 def _accepted_keywords(cls: type) -> set[str]:
+    import inspect  # only at init_trackers: keeps `import tracking_core` fast
+
     try:
         parameters = inspect.signature(cls.__init__).parameters
     except (TypeError, ValueError):
@@ -99,7 +98,8 @@ class Dispatcher:
         self.flush_interval = flush_interval
         self.rank = get_rank()
         self._specs = self._resolve(log_with)
-        self._workers: list[BackendWorker] = []
+        self._workers: list[BackendWorker] = []  # emptied by finish(): the hot path checks one list
+        self._all_workers: list[BackendWorker] = []
         self._skipped: dict[str, NoOpTracker] = {}
         self._step = -1
         self._lock = threading.Lock()
@@ -169,6 +169,8 @@ class Dispatcher:
         self.run_id = _new_run_id()
         self.run_dir = Path(self.logging_dir or DEFAULT_LOGGING_DIR) / self.project_name / self.run_id
         clean_config = sanitize_config(config) if config is not None else None
+        if clean_config is not None:
+            import copy  # each backend gets its own copy: one backend mutating it cannot affect another
         for spec in self._specs:
             name = spec.name
             if spec.main_process_only and self.rank != 0:
@@ -186,6 +188,7 @@ class Dispatcher:
                 flush_interval=self.flush_interval,
             )
             self._workers.append(worker)
+        self._all_workers = list(self._workers)
         for worker in self._workers:
             worker.launch()
             if clean_config is not None:
@@ -238,7 +241,7 @@ class Dispatcher:
             step = int(step)
         if step < self._step:
             warn_once("dispatcher", "step", f"step went back from {self._step} to {step}; points are passed on, "
-                      "but some backends (W&B) drop them", reason="step-backwards")
+                      "but some backends (W&B) drop them", reason="step-backwards", stacklevel=4)
         self._step = step
         return step
 
@@ -248,7 +251,8 @@ class Dispatcher:
 
     def _reject(self, rejected: dict[str, str]) -> None:
         for key, reason in rejected.items():
-            if warn_once("all backends", key, f"not logged: {reason}", reason="rejected:" + reason.split(" ")[0]):
+            # stacklevel 4 points at the user's log() call: warn_once <- _reject <- log/_fan_out <- user
+            if warn_once("all backends", key, f"not logged: {reason}", reason="rejected:" + reason.split(" ")[0], stacklevel=4):
                 self._rejected[key] = reason
 
     def _not_running(self, what: str) -> None:
@@ -275,7 +279,7 @@ class Dispatcher:
                     lacking.append(worker.name)
         if lacking:
             warn_once(", ".join(lacking), capability, f"{capability} is not supported by {', '.join(lacking)}; "
-                      "those backends skip it", reason="capability")
+                      "those backends skip it", reason="capability", stacklevel=4)
 
     def log_images(self, values: dict, step: int | None = None, log_kwargs: dict | None = None) -> None:
         """``{key: image or list of images}``; numpy HW/HWC arrays, tensors, PIL images."""
@@ -307,7 +311,7 @@ class Dispatcher:
     # -- access ------------------------------------------------------------------------------
     @property
     def trackers(self) -> list[GeneralTracker]:
-        return [worker.tracker for worker in self._workers]
+        return [worker.tracker for worker in self._all_workers]
 
     @property
     def is_main_process(self) -> bool:
@@ -316,7 +320,7 @@ class Dispatcher:
     def get_tracker(self, name: str, unwrap: bool = False) -> Any:
         """The tracker called ``name``; ``unwrap=True`` gives its SDK object (waits for start-up)."""
         name = str(getattr(name, "value", name))
-        for worker in self._workers:
+        for worker in self._all_workers:
             if worker.name == name:
                 if unwrap:
                     if not worker.started.wait(UNWRAP_TIMEOUT):
@@ -326,7 +330,7 @@ class Dispatcher:
         if name in self._skipped or self.rank != 0:
             noop = self._skipped.get(name) or NoOpTracker(name)
             return noop.tracker if unwrap else noop
-        raise ValueError(f"{name!r} is not a tracker of this run; its trackers are {[w.name for w in self._workers]}")
+        raise ValueError(f"{name!r} is not a tracker of this run; its trackers are {[w.name for w in self._all_workers]}")
 
     # -- synchronisation ---------------------------------------------------------------------
     def flush(self, timeout: float | None = None) -> bool:
@@ -349,21 +353,22 @@ class Dispatcher:
         if self._report is not None:
             return self._report
         timeout = self.finish_timeout if timeout is None else timeout
-        for worker in self._workers:
+        with self._lock:  # no log() can slip in between the finish marker and closing the list
+            workers, self._workers = self._workers, []
+        for worker in workers:
             worker.put(("finish", None, None, _EMPTY))
         deadline = time.monotonic() + timeout
-        for worker in self._workers:
+        for worker in workers:
             if not worker.join(max(0.0, deadline - time.monotonic())):
                 worker.abandon()
                 logger.warning("backend %r did not finish within %.0f s; its pending records were spilled", worker.name, timeout)
         self._report = FinishReport(
-            backends={worker.name: worker.report for worker in self._workers},
+            backends={worker.name: worker.report for worker in self._all_workers},
             run_dir=str(self.run_dir) if self.run_dir else None,
             rejected_values=dict(self._rejected),
         )
-        if not self._report.ok and self._workers:
-            logger.warning("tracking: not everything was delivered\n%s", self._report)
-        self._workers_finished = True
+        if not self._report.ok:
+            logger.warning("not everything was delivered\n%s", self._report)
         if self._pending_error is not None:
             self._raise_pending()
         return self._report

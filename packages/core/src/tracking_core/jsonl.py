@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -56,7 +55,7 @@ class JsonlTracker(GeneralTracker):
     ) -> None:
         super().__init__()
         self.run_name = run_name
-        self.run_id = run_id or uuid.uuid4().hex[:8]
+        self.run_id = run_id or os.urandom(4).hex()
         self.run_dir = Path(run_dir) if run_dir else Path(logging_dir or "runs") / run_name / self.run_id
         self.journal_name = journal_name
         self._writer: JournalWriter | None = None

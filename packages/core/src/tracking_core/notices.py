@@ -66,7 +66,7 @@ class OnceRegistry:
 _once = OnceRegistry()
 
 
-def warn_once(backend: str, key: str, message: str, *, reason: str | None = None) -> bool:
+def warn_once(backend: str, key: str, message: str, *, reason: str | None = None, stacklevel: int = 3) -> bool:
     """Warn about a value or key once per backend, key and reason; returns whether it warned.
 
     ``reason`` defaults to the message; pass a stable reason when the message embeds a value,
@@ -74,7 +74,7 @@ def warn_once(backend: str, key: str, message: str, *, reason: str | None = None
     """
     if not _once.first_time(backend, key, reason or message):
         return False
-    warnings.warn(f"[{backend}] {key!r}: {message}", TrackingWarning, stacklevel=3)
+    warnings.warn(f"[{backend}] {key!r}: {message}", TrackingWarning, stacklevel=stacklevel)
     return True
 
 

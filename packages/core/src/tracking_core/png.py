@@ -49,8 +49,8 @@ def decode_png(data: bytes) -> tuple[int, int, int, bytes]:
     """Decode a PNG written by :func:`encode_png` (filter type 0 only) to (h, w, channels, bytes)."""
     if data[:8] != b"\x89PNG\r\n\x1a\n":
         raise ValueError("not a PNG file")
-    position, idat, width = 8, b"", height = 0
-    height = channels = 0
+    position, idat = 8, b""
+    width = height = channels = 0
     while position < len(data):
         (length,) = struct.unpack(">I", data[position : position + 4])
         kind = data[position + 4 : position + 8]
@@ -77,9 +77,9 @@ def load_png(path) -> Any:
     with open(path, "rb") as handle:
         data = handle.read()
     try:
-        from PIL import Image
-
         import io
+
+        from PIL import Image
 
         return Image.open(io.BytesIO(data)).copy()
     except ImportError:
@@ -87,5 +87,5 @@ def load_png(path) -> Any:
     height, width, channels, raw = decode_png(data)
     import numpy as np
 
-    array = np.frombuffer(raw, dtype=np.uint8).reshape(height, width, channels) if channels > 1 else np.frombuffer(raw, dtype=np.uint8).reshape(height, width)
-    return array
+    array = np.frombuffer(raw, dtype=np.uint8)
+    return array.reshape(height, width, channels) if channels > 1 else array.reshape(height, width)

@@ -2,21 +2,26 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 
-
-@dataclass
 class BackendReport:
-    name: str
-    state: str = "pending"  # starting, running, finished, quarantined, start_failed, finish_failed, timed_out
-    delivered: int = 0
-    dropped: int = 0
-    spilled: int = 0
-    errors: int = 0
-    spill_path: str | None = None
-    last_error: str | None = None
-    key_map: dict[str, str] = field(default_factory=dict)
-    skipped_values: dict[str, str] = field(default_factory=dict)
+    """Counts for one backend. ``state`` is one of: pending, starting, running, finished,
+    quarantined, start_failed, finish_failed, timed_out."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.state = "pending"
+        self.delivered = 0
+        self.dropped = 0
+        self.spilled = 0
+        self.errors = 0
+        self.spill_path: str | None = None
+        self.last_error: str | None = None
+        self.key_map: dict[str, str] = {}
+        self.skipped_values: dict[str, str] = {}
+
+    def __repr__(self) -> str:
+        return (f"BackendReport({self.name!r}, state={self.state!r}, delivered={self.delivered}, "
+                f"dropped={self.dropped}, spilled={self.spilled}, errors={self.errors})")
 
     @property
     def ok(self) -> bool:
@@ -24,11 +29,17 @@ class BackendReport:
         return self.state == "finished" and self.dropped == 0 and self.spilled == 0 and self.errors == 0
 
 
-@dataclass
 class FinishReport:
-    backends: dict[str, BackendReport]
-    run_dir: str | None = None
-    rejected_values: dict[str, str] = field(default_factory=dict)
+    """What ``Dispatcher.finish()`` returns; ``str(report)`` is a table for people."""
+
+    def __init__(self, backends: dict[str, BackendReport], run_dir: str | None = None,
+                 rejected_values: dict[str, str] | None = None) -> None:
+        self.backends = backends
+        self.run_dir = run_dir
+        self.rejected_values = rejected_values or {}
+
+    def __repr__(self) -> str:
+        return f"FinishReport(ok={self.ok}, backends={list(self.backends.values())!r})"
 
     @property
     def failed(self) -> list[str]:

@@ -1,0 +1,69 @@
+"""What ``tracking list`` shows: per installed backend, its package, version and SDK status."""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+
+from .registry import _registered, installed_entry_points
+
+#: Where each built-in backend writes with no account and no server.
+EMBEDDED_DEFAULTS = {
+    "jsonl": "journal.jsonl under <logging_dir>/<project>/<run>",
+    "tensorboard": "event files under <logging_dir>/<project>",
+    "mlflow": "sqlite:///<logging_dir>/mlflow.db",
+    "aim": "Aim repo at <logging_dir>",
+    "trackio": "Trackio local store under <logging_dir>",
+    "wandb": "offline run under <logging_dir> (wandb sync)",
+    "comet_ml": "OfflineExperiment zip under <logging_dir>",
+    "clearml": "offline session under <logging_dir>",
+    "swanlab": "offline run under <logging_dir> (swanlab sync)",
+}
+
+#: The SDK module each built-in backend needs (None: no third-party SDK).
+SDK_MODULES = {"jsonl": None, "comet_ml": "comet_ml"}
+
+
+@dataclass
+class BackendInfo:
+    name: str
+    package: str
+    version: str
+    sdk_status: str
+    embedded: str
+
+
+def _sdk_status(name: str) -> str:
+    module = SDK_MODULES.get(name, name)
+    if module is None:
+        return "built in"
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        return "missing"
+    try:
+        from importlib.metadata import version
+
+        return f"yes ({version(module.replace('_', '-'))})"
+    except Exception:  # noqa: BLE001 - distribution name differs from the module name
+        return "yes"
+
+
+def describe_backends() -> list[BackendInfo]:
+    infos = []
+    for name, entry in sorted(installed_entry_points().items()):
+        dist = getattr(entry, "dist", None)
+        infos.append(
+            BackendInfo(
+                name=name,
+                package=dist.name if dist else "tracking-core",
+                version=dist.version if dist else "-",
+                sdk_status=_sdk_status(name),
+                embedded=EMBEDDED_DEFAULTS.get(name, "-"),
+            )
+        )
+    for name, cls in sorted(_registered.items()):
+        infos.append(BackendInfo(name, f"registered: {cls.__module__}.{cls.__qualname__}", "-", "-", "-"))
+    return infos

@@ -1,0 +1,130 @@
+"""A failing or hanging backend never takes the loop or the other backends down, and loses nothing."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import pytest
+
+from tracking_core import Dispatcher, TrackingError, register_tracker_class
+from tracking_core.journal import read_journal
+from tracking_core.replay import replay
+from tracking_core.testing import MemoryTracker
+
+from .helpers import FailingTracker, HangingTracker
+
+
+@pytest.fixture
+def failing(memory):
+    register_tracker_class(FailingTracker)
+
+
+def test_failing_backend_is_quarantined_spilled_and_replayable(failing, tmp_path, caplog):
+    run = Dispatcher(log_with=["memory", "failing"], logging_dir=tmp_path)
+    with caplog.at_level(logging.WARNING, logger="tracking"):
+        run.init_trackers("p", config={"lr": 0.1})
+        for step in range(50):
+            run.log({"loss": 1.0 / (step + 1)}, step=step)
+            if step % 5 == 4:
+                run.flush()  # separate deliveries, so the failures are consecutive calls
+        report = run.finish()
+    healthy, broken = report.backends["memory"], report.backends["failing"]
+    assert healthy.ok and healthy.delivered == 51  # config + 50 metric records
+    assert len(MemoryTracker.runs[-1].metrics) == 50
+    assert broken.state == "quarantined" and not broken.ok and report.failed == ["failing"]
+    assert broken.delivered == 0 and broken.spilled == 51
+    # one traceback per error type, not one per record
+    tracebacks = [r for r in caplog.records if "failed in" in r.getMessage()]
+    assert len(tracebacks) == 1 and "ConnectionError: server said no" in tracebacks[0].getMessage()
+    assert "quarantined" in str(report) and "tracking replay" in str(report)
+
+    spill = broken.spill_path
+    kinds = [record["type"] for record in read_journal(spill)]
+    assert kinds[0] == "header" and kinds.count("metrics") == 50 and "config" in kinds
+
+    replayed = replay(spill, "memory", logging_dir=tmp_path / "replayed", progress=False)
+    assert replayed.ok
+    target = MemoryTracker.runs[-1]
+    assert target.config == {"lr": 0.1}
+    assert [step for step, _ in target.metrics] == list(range(50))
+    assert target.series("loss")[49] == pytest.approx(1 / 50)
+
+
+def test_hanging_backend_is_abandoned_at_the_finish_timeout(memory, tmp_path):
+    register_tracker_class(HangingTracker)
+    run = Dispatcher(log_with=["memory", "hanging"], logging_dir=tmp_path)
+    run.init_trackers("p")
+    started = time.perf_counter()
+    for step in range(20):
+        run.log({"x": step}, step=step)
+    loop_seconds = time.perf_counter() - started
+    finish_started = time.perf_counter()
+    report = run.finish(timeout=1.0)
+    finish_seconds = time.perf_counter() - finish_started
+    assert finish_seconds < 3.0, finish_seconds
+    assert loop_seconds < 1.0  # the loop never waited on the stuck backend
+    hanging = report.backends["hanging"]
+    assert hanging.state == "timed_out" and hanging.spilled == 20 and not report.ok
+    assert report.backends["memory"].ok
+    steps = [r["step"] for r in read_journal(hanging.spill_path) if r["type"] == "metrics"]
+    assert sorted(steps) == list(range(20))  # the in-flight batch is spilled too: nothing lost
+    HangingTracker.release.set()
+
+
+def test_on_error_raise_surfaces_at_the_next_call(failing, tmp_path):
+    run = Dispatcher(log_with=["memory", "failing"], logging_dir=tmp_path, on_error="raise")
+    run.init_trackers("p")
+    run.log({"a": 1}, step=0)
+    with pytest.raises(TrackingError, match=r"\[failing\] log failed: ConnectionError") as caught:
+        run.flush()
+    assert isinstance(caught.value.__cause__, ConnectionError)
+    assert caught.value.backend == "failing"
+    run.log({"a": 2}, step=1)
+    with pytest.raises(TrackingError):
+        run.finish()
+    # finish still finished the healthy backend before raising
+    assert MemoryTracker.runs[-1].finished == 1
+    assert [s for s, _ in MemoryTracker.runs[-1].metrics] == [0, 1]
+
+
+def test_start_failure_spills_everything(memory, tmp_path):
+    class BrokenStart(MemoryTracker):
+        name = "broken_start"
+
+        def start(self):
+            raise RuntimeError("no credentials")
+
+    register_tracker_class(BrokenStart)
+    run = Dispatcher(log_with="broken_start", logging_dir=tmp_path)
+    run.init_trackers("p")
+    run.log({"a": 1}, step=0)
+    report = run.finish()
+    backend = report.backends["broken_start"]
+    assert backend.state == "start_failed" and backend.spilled == 1
+    assert "no credentials" in backend.last_error
+
+
+def test_failing_finish_is_reported(memory, tmp_path):
+    class BadFinish(MemoryTracker):
+        name = "bad_finish"
+
+        def finish(self):
+            raise OSError("disk full")
+
+    register_tracker_class(BadFinish)
+    run = Dispatcher(log_with="bad_finish", logging_dir=tmp_path)
+    run.init_trackers("p")
+    run.log({"a": 1}, step=0)
+    report = run.finish()
+    assert report.backends["bad_finish"].state == "finish_failed" and report.failed == ["bad_finish"]
+
+
+def test_blocking_mode_isolates_failures_too(failing, tmp_path):
+    run = Dispatcher(log_with=["memory", "failing"], logging_dir=tmp_path, blocking=True)
+    run.init_trackers("p")
+    for step in range(10):
+        run.log({"a": step}, step=step)
+    assert len(MemoryTracker.runs[-1].metrics) == 10  # synchronous: delivered before log() returned
+    report = run.finish()
+    assert report.backends["failing"].spilled == 10 and report.backends["memory"].ok
