@@ -22,7 +22,7 @@ RANK_SCRIPT = textwrap.dedent(
         tracker.tracker.anything(1, 2)
         run.get_tracker("jsonl", unwrap=True).whatever["x"] = 1
         tracker.log_table("t", data=[[1]])
-    run.log_images({"img": [[0]]})
+    run.log_table("t", columns=["a"], data=[[1]])
     report = run.finish()
     print(type(tracker).__name__, report.ok, len(report.backends))
     """

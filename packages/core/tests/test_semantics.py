@@ -308,3 +308,15 @@ def test_full_queue_blocks_by_default_and_loses_nothing(tmp_path):
         run.log({"a": i})
     report = run.finish()
     assert report.ok and report.backends["slowish"].delivered == 300
+
+
+def test_bad_images_are_refused_at_the_door(memory, tmp_path):
+    np = pytest.importorskip("numpy")
+    run = _run(tmp_path)
+    with pytest.warns(TrackingWarning, match=r"'vector': image not logged: shape \(5,\)"):
+        run.log_images({"vector": np.zeros(5), "good": np.zeros((2, 2))}, step=0)
+    with pytest.warns(TrackingWarning, match="'text': image not logged: str is not an image"):
+        run.log_images({"text": "nope"}, step=0)
+    report = run.finish()
+    assert [list(images) for _, images in MemoryTracker.runs[-1].images] == [["good"]]
+    assert report.ok and "vector" in report.rejected_values

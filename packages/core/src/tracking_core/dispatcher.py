@@ -24,7 +24,7 @@ from .notices import logger, notice, warn_once
 from .registry import LoggerType, get_available_trackers, resolve_tracker_class
 from .report import FinishReport
 from .tracker import GeneralTracker, has_capability
-from .values import snapshot, snapshot_media
+from .values import image_problem, snapshot, snapshot_media
 from .worker import BackendWorker
 
 _EMPTY: dict = {}
@@ -283,8 +283,17 @@ class Dispatcher:
 
     def log_images(self, values: dict, step: int | None = None, log_kwargs: dict | None = None) -> None:
         """``{key: image or list of images}``; numpy HW/HWC arrays, tensors, PIL images."""
-        payload = {str(key): snapshot_media(value) for key, value in values.items()}
-        self._fan_out("log_images", ("images", payload), step, log_kwargs)
+        payload = {}
+        for key, value in values.items():
+            items = value if isinstance(value, (list, tuple)) else [value]
+            problem = next((p for p in map(image_problem, items) if p), None) if items else "an empty list"
+            if problem:
+                warn_once("all backends", str(key), f"image not logged: {problem}", reason="bad-image", stacklevel=3)
+                self._rejected[str(key)] = problem
+                continue
+            payload[str(key)] = snapshot_media(value)
+        if payload:
+            self._fan_out("log_images", ("images", payload), step, log_kwargs)
 
     def log_table(self, table_name: str, columns: list[str] | None = None, data: list[list[Any]] | None = None,
                   dataframe: Any = None, step: int | None = None, log_kwargs: dict | None = None) -> None:

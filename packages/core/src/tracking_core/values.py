@@ -104,3 +104,16 @@ def snapshot_media(value: Any) -> Any:
     if callable(copy) and (hasattr(value, "shape") or hasattr(value, "getpixel")):
         return copy()
     return value
+
+
+def image_problem(value: Any) -> str | None:
+    """Why ``value`` is not an image the backends can take, or None when it is one."""
+    if hasattr(value, "getpixel"):  # PIL
+        return None
+    shape = getattr(value, "shape", None)
+    if shape is None:
+        return f"{type(value).__name__} is not an image (use a numpy array, a tensor or a PIL image)"
+    shape = tuple(shape)
+    if len(shape) == 2 or (len(shape) == 3 and (shape[-1] in (1, 3, 4) or shape[0] in (1, 3, 4))):
+        return None
+    return f"shape {shape} is not HW, HWC or CHW with 1, 3 or 4 channels"

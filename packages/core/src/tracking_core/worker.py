@@ -276,7 +276,8 @@ class BackendWorker:
                 return False
             self._failure(error, what, records)
             return False
-        self._consecutive_failures = 0
+        if records:  # a delivery went through (a successful flush proves nothing about the data path)
+            self._consecutive_failures = 0
         return True
 
     def _failure(self, error: BaseException, what: str, records: list[Record]) -> None:

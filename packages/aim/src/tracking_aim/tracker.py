@@ -1,0 +1,282 @@
+"""``AimTracker``: the tracker contract mapped onto an ``aim.Run`` in an embedded Aim repo.
+
+contract                      -> Aim
+``log`` / ``log_batch``       -> ``run.track({key: number, ...}, step=step)`` (one call per step), strings as ``aim.Text``
+``store_init_configuration``  -> ``run["hparams"] = config`` (nesting kept)
+``log_images``                -> ``run.track(aim.Image | [aim.Image, ...], name=key, step=step)``
+``log_figure``                -> matplotlib: ``aim.Image`` (PNG, works offline); plotly: ``aim.Figure`` (interactive)
+``log_table``                 -> ``aim.Text`` holding a markdown table (Aim has no table type), context ``{"type": "table"}``
+``log_artifact(s)``           -> ``run.log_artifact`` into ``file://<logging_dir>/aim-artifacts`` unless ``artifacts_uri`` is given
+``flush``                     -> fsync of the run's RocksDB write-ahead logs
+``finish``                    -> ``run.close()``
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from tracking_core import GeneralTracker, flatten_config, notice, stringify, warn_once
+from tracking_core.jsonl import table_rows
+
+#: Run settings that cost threads or capture data nobody asked for; explicit kwargs still win.
+_QUIET_RUN_DEFAULTS = {
+    "system_tracking_interval": None,  # else a sampler thread and __system__* metrics every 10 s
+    "capture_terminal_logs": False,  # else the process's stdout/stderr are redirected into the repo
+    "log_system_params": False,  # else env vars, installed packages and git info are stored
+}
+#: kwargs of ``Run.track`` that a caller may pass through ``log_kwargs``.
+_TRACK_KEYWORDS = ("context", "epoch")
+_TABLE_CONTEXT = {"type": "table"}
+
+
+class AimTracker(GeneralTracker):
+    """Send a run to an Aim repository: the embedded one under ``logging_dir`` unless ``repo`` says otherwise.
+
+    Example::
+
+        import tracking_core
+
+        with tracking_core.init("my-project", log_with="aim", logging_dir="runs", config={"lr": 1e-3},
+                                init_kwargs={"aim": {"name": "baseline"}}) as run:
+            for step in range(100):
+                run.log({"train/loss": 1 / (step + 1)}, step=step)
+        # view: aim up --repo runs
+
+    ``run_name`` (the project name given to ``init_trackers``, as in accelerate) becomes the run's Aim
+    ``experiment``. Keyword arguments:
+
+    * ``name`` or ``run_name`` -- the run's display name (Aim's default is ``Run: <hash>``);
+      ``tags`` (list of str) and ``description`` are set on the run too.
+    * ``artifacts_uri`` -- where ``log_artifact(s)`` copies files (any URI Aim accepts, e.g. ``s3://...``);
+      default ``file://<logging_dir>/aim-artifacts``.
+    * everything else goes to ``aim.Run`` unchanged: ``repo`` (a path or ``aim://host:port``; wins over
+      ``logging_dir``), ``experiment`` (wins over the project name), ``run_hash`` + ``force_resume`` to
+      resume, ``system_tracking_interval`` / ``capture_terminal_logs`` / ``log_system_params`` (off
+      here by default: they start threads, redirect the terminal and store the environment).
+
+    Aim's own environment variables keep working (``__AIM_REPO_NAME__`` renames the ``.aim`` folder).
+    ``log`` kwargs ``context`` (a dict; Aim keeps a separate series per context) and ``epoch`` go to
+    ``Run.track``.
+    """
+
+    name = "aim"
+    requires_logging_directory = True
+
+    def __init__(self, run_name: str | None = None, /, logging_dir: str | os.PathLike | None = ".", **kwargs: Any) -> None:
+        # ``run_name`` is positional-only so that ``init_kwargs={"aim": {"run_name": ...}}`` names the run.
+        super().__init__()
+        self.project_name = run_name
+        self.logging_dir = Path(logging_dir if logging_dir is not None else ".")
+        self.display_name: str | None = kwargs.pop("name", None) or kwargs.pop("run_name", None)
+        self.tags: list[str] = list(kwargs.pop("tags", None) or [])
+        self.description: str | None = kwargs.pop("description", None)
+        self.artifacts_uri: str | None = kwargs.pop("artifacts_uri", None)
+        self.run_kwargs = kwargs
+        self.run_hash: str | None = None
+        self._run: Any = None
+        self._closed = False
+        self._series_kind: dict[tuple[str, str], str] = {}
+
+    @property
+    def tracker(self) -> Any:
+        """The ``aim.Run`` (``None`` before ``start()``)."""
+        return self._run
+
+    @property
+    def repo_path(self) -> str:
+        """Where the Aim repo lives: the ``repo`` kwarg if given, else ``logging_dir``."""
+        repo = self.run_kwargs.get("repo")
+        if repo is None:
+            return str(self.logging_dir.absolute())
+        return str(getattr(repo, "root_path", repo))
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def start(self) -> None:
+        from aim import Run
+
+        kwargs = {**_QUIET_RUN_DEFAULTS, **self.run_kwargs}
+        kwargs.setdefault("repo", str(self.logging_dir.absolute()))  # Aim creates <dir>/.aim if missing
+        if self.project_name is not None:
+            kwargs.setdefault("experiment", self.project_name)
+        run = Run(**kwargs)
+        self._run, self.run_hash = run, run.hash
+        if self.display_name:
+            run.name = str(self.display_name)
+        if self.description:
+            run.description = str(self.description)
+        for tag in self.tags:
+            run.add_tag(str(tag))
+        if self.artifacts_uri:
+            run.set_artifacts_uri(self.artifacts_uri)
+        location = self.repo_path
+        if "://" in location:
+            notice(f"aim: run {run.hash} in the Aim server repo {location}")
+        else:
+            notice(f"aim: run {run.hash} in the Aim repo {location} (view: aim up --repo {location})")
+
+    def store_init_configuration(self, values: dict) -> None:
+        try:
+            self._run["hparams"] = values
+        except Exception as error:  # noqa: BLE001 - a config Aim cannot encode must not cost the run
+            warn_once(self.name, "hparams", f"Aim refused the nested config ({error!r}); stored flattened as strings")
+            self._run["hparams"] = {key: stringify(value) for key, value in flatten_config(values).items()}
+
+    def log(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
+        self._track_values(values, step, kwargs)
+
+    def log_batch(self, entries: Sequence[tuple[dict, int | None, dict]]) -> None:
+        # Aim's batch unit is one step: ``track`` takes a dict of values for a single step.
+        for values, step, kwargs in entries:
+            self._track_values(values, step, kwargs)
+
+    def flush(self) -> None:
+        """fsync the run's write-ahead logs (every ``track`` already wrote them; this survives power loss)."""
+        if self._run is None or self._closed:
+            return
+        pool = getattr(self._run.repo, "container_pool", None)  # local repos only; a remote repo sends per call
+        for config, container in list(pool.items()) if pool is not None else []:
+            if getattr(config, "sub", None) == self.run_hash and not getattr(config, "read_only", True):
+                container.db.flush_wal(True)
+
+    def finish(self) -> None:
+        if self._run is None or self._closed:
+            return
+        self._closed = True
+        self._run.close()  # stops Aim's threads, sets end_time, flushes RocksDB and releases the run's locks
+
+    # -- metrics ---------------------------------------------------------------------------
+    def _kind_conflict(self, key: str, kind: str, context: Any) -> bool:
+        """Aim keeps one value type per series: a key that switched between number and text is skipped."""
+        series = (key, repr(context))
+        known = self._series_kind.setdefault(series, kind)
+        if known == kind:
+            return False
+        warn_once(self.name, key, f"Aim stores one type per series: this {kind} value is skipped (the series holds {known}s)",
+                  reason="aim-kind")
+        return True
+
+    def _track_values(self, values: dict, step: int | None, kwargs: dict) -> None:
+        from aim import Text
+
+        context = kwargs.get("context")
+        numbers: dict[str, int | float] = {}
+        texts: dict[str, str] = {}
+        for key, value in values.items():
+            if not key:  # Aim accepts an empty name, but its reader then fails on the whole run
+                warn_once(self.name, key, "an empty key cannot be read back from Aim; skipped", reason="aim-empty")
+                continue
+            kind = "text" if isinstance(value, str) else "number"
+            if self._kind_conflict(key, kind, context):
+                continue
+            (texts if kind == "text" else numbers)[key] = value
+        if numbers:
+            self._run.track(numbers, step=step, **kwargs)
+        for key, text in texts.items():
+            self._run.track(Text(text), name=key, step=step, **kwargs)
+
+    # -- media -----------------------------------------------------------------------------
+    def log_images(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
+        """``{key: image or list of images}``; an ``(image, caption)`` pair is accepted as in accelerate.
+
+        ``aim_image={...}`` goes to ``aim.Image`` (format, quality, ...), ``track={...}`` or ``context=``
+        / ``epoch=`` to ``Run.track``.
+        """
+        from aim import Image
+
+        image_kwargs = dict(kwargs.pop("aim_image", None) or {})
+        track_kwargs = {**(kwargs.pop("track", None) or {}), **kwargs}
+        for key, value in values.items():
+            items = [value] if _is_single_image(value) else list(value)
+            images = [Image(*_image_and_caption(item), **image_kwargs) for item in items]
+            self._run.track(images[0] if _is_single_image(value) else images, name=key, step=step, **track_kwargs)
+
+    def log_figure(self, figure: Any, name: str, step: int | None = None, **kwargs: Any) -> None:
+        """A plotly figure is stored as an interactive ``aim.Figure``; a matplotlib figure as a PNG
+        ``aim.Image`` (Aim's own matplotlib->plotly conversion needs plotly and fails on most figures).
+        Extra kwargs go to ``figure.savefig`` (``dpi=...``), except ``context``/``epoch``.
+        """
+        from aim import Figure, Image
+
+        track_kwargs = {key: kwargs.pop(key) for key in _TRACK_KEYWORDS if key in kwargs}
+        if type(figure).__module__.startswith("plotly"):
+            value = Figure(figure)
+        else:
+            from PIL import Image as PILImage  # a dependency of aim
+
+            buffer = io.BytesIO()
+            figure.savefig(buffer, **{"format": "png", **kwargs})
+            buffer.seek(0)
+            value = Image(PILImage.open(buffer))
+        self._run.track(value, name=name, step=step, **track_kwargs)
+
+    def log_table(self, table_name, columns=None, data=None, dataframe=None, step=None, **kwargs) -> None:
+        """Aim has no table type: the table is stored as ``aim.Text`` (a markdown table) so it stays
+        visible in Aim's Text explorer, under context ``{"type": "table"}`` (merged with ``context=``).
+        """
+        from aim import Text
+
+        columns, rows = table_rows(columns, data, dataframe)
+        context = {**_TABLE_CONTEXT, **(kwargs.pop("context", None) or {})}
+        self._run.track(Text(markdown_table(columns, rows)), name=table_name, step=step, context=context, **kwargs)
+
+    # -- artifacts ---------------------------------------------------------------------------
+    def _ensure_artifacts_uri(self) -> None:
+        if self._run.artifacts_uri is None:  # a resumed run keeps the URI it already has
+            self._run.set_artifacts_uri(self.artifacts_uri or "file://" + (self.logging_dir / "aim-artifacts").absolute().as_posix())
+
+    def log_artifact(self, local_path: str | os.PathLike, artifact_path: str | None = None) -> None:
+        """Copy a file to ``<artifacts_uri>/<run hash>/<artifact_path>/<file name>`` and list it on the run."""
+        self._ensure_artifacts_uri()
+        file_name = Path(local_path).name
+        self._run.log_artifact(os.fspath(local_path), name=_join(artifact_path, file_name), block=True)
+
+    def log_artifacts(self, local_dir: str | os.PathLike, artifact_path: str | None = None) -> None:
+        """Copy a directory's files under ``<artifacts_uri>/<run hash>/<artifact_path>/`` (its layout kept)."""
+        self._ensure_artifacts_uri()
+        root = Path(local_dir)
+        if not root.is_dir():
+            raise NotADirectoryError(f"log_artifacts: {root} is not a directory")
+        for path in sorted(root.rglob("*")):
+            if path.is_file():
+                self._run.log_artifact(str(path), name=_join(artifact_path, path.relative_to(root).as_posix()), block=True)
+
+
+def _join(prefix: str | None, name: str) -> str:
+    prefix = (prefix or "").strip("/")
+    return f"{prefix}/{name}" if prefix else name
+
+
+def _is_single_image(value: Any) -> bool:
+    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], str):
+        return True  # (image, caption)
+    return not isinstance(value, (list, tuple))
+
+
+def _image_and_caption(item: Any) -> tuple[Any, str]:
+    """Aim's ``Image`` wants HWC uint8 arrays: CHW, float [0, 1] and single-channel arrays are converted."""
+    caption = ""
+    if isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], str):
+        item, caption = item
+    if hasattr(item, "shape") and hasattr(item, "dtype") and not hasattr(item, "detach"):
+        import numpy as np
+        from tracking_core.png import image_to_rows
+
+        height, width, channels, raw = image_to_rows(item)
+        shape = (height, width) if channels == 1 else (height, width, channels)
+        item = np.frombuffer(raw, dtype=np.uint8).reshape(shape)
+    return item, caption
+
+
+def markdown_table(columns: list[str], rows: list[list[Any]]) -> str:
+    """A markdown pipe table; ``|`` in cells is escaped and line breaks become spaces."""
+
+    def cell(value: Any) -> str:
+        return str(value).replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+
+    lines = ["| " + " | ".join(cell(column) for column in columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(cell(value) for value in row) + " |" for row in rows]
+    return "\n".join(lines)

@@ -1,0 +1,407 @@
+"""``swanlab`` backend: the contract mapped onto one SwanLab ``Run`` (the object ``swanlab.init`` returns).
+
+contract                      SwanLab
+--------------------------    ------------------------------------------------------------------
+start()                       ``swanlab.init(project=run_name, mode=..., log_dir=..., settings=...)``
+store_init_configuration      ``run.config.update(values)``   (the run's own config, not ``swanlab.config``)
+log (numbers)                 ``run.log({key: number}, step=step)``
+log (strings)                 ``run.log({key: swanlab.Text(value)}, step=step)``
+log_images                    ``run.log({key: [swanlab.Image(image), ...]}, step=step)``
+log_table                     ``run.log({name: swanlab.echarts.Table().add(columns, rows)}, step=step)``
+log_figure                    ``run.log({name: swanlab.Image(figure)}, step=step)``  (rendered to PNG)
+log_artifact(s)               ``run.save(path, base_path=folder, policy="now")``  (linked into ``files/``)
+finish                        ``run.finish()``
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from tracking_core import GeneralTracker, notice, warn_once
+from tracking_core.jsonl import table_rows
+
+#: SwanLab refuses control characters anywhere in a key and '.', '/' or whitespace at either end;
+#: longer keys are cut at 512 characters (``swanlab.sdk.internal.pkg.constraints``).
+_CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f]")
+_EDGE_CHARACTERS = " \t\n\r./"
+_MAX_KEY_LENGTH = 512
+
+#: Settings a library user almost never wants from a tracker started on their behalf: a hardware
+#: sampler thread and a proxy that rewires ``sys.stdout``/``sys.stderr``. Applied only when neither
+#: the user's ``settings``, SwanLab's environment variables/config files nor ``swanlab.merge_settings``
+#: chose them.
+_QUIET_DEFAULTS = {"probe.monitor": False, "terminal.proxy_type": "none"}
+
+DEFAULT_ONLINE_CHECK_TIMEOUT = 5.0
+
+
+class SwanLabTracker(GeneralTracker):
+    """Logs to SwanLab; with no account and no network it writes an offline run under ``logging_dir``.
+
+    Example::
+
+        import tracking_core
+
+        with tracking_core.init("my-project", log_with="swanlab", logging_dir="runs",
+                                init_kwargs={"swanlab": {"experiment_name": "baseline"}}) as run:
+            run.log({"train/loss": 0.5}, step=0)
+        # then: swanlab sync runs/swanlog/run-<time>-<id>
+
+    ``kwargs`` go to ``swanlab.init`` unchanged (``project`` defaults to ``run_name``; an explicit
+    ``project``, ``mode``, ``log_dir``/``logdir``, ``settings``, ``workspace``, ``experiment_name``,
+    ``tags``, ... always wins). Where the user chose nothing:
+
+    * ``mode``: ``"offline"`` when no SwanLab credentials are configured, else ``"online"``. An online
+      start first checks within ``online_check_timeout`` seconds that the API host answers; when it does
+      not (or the online start fails), the run is written offline instead and one notice says why.
+      A ``mode`` the user chose is kept: an unreachable host then fails start-up, and the dispatcher
+      keeps the records in its spill journal.
+    * ``log_dir``: ``<logging_dir>/swanlog``.
+    * ``settings``: no hardware monitor thread and no stdout/stderr proxy; ``interactive`` is always
+      off, so SwanLab never waits on ``input()`` from a tracker's worker thread.
+
+    Honoured SwanLab settings (environment, ``.env``, ``swanlab.yaml``, ``swanlab.merge_settings``):
+    ``SWANLAB_MODE``, ``SWANLAB_LOG_DIR`` (and the older ``SWANLAB_LOGDIR``), ``SWANLAB_API_KEY``,
+    ``SWANLAB_API_HOST``, ``SWANLAB_WEB_HOST``, ``SWANLAB_ROOT`` (credentials in ``.netrc`` there),
+    ``SWANLAB_PROBE_MONITOR``, ``SWANLAB_TERMINAL_PROXY_TYPE`` and every other ``SWANLAB_*`` setting.
+    """
+
+    name = "swanlab"
+    requires_logging_directory = False
+    main_process_only = False
+
+    def __init__(
+        self,
+        run_name: str,
+        logging_dir: str | os.PathLike | None = None,
+        online_check_timeout: float = DEFAULT_ONLINE_CHECK_TIMEOUT,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__()
+        self.run_name = run_name
+        self.logging_dir = Path(logging_dir) if logging_dir is not None else None
+        self.online_check_timeout = online_check_timeout
+        self.init_kwargs = kwargs
+        #: The mode SwanLab actually ran in, and why it is not the one first tried (None: no fallback).
+        self.mode: str | None = None
+        self.fallback_reason: str | None = None
+        self.run_dir: Path | None = None
+        self._run: Any = None
+        self._swanlab: Any = None
+        self._column_kind: dict[str, str] = {}
+        self._last_step: dict[str, int | None] = {}
+
+    @property
+    def tracker(self) -> Any:
+        """The ``swanlab.Run`` of this tracker (None before ``start()``)."""
+        return self._run
+
+    # -- start ---------------------------------------------------------------------------------
+    def start(self) -> None:
+        import swanlab
+
+        self._swanlab = swanlab
+        kwargs = dict(self.init_kwargs)
+        kwargs.setdefault("project", self.run_name)
+        user_settings = _as_dict(kwargs.pop("settings", None))
+        sources = _settings_sources(swanlab, user_settings)
+
+        if self.logging_dir is not None and not ({"log_dir", "logdir"} & kwargs.keys()):
+            if not _chosen("log_dir", sources) and not os.environ.get("SWANLAB_LOGDIR"):
+                kwargs["log_dir"] = str(self.logging_dir / "swanlog")
+        settings = {}
+        for path, value in _QUIET_DEFAULTS.items():
+            if not _chosen(path, sources):
+                _set_path(settings, path, value)
+        settings = _deep_merge(settings, user_settings)
+        settings["interactive"] = False  # a prompt in a worker thread would hang the run
+
+        effective = _effective_settings(swanlab, user_settings, kwargs.get("mode"))
+        mode_chosen = "mode" in kwargs or _chosen("mode", sources)
+        if not mode_chosen:
+            kwargs["mode"] = "online" if _has_credentials(effective) else "offline"
+        wanted = kwargs["mode"] if "mode" in kwargs else effective.mode
+        wanted = "online" if wanted == "cloud" else wanted
+
+        if wanted == "online":
+            problem = _unreachable(str(effective.api_host), self.online_check_timeout)
+            if problem is None:
+                try:
+                    self._run = swanlab.init(settings=settings, **kwargs)
+                except Exception as error:
+                    if mode_chosen:
+                        raise
+                    problem = f"online start failed ({type(error).__name__}: {error})"
+            elif mode_chosen:
+                raise ConnectionError(
+                    f"SwanLab service at {effective.api_host} is unreachable ({problem}) and mode='online' was "
+                    "chosen explicitly; unset SWANLAB_MODE/mode to fall back to an offline run"
+                )
+            if self._run is None:
+                self.fallback_reason = f"SwanLab service at {effective.api_host}: {problem}"
+                kwargs["mode"] = "offline"
+        if self._run is None:
+            self._run = swanlab.init(settings=settings, **kwargs)
+        self.mode = str(self._run.mode)
+        self.run_dir = Path(self._run.dir)
+        notice(self._start_notice())
+
+    def _start_notice(self) -> str:
+        if self.mode == "online":
+            url = getattr(self._run, "url", None)
+            return f"swanlab: online run {url} (local copy in {self.run_dir})"
+        if self.mode == "disabled":
+            return "swanlab: mode 'disabled', nothing is recorded"
+        where = f"{self.mode} run in {self.run_dir}"
+        if self.fallback_reason:
+            where += f" because {self.fallback_reason}"
+        elif self.mode == "offline":
+            where += " (no SwanLab credentials configured)"
+        hint = f"upload it with `swanlab sync {self.run_dir}`" if self.mode == "offline" else f"view it with `swanlab watch {self.run_dir.parent}`"
+        return f"swanlab: {where}; {hint}"
+
+    # -- config and metrics -------------------------------------------------------------------
+    def store_init_configuration(self, values: dict) -> None:
+        # SwanLab 0.10.3 stores a top-level None as {} (it parses each value as a config mapping);
+        # the string keeps the value readable instead of turning it into an empty group.
+        self._run.config.update({key: "None" if value is None else value for key, value in values.items()})
+
+    def log(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
+        payload = {}
+        for key, value in values.items():
+            kind = "text" if isinstance(value, str) else "scalar"
+            if not self._accepts(key, kind, step):
+                continue
+            payload[key] = self._swanlab.Text(value) if kind == "text" else value
+        if payload:
+            self._run.log(payload, step=step, **kwargs)
+
+    def _accepts(self, key: str, kind: str, step: int | None) -> bool:
+        """SwanLab silently drops a point whose type differs from the key's first one, and a second
+        point at the same step; say so once per key instead."""
+        first = self._column_kind.setdefault(key, kind)
+        if first != kind:
+            warn_once(self.name, key, f"SwanLab keeps one type per key: this key holds {first} values, a {kind} value is dropped", reason="kind")
+            return False
+        if step is not None and self._last_step.get(key) == step:
+            warn_once(self.name, key, f"SwanLab keeps the first value logged at a step; a repeat at step {step} is dropped", reason="repeat")
+            return False
+        self._last_step[key] = step
+        return True
+
+    def sanitize_key(self, key: str) -> str:
+        cleaned = _CONTROL_CHARACTERS.sub("_", key).strip(_EDGE_CHARACTERS)
+        cleaned = cleaned[:_MAX_KEY_LENGTH].rstrip(_EDGE_CHARACTERS)
+        return cleaned or "_"
+
+    def flush(self) -> None:
+        """SwanLab 0.10.3 has no public flush: its consumer thread writes records within ~0.5 s and the
+        run file is flushed to disk by ``run.finish()``; nothing more can be forced from here."""
+
+    # -- media --------------------------------------------------------------------------------
+    def log_images(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
+        payload = {}
+        for key, images in values.items():
+            key = self.sanitize_key(key)
+            if self._accepts(key, "image", step):
+                items = images if isinstance(images, (list, tuple)) else [images]
+                payload[key] = [self._swanlab.Image(image, **kwargs) for image in items]
+        if payload:
+            self._run.log(payload, step=step)
+
+    def log_table(self, table_name, columns=None, data=None, dataframe=None, step=None, **kwargs) -> None:
+        columns, rows = table_rows(columns, data, dataframe)
+        if len(set(columns)) != len(columns):
+            raise ValueError(f"SwanLab stores table rows as column -> value maps; duplicate column names in {columns}")
+        rows = [[_plain(cell) for cell in row] for row in rows]
+        key = self.sanitize_key(table_name)
+        if self._accepts(key, "table", step):
+            self._run.log({key: self._swanlab.echarts.Table().add(columns, rows, **kwargs)}, step=step)
+
+    def log_figure(self, figure: Any, name: str, step: int | None = None, **kwargs: Any) -> None:
+        key = self.sanitize_key(name)
+        if self._accepts(key, "image", step):
+            self._run.log({key: self._swanlab.Image(figure, **kwargs)}, step=step)
+
+    def log_artifact(self, local_path: str | os.PathLike, artifact_path: str | None = None) -> None:
+        path = Path(local_path).resolve()
+        if not path.is_file():
+            raise FileNotFoundError(f"log_artifact: {path} is not a file")
+        self._save(str(path), path.parent, artifact_path)
+
+    def log_artifacts(self, local_dir: str | os.PathLike, artifact_path: str | None = None) -> None:
+        folder = Path(local_dir).resolve()
+        if not folder.is_dir():
+            raise NotADirectoryError(f"log_artifacts: {folder} is not a directory")
+        self._save(str(folder / "**" / "*"), folder, artifact_path)
+
+    def _save(self, pattern: str, base: Path, artifact_path: str | None) -> None:
+        if artifact_path:
+            warn_once(self.name, artifact_path, "SwanLab names saved files by their path below the folder given; artifact_path is not used", reason="artifact_path")
+        # "now": a snapshot, like the other backends' artifacts (SwanLab's default "live" keeps watching the file).
+        if not self._run.save(pattern, base_path=str(base), policy="now"):
+            raise FileNotFoundError(f"SwanLab saved no file for {pattern}")
+
+    # -- finish -------------------------------------------------------------------------------
+    def finish(self) -> None:
+        run, self._run = self._run, None
+        if run is not None and run.alive:
+            run.finish()
+
+
+# -- helpers ----------------------------------------------------------------------------------
+def _plain(cell: Any) -> Any:
+    """numpy scalars as Python values, so the table JSON keeps numbers as numbers."""
+    item = getattr(cell, "item", None)
+    return item() if callable(item) and not isinstance(cell, (str, bytes)) and getattr(cell, "ndim", 0) == 0 else cell
+
+
+def _as_dict(settings: Any) -> dict:
+    if settings is None:
+        return {}
+    if isinstance(settings, Mapping):
+        return dict(settings)
+    return settings.model_dump(exclude_unset=True)
+
+
+def _settings_sources(swanlab: Any, user_settings: dict) -> list:
+    """Where a user can have chosen a setting: their ``settings`` kwarg, SwanLab's environment and
+    config files (a fresh ``swanlab.Settings()`` records which fields they set), and
+    ``swanlab.merge_settings`` (a full Settings object: a value differing from the default counts)."""
+    sources: list = [user_settings, swanlab.Settings()]
+    global_settings = _global_settings()
+    if global_settings is not None:
+        sources.append(("non-default", global_settings))
+    return sources
+
+
+def _global_settings() -> Any:
+    try:
+        from swanlab.sdk.internal.settings import get_global_settings
+    except ImportError:  # a SwanLab release that moved it: merge_settings is then only seen through init
+        return None
+    return get_global_settings()
+
+
+def _effective_settings(swanlab: Any, user_settings: dict, mode: Any) -> Any:
+    """The settings ``swanlab.init`` will resolve (environment, files, merge_settings, the user's)."""
+    effective = swanlab.Settings()
+    global_settings = _global_settings()
+    if global_settings is not None:
+        effective.merge_settings(global_settings)
+    overrides = dict(user_settings)
+    if mode is not None:
+        overrides["mode"] = mode
+    if overrides:
+        effective.merge_settings(overrides)
+    return effective
+
+
+def _chosen(path: str, sources: list) -> bool:
+    for source in sources:
+        if isinstance(source, tuple):
+            _, settings = source
+            default = _field_default(type(settings), path)
+            if default is not _MISSING and _get_path(settings, path) != default:
+                return True
+        elif isinstance(source, Mapping):
+            if _get_path(source, path) is not _MISSING:
+                return True
+        elif _fields_set(source, path):
+            return True
+    return False
+
+
+_MISSING = object()
+
+
+def _get_path(obj: Any, path: str) -> Any:
+    for part in path.split("."):
+        if isinstance(obj, Mapping):
+            obj = obj.get(part, _MISSING)
+        else:
+            obj = getattr(obj, part, _MISSING)
+        if obj is _MISSING:
+            return _MISSING
+    return obj
+
+
+def _fields_set(model: Any, path: str) -> bool:
+    *parents, leaf = path.split(".")
+    for part in parents:
+        if part not in getattr(model, "model_fields_set", ()):
+            return False
+        model = getattr(model, part)
+    return leaf in getattr(model, "model_fields_set", ())
+
+
+def _field_default(cls: Any, path: str) -> Any:
+    *parents, leaf = path.split(".")
+    for part in parents:
+        field = cls.model_fields.get(part)
+        if field is None:
+            return _MISSING
+        cls = field.annotation
+    field = getattr(cls, "model_fields", {}).get(leaf)
+    if field is None:
+        return _MISSING
+    return field.get_default(call_default_factory=True)
+
+
+def _set_path(target: dict, path: str, value: Any) -> None:
+    *parents, leaf = path.split(".")
+    for part in parents:
+        target = target.setdefault(part, {})
+    target[leaf] = value
+
+
+def _deep_merge(base: dict, update: dict) -> dict:
+    merged = dict(base)
+    for key, value in update.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = _deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _has_credentials(effective: Any) -> bool:
+    if effective.api_key:
+        return True
+    try:  # swanlab.login() earlier in this process
+        from swanlab.sdk.internal.core_python import client
+    except ImportError:
+        return False
+    return client.exists()
+
+
+def _unreachable(api_host: str, timeout: float) -> str | None:
+    """None when the host answers an HTTP request within ``timeout`` s, else why not.
+
+    Runs in a daemon thread joined with a deadline, so a DNS lookup that hangs (requests' timeout does
+    not cover it) cannot hold start-up longer than ``timeout``. Any HTTP answer counts: the point is to
+    fail over fast when nothing answers, not to judge the credentials (``swanlab.init`` does that).
+    """
+    outcome: dict[str, str] = {}
+
+    def probe() -> None:
+        import requests
+
+        try:
+            requests.head(api_host, timeout=timeout, allow_redirects=False)
+        except Exception as error:
+            outcome["error"] = f"{type(error).__name__}: {error}"
+        else:
+            outcome["ok"] = ""
+
+    thread = threading.Thread(target=probe, name="tracking-swanlab-online-check", daemon=True)
+    thread.start()
+    thread.join(timeout + 0.5)
+    if "ok" in outcome:
+        return None
+    return outcome.get("error") or f"no answer within {timeout:g} s"

@@ -1,0 +1,319 @@
+"""Trackio adapter: the tracker contract mapped onto one ``trackio.Run`` and Trackio's local SQLite store.
+
+Contract -> SDK:
+
+* ``start``                    -> ``trackio.init(project=<project_name>, **init_kwargs)``; the per-run ``Run`` is kept
+* ``store_init_configuration`` -> ``run.config.update(...)`` (stored with the run's next metrics row)
+* ``log`` (numbers, strings)   -> ``run.log(values, step=step)``: it only appends to Trackio's queue, which
+                                  its own thread writes in batches every 0.5 s (so no ``log_batch`` override)
+* ``log_images``               -> ``trackio.Image`` values in ``run.log``
+* ``log_table``                -> ``trackio.Table`` in ``run.log``
+* ``log_figure``               -> the figure itself in ``run.log`` (Trackio renders matplotlib/plotly natively)
+* ``log_artifact(s)``          -> ``run.log_artifact(trackio.Artifact)`` (versioned, content-addressed)
+* ``flush``                    -> writes Trackio's queue to SQLite now, in this thread
+* ``finish``                   -> ``run.finish()`` (drains the queue and stops Trackio's thread)
+
+Where the data goes. Trackio computes its storage directory once, when ``trackio`` is first imported
+(``TRACKIO_DIR``, else ``$HF_HOME/trackio``), and keeps it in module constants that every part of the SDK
+reads when it writes. There is no per-run setting, so :func:`_claim_storage` points those constants at
+``<logging_dir>/trackio`` for the duration of a run. That works whether or not trackio was imported
+before, and lets consecutive runs in one process use different ``logging_dir``s. Because the location is
+process-wide, two *overlapping* runs cannot use two directories: the later one joins the directory in use
+and says so in a warning. ``TRACKIO_DIR`` in the environment always wins over ``logging_dir``.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextvars
+import os
+import re
+import sys
+import threading
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from tracking_core import GeneralTracker
+from tracking_core.jsonl import table_rows
+from tracking_core.notices import logger, notice, warn_once
+
+#: Trackio's module constants that hold its storage location, and where each lives under the storage dir.
+_LOCATION_ATTRIBUTES = {"TRACKIO_DIR": None, "MEDIA_DIR": "media", "ARTIFACTS_DIR": "artifacts"}
+#: Metric keys Trackio renames to ``__<key>`` (with a warning on every call); used until trackio is imported.
+_FALLBACK_RESERVED_KEYS = ("project", "run", "timestamp", "step", "time", "metrics")
+
+_storage_lock = threading.Lock()
+_runs_per_dir: Counter[Path] = Counter()
+_sdk_default_dir: Path | None = None
+
+# Trackio prints its own banner to stdout from init()/finish(). Swapping sys.stdout would swallow other
+# threads' output too, so instead a `print` is placed in those trackio modules that, only inside this
+# adapter's calls (marked by this context variable), sends the lines to the `tracking` logger at DEBUG.
+_quiet = contextvars.ContextVar("tracking_trackio_quiet", default=False)
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _print_to_log(*args: Any, **kwargs: Any) -> None:
+    if _quiet.get() and kwargs.get("file") in (None, sys.stdout):
+        logger.debug("trackio: %s", _ANSI.sub("", kwargs.get("sep", " ").join(str(arg) for arg in args)))
+        return
+    builtins.print(*args, **kwargs)
+
+
+def _silence_sdk_banner() -> None:
+    for name in ("trackio", "trackio.run", "trackio.utils"):
+        module = sys.modules.get(name)
+        if module is not None and "print" not in vars(module):
+            module.print = _print_to_log  # type: ignore[attr-defined]
+
+
+def _point_sdk_at(directory: Path) -> None:
+    """Set Trackio's location constants in every loaded trackio module (they are copied by ``from ... import``)."""
+    for name, module in list(sys.modules.items()):
+        if module is None or not (name == "trackio" or name.startswith("trackio.")):
+            continue
+        for attribute, child in _LOCATION_ATTRIBUTES.items():
+            if isinstance(vars(module).get(attribute), Path):
+                setattr(module, attribute, directory / child if child else directory)
+
+
+def _claim_storage(wanted: Path | None, backend: str) -> Path:
+    """Point Trackio at ``wanted`` (None: Trackio's own default) for a new run; returns the directory in use."""
+    global _sdk_default_dir
+    import trackio.utils
+
+    with _storage_lock:
+        if _sdk_default_dir is None:
+            _sdk_default_dir = Path(trackio.utils.TRACKIO_DIR)  # what trackio chose at import time
+        user_dir = os.environ.get("TRACKIO_DIR")  # the SDK's own setting wins, even when set after import
+        target = Path(user_dir) if user_dir else (wanted or _sdk_default_dir)
+        current = Path(trackio.utils.TRACKIO_DIR)
+        if target != current and any(count for directory, count in _runs_per_dir.items() if directory != target):
+            warn_once(
+                backend,
+                str(target),
+                f"Trackio keeps one storage directory per process and another trackio run is still writing to "
+                f"{current}; this run's data goes there too, not to {target}. Finish the other run first to separate them.",
+                reason="storage-dir-busy",
+            )
+            target = current
+        if target != current:
+            _point_sdk_at(target)
+        _runs_per_dir[target] += 1
+        return target
+
+
+def _release_storage(directory: Path) -> None:
+    with _storage_lock:
+        _runs_per_dir[directory] -= 1
+        if _runs_per_dir[directory] <= 0:
+            del _runs_per_dir[directory]
+
+
+def _image_source(image: Any) -> Any:
+    """What ``trackio.Image`` accepts: PIL images and paths as they are, anything array-like as HW/HWC uint8."""
+    if hasattr(image, "getpixel") or isinstance(image, (str, os.PathLike)):
+        return image
+    import numpy as np
+    from tracking_core.png import image_to_rows
+
+    height, width, channels, raw = image_to_rows(image)  # CHW -> HWC, float [0, 1] -> uint8, ...
+    array = np.frombuffer(raw, dtype=np.uint8)
+    return array.reshape(height, width, channels) if channels > 1 else array.reshape(height, width)
+
+
+class TrackioTracker(GeneralTracker):
+    """Logs to `Trackio <https://github.com/gradio-app/trackio>`_'s local store: no account, server or network.
+
+    Example::
+
+        import tracking_core
+
+        with tracking_core.init("my-project", log_with="trackio", logging_dir="runs",
+                                config={"lr": 1e-3}, init_kwargs={"trackio": {"name": "baseline"}}) as run:
+            for step in range(100):
+                run.log({"train/loss": 1 / (step + 1), "phase": "warmup"}, step=step)
+
+        # then:  TRACKIO_DIR=runs/trackio trackio show --project my-project
+
+    ``project_name`` becomes the Trackio project; ``init_kwargs`` go to ``trackio.init`` (``name``, ``group``,
+    ``resume``, ``auto_log_gpu``, ``space_id``, ``server_url``, ...). Defaults set here, each overridable:
+    ``auto_log_cpu=False`` (no CPU sampler thread) and ``embed=False`` (no dashboard server in notebooks).
+
+    Honoured SDK settings: ``TRACKIO_DIR`` (storage directory; wins over ``logging_dir``, even when set after
+    trackio was imported), ``TRACKIO_SPACE_ID`` / ``TRACKIO_SERVER_URL`` / ``TRACKIO_WRITE_TOKEN`` (log to a
+    Space or a self-hosted server instead), ``TRACKIO_STORAGE_MODE``, ``TRACKIO_SQLITE_*``, ``HF_HOME``.
+    Without ``TRACKIO_DIR`` the data goes to ``<logging_dir>/trackio/<project>.db`` (+ ``media/``,
+    ``artifacts/``); with ``logging_dir=None`` to Trackio's default (``$HF_HOME/trackio``).
+    """
+
+    name = "trackio"
+    requires_logging_directory = False
+    main_process_only = False
+
+    def __init__(self, run_name: str, logging_dir: str | os.PathLike | None = None, **kwargs: Any) -> None:
+        super().__init__()
+        self.run_name = run_name
+        self.logging_dir = logging_dir
+        # Resolved now, so a later chdir of the training script does not move the store.
+        self._wanted_dir = Path(os.path.abspath(logging_dir)) / "trackio" if logging_dir is not None else None
+        self.init_kwargs = kwargs
+        self.storage_dir: Path | None = None
+        self._run: Any = None
+        self._context: contextvars.Context | None = None
+        self._config_pending = False
+        self._last_step: int | None = None
+        self._seen_sdk_failures: set[str] = set()
+
+    @property
+    def tracker(self) -> Any:
+        """The ``trackio.Run`` of this tracker (None before ``start`` and after ``finish``)."""
+        return self._run
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def _in_context(self, function: Any, *args: Any, **kwargs: Any) -> Any:
+        """Call into trackio inside this run's own context: its "current run" state and banner stay here."""
+        return self._context.run(function, *args, **kwargs)
+
+    def start(self) -> None:
+        import trackio
+
+        self.storage_dir = _claim_storage(self._wanted_dir, self.name)
+        try:
+            _silence_sdk_banner()
+            self._context = contextvars.Context()
+            self._context.run(_quiet.set, True)
+            kwargs = {"auto_log_cpu": False, "embed": False, **self.init_kwargs}
+            module_config = trackio.config  # init() rebinds the module-global; keep the caller's
+            try:
+                self._run = self._in_context(trackio.init, project=self.run_name, **kwargs)
+            finally:
+                trackio.config = module_config
+        except BaseException:
+            _release_storage(self.storage_dir)
+            raise
+        # `trackio show` in a new shell looks in TRACKIO_DIR or its default: say which dir when it is neither.
+        view = "" if os.environ.get("TRACKIO_DIR") or self.storage_dir == _sdk_default_dir else f"TRACKIO_DIR={self.storage_dir} "
+        remote = getattr(self._run, "url", None)
+        where = f"{remote} (local buffer in {self.storage_dir})" if remote else str(self.storage_dir)
+        notice(f"trackio: run {self._run.name!r} in {where} (view: {view}trackio show --project {self.run_name!r})")
+
+    def store_init_configuration(self, values: dict) -> None:
+        # The Run's own config dict: Trackio writes it with the run's next metrics row (INSERT OR REPLACE).
+        self._run.config.update(values)
+        if getattr(self._run, "_config_logged", False):
+            self._run._config_logged = False  # already written once: send the updated config with the next row
+        self._config_pending = True
+
+    def log(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
+        self._run.log(values, step=step)
+        self._config_pending = False
+        self._last_step = step if step is not None else getattr(self._run, "_next_step", 1) - 1
+
+    def sanitize_key(self, key: str) -> str:
+        """Trackio renames its reserved keys and ``__*`` keys to ``__<key>``; pick a name it keeps instead."""
+        reserved = set(_FALLBACK_RESERVED_KEYS)
+        utils = sys.modules.get("trackio.utils")
+        reserved.update(getattr(utils, "RESERVED_KEYS", ()))
+        if key.startswith("__"):
+            return "_" + key.lstrip("_")
+        return f"{key}_" if key in reserved else key
+
+    def flush(self) -> None:
+        """Write Trackio's queued rows to SQLite now instead of within its 0.5 s batching interval."""
+        run = self._run
+        if run is None:
+            return
+        # Trackio has no public flush; its background thread does exactly this under the same lock.
+        lock, flush_inline = getattr(run, "_client_lock", None), getattr(run, "_flush_queues_inline", None)
+        if lock is not None and flush_inline is not None:
+            with lock:
+                flush_inline()
+        else:
+            warn_once(self.name, "*", "this trackio version has no flush hook; data is written within ~0.5 s", reason="no-flush")
+        self._raise_sdk_failures(run)
+
+    def _raise_sdk_failures(self, run: Any) -> None:
+        # Trackio turns write errors into warnings and records them; surface new ones as a failure of this call.
+        failures = {key for key in getattr(run, "_warned_failures", ()) if key.startswith("write-")}
+        new = failures - self._seen_sdk_failures
+        self._seen_sdk_failures |= failures
+        if new:
+            raise RuntimeError(f"trackio could not write to {self.storage_dir} ({', '.join(sorted(new))}); see its warning")
+
+    def finish(self) -> None:
+        run, self._run = self._run, None
+        if run is None:
+            return
+        try:
+            if self._config_pending:
+                # Trackio stores the config only alongside a metrics row: write one empty row so it is kept.
+                run.log({}, step=self._last_step if self._last_step is not None else 0)
+            self._in_context(run.finish)
+            self._raise_sdk_failures(run)
+        finally:
+            _release_storage(self.storage_dir)
+
+    # -- capabilities ----------------------------------------------------------------------
+    def log_images(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
+        """One ``trackio.Image`` per image; a list under ``key`` is stored as ``key``, ``key/1``, ``key/2``, ..."""
+        import trackio
+
+        payload = {}
+        for key, images in values.items():
+            items = images if isinstance(images, (list, tuple)) else [images]
+            for index, image in enumerate(items):
+                payload[key if index == 0 else f"{key}/{index}"] = trackio.Image(_image_source(image), caption=kwargs.get("caption"))
+        self._run.log(payload, step=step)
+
+    def log_table(
+        self,
+        table_name: str,
+        columns: list[str] | None = None,
+        data: list[list[Any]] | None = None,
+        dataframe: Any = None,
+        step: int | None = None,
+        **kwargs: Any,
+    ) -> None:
+        import trackio
+
+        columns, rows = table_rows(columns, data, dataframe)
+        self._run.log({table_name: trackio.Table(columns=columns, data=rows)}, step=step)
+
+    def log_figure(self, figure: Any, name: str, step: int | None = None, **kwargs: Any) -> None:
+        """Matplotlib and plotly figures go to Trackio as they are (it stores them as HTML/SVG media);
+        other objects with ``savefig`` are rendered to PNG (``kwargs`` go to ``savefig``) and logged as images."""
+        import trackio
+        from trackio.media import TrackioHtml
+
+        if not kwargs and TrackioHtml.is_loggable_figure(figure):
+            self._run.log({name: figure}, step=step)
+            return
+        import io
+
+        from PIL import Image
+
+        buffer = io.BytesIO()
+        figure.savefig(buffer, format="png", **kwargs)
+        buffer.seek(0)
+        self._run.log({name: trackio.Image(Image.open(buffer).convert("RGBA"))}, step=step)
+
+    def log_artifact(self, local_path: str | os.PathLike, artifact_path: str | None = None) -> None:
+        """A versioned Trackio artifact named after the file; ``artifact_path`` is the folder inside it."""
+        self._log_artifact(Path(local_path), artifact_path, is_dir=False)
+
+    def log_artifacts(self, local_dir: str | os.PathLike, artifact_path: str | None = None) -> None:
+        """A versioned Trackio artifact named after the folder, holding every file under it."""
+        self._log_artifact(Path(local_dir), artifact_path, is_dir=True)
+
+    def _log_artifact(self, path: Path, artifact_path: str | None, is_dir: bool) -> None:
+        import trackio
+
+        artifact = trackio.Artifact(name=path.resolve().name, type="unspecified")  # trackio's own default for paths
+        folder = artifact_path.strip("/") if artifact_path else ""
+        if is_dir:
+            artifact.add_dir(path, name=folder or None)
+        else:
+            artifact.add_file(path, name=f"{folder}/{path.name}" if folder else None)
+        self._run.log_artifact(artifact)
