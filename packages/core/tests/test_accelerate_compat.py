@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 import tracking_core
 from tracking_core import (
     Dispatcher,
@@ -107,7 +106,7 @@ def test_missing_attributes_raise_not_implemented():
     class Incomplete(GeneralTracker):
         name = "incomplete"
 
-    with pytest.raises(NotImplementedError, match="requires_logging_directory.*tracker"):
+    with pytest.raises(NotImplementedError, match=r"requires_logging_directory.*tracker"):
         Incomplete()
     Incomplete(_blank=True)  # blank trackers skip the check, as in accelerate
 

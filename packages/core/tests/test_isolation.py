@@ -6,7 +6,6 @@ import logging
 import time
 
 import pytest
-
 from tracking_core import Dispatcher, TrackingError, register_tracker_class
 from tracking_core.journal import read_journal
 from tracking_core.replay import replay

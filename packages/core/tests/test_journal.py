@@ -11,7 +11,6 @@ import textwrap
 import time
 
 import pytest
-
 from tracking_core.journal import FORMAT_VERSION, JournalSummary, JournalWriter, read_header, read_journal
 
 

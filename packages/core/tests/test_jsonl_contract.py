@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from tracking_core import registry
 from tracking_core.journal import JournalSummary, read_journal
 from tracking_core.testing import ContractRun, MemoryTracker, TrackerContract
@@ -60,7 +59,7 @@ class TestMemoryContract(TrackerContract):
         for step, values in self._run(run).metrics:
             assert isinstance(step, int)
             for key, value in values.items():
-                assert isinstance(key, str) and "/" not in key or key.count("/") >= 1
+                assert (isinstance(key, str) and "/" not in key) or key.count("/") >= 1
                 assert type(value) in (int, float, str), (key, type(value))
                 if not isinstance(value, str):
                     out.setdefault(key, {})[step] = value

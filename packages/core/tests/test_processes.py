@@ -30,7 +30,9 @@ RANK_SCRIPT = textwrap.dedent(
 
 
 def _python(script: str, *args: str, env: dict | None = None, cwd=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", script, *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=120
+    )
 
 
 def test_two_ranks_produce_one_run(tmp_path):
@@ -63,14 +65,18 @@ def test_import_pulls_no_third_party_module():
 
 
 def test_listing_backends_imports_no_backend_module():
-    script = "import sys, tracking_core; names = tracking_core.get_available_trackers(); " \
-             "print([m for m in sys.modules if m.startswith('tracking_') and m != 'tracking_core' and not m.startswith('tracking_core.')])"
+    script = (
+        "import sys, tracking_core; names = tracking_core.get_available_trackers(); "
+        "print([m for m in sys.modules if m.startswith('tracking_') and m != 'tracking_core' and not m.startswith('tracking_core.')])"
+    )
     result = _python(script)
     assert result.stdout.strip() == "[]", result.stderr
 
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tracking_core", *args], capture_output=True, text=True, cwd=cwd, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "tracking_core", *args], capture_output=True, text=True, cwd=cwd, timeout=300
+    )
 
 
 def test_cli_demo_show_replay_list(tmp_path):
@@ -84,7 +90,9 @@ def test_cli_demo_show_replay_list(tmp_path):
     assert shown.returncode == 0, shown.stderr
     assert "train/loss" in shown.stdout and " 60 " in shown.stdout and "finished" in shown.stdout
 
-    replayed = _cli("replay", str(run_dir), "--to", "jsonl", "--logging-dir", str(tmp_path / "copy"), "--quiet", cwd=tmp_path)
+    replayed = _cli(
+        "replay", str(run_dir), "--to", "jsonl", "--logging-dir", str(tmp_path / "copy"), "--quiet", cwd=tmp_path
+    )
     assert replayed.returncode == 0, replayed.stderr
     (copy_dir,) = (tmp_path / "copy" / "demo").iterdir()
     original = [json.loads(line) for line in (run_dir / "journal.jsonl").read_text().splitlines()]

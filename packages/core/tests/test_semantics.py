@@ -6,7 +6,6 @@ import threading
 import warnings
 
 import pytest
-
 from tracking_core import Dispatcher, TrackingWarning, sanitize_config
 from tracking_core.testing import MemoryTracker
 
@@ -163,12 +162,21 @@ def test_config_is_sanitised_redacted_and_copied_per_backend(tmp_path):
 
     register_tracker_class(Mutating)
     register_tracker_class(type("Other", (MemoryTracker,), {"name": "other"}))
-    config = {"opt": Opt(), "path": Path("/data"), "none": None, "obj": object(), "nested": {"api_key": "sk-1", "x": {1, 2}},
-              "hub_token": "hf_x", "WANDB_API_KEY": "k", "db_password": "p", "token_budget_note": None}
+    config = {
+        "opt": Opt(),
+        "path": Path("/data"),
+        "none": None,
+        "obj": object(),
+        "nested": {"api_key": "sk-1", "x": {1, 2}},
+        "hub_token": "hf_x",
+        "WANDB_API_KEY": "k",
+        "db_password": "p",
+        "token_budget_note": None,
+    }
     run = Dispatcher(log_with=["mutating", "other"], logging_dir=tmp_path)
     run.init_trackers("p", config=config)
     run.finish()
-    mutated, other = (tracker.config for tracker in MemoryTracker.runs)
+    _mutated, other = (tracker.config for tracker in MemoryTracker.runs)
     assert "injected" not in other
     assert other["opt"] == {"name": "adam", "betas": [0.9, 0.99]}
     assert other["path"] == "/data" and other["none"] is None and other["obj"].startswith("<object object")

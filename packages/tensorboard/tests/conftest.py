@@ -21,7 +21,11 @@ class EventReader:
 
     def tags(self, plugin: str) -> list[str]:
         accumulator = self.accumulator
-        return [tag for tag in accumulator.Tags()["tensors"] if accumulator.SummaryMetadata(tag).plugin_data.plugin_name == plugin]
+        return [
+            tag
+            for tag in accumulator.Tags()["tensors"]
+            if accumulator.SummaryMetadata(tag).plugin_data.plugin_name == plugin
+        ]
 
     def arrays(self, tag: str) -> list[tuple[int, Any]]:
         from tensorboard.util import tensor_util

@@ -25,7 +25,8 @@ class TestTensorBoardContract(TrackerContract):
         return self._read(run).scalars()
 
     def read_config(self, run: ContractRun) -> dict[str, Any]:
-        return self._read(run).hparams()
+        # The exact JSON copy; the hparams copy (numbers are doubles there) is checked in test_tensorboard.py.
+        return self._read(run).config_json()
 
     def read_texts(self, run: ContractRun) -> dict[str, dict[int, str]]:
         return self._read(run).texts()

@@ -47,7 +47,7 @@ def _sdk_status(name: str) -> str:
         from importlib.metadata import version
 
         return f"yes ({version(module.replace('_', '-'))})"
-    except Exception:  # noqa: BLE001 - distribution name differs from the module name
+    except Exception:
         return "yes"
 
 

@@ -33,7 +33,9 @@ def _show(args: argparse.Namespace) -> int:
 def _replay(args: argparse.Namespace) -> int:
     from .replay import replay
 
-    report = replay(args.journal, args.to, logging_dir=args.logging_dir, project=args.project, progress=not args.quiet or None)
+    report = replay(
+        args.journal, args.to, logging_dir=args.logging_dir, project=args.project, progress=not args.quiet or None
+    )
     print(report)
     return 0 if report.ok else 1
 

@@ -17,7 +17,18 @@ from typing import Any
 from .values import SEPARATOR, _scalar
 
 REDACTED = "<redacted>"
-_SECRET_PARTS = ("token", "secret", "password", "passwd", "apikey", "api_key", "api-key", "credential", "private_key", "private-key")
+_SECRET_PARTS = (
+    "token",
+    "secret",
+    "password",
+    "passwd",
+    "apikey",
+    "api_key",
+    "api-key",
+    "credential",
+    "private_key",
+    "private-key",
+)
 _MAX_DEPTH = 32
 
 

@@ -52,8 +52,13 @@ def _image(weights: list[float], size: int = 32):
 def run_demo(logging_dir: str = "runs", steps: int = 200, backends: str | None = None) -> int:
     names = [b.strip() for b in backends.split(",")] if backends else get_available_trackers()
     train, valid = make_data(2000, seed=0), make_data(500, seed=1)
-    config = {"model": "logistic-regression", "optimizer": {"name": "sgd", "lr": 0.5, "momentum": 0.9},
-              "batch_size": 64, "steps": steps, "data": {"train": len(train), "valid": len(valid)}}
+    config = {
+        "model": "logistic-regression",
+        "optimizer": {"name": "sgd", "lr": 0.5, "momentum": 0.9},
+        "batch_size": 64,
+        "steps": steps,
+        "data": {"train": len(train), "valid": len(valid)},
+    }
     print(f"tracking demo: {steps} steps of logistic regression on {len(train)} generated points -> {', '.join(names)}")
     run = init("demo", log_with=names, logging_dir=logging_dir, config=config)
     rng = random.Random(2)
@@ -83,16 +88,26 @@ def run_demo(logging_dir: str = "runs", steps: int = 200, backends: str | None =
         run.log_images({"decision_function": _image(weights)}, step=steps - 1)
     except ImportError:
         pass
-    run.log_table("predictions", columns=["x1", "x2", "label", "p"],
-                  data=[[x1, x2, y, round(_sigmoid(weights[0] * x1 + weights[1] * x2 + weights[2]), 4)] for x1, x2, y in valid[:8]],
-                  step=steps - 1)
+    run.log_table(
+        "predictions",
+        columns=["x1", "x2", "label", "p"],
+        data=[
+            [x1, x2, y, round(_sigmoid(weights[0] * x1 + weights[1] * x2 + weights[2]), 4)] for x1, x2, y in valid[:8]
+        ],
+        step=steps - 1,
+    )
     report = run.finish()
-    print(f"validation loss {loss:.4f}, accuracy {accuracy:.3f}; mean caller cost of log(): {log_seconds / steps * 1e6:.1f} µs")
+    print(
+        f"validation loss {loss:.4f}, accuracy {accuracy:.3f}; mean caller cost of log(): {log_seconds / steps * 1e6:.1f} µs"
+    )
     print()
     print(report)
     journal = Path(report.run_dir or "") / "journal.jsonl"
     if journal.exists():
         summary = JournalSummary(journal)
         print()
-        print(f"read back from {journal}: " + ", ".join(f"{k} {len(v)} points" for k, v in sorted(summary.metrics.items())))
+        print(
+            f"read back from {journal}: "
+            + ", ".join(f"{k} {len(v)} points" for k, v in sorted(summary.metrics.items()))
+        )
     return 0 if report.ok and accuracy > 0.8 else 1

@@ -98,7 +98,8 @@ class Dispatcher:
         self.flush_interval = flush_interval
         self.rank = get_rank()
         self._specs = self._resolve(log_with)
-        self._workers: list[BackendWorker] = []  # emptied by finish(): the hot path checks one list
+        self._workers: list[BackendWorker] = []  # emptied by finish()
+        self._puts: list = []  # the workers' enqueue functions; emptied by finish()
         self._all_workers: list[BackendWorker] = []
         self._skipped: dict[str, NoOpTracker] = {}
         self._step = -1
@@ -115,8 +116,12 @@ class Dispatcher:
     def _resolve(self, log_with: Any) -> list[type | GeneralTracker]:
         specs: list[type | GeneralTracker] = []
         requested = _names(log_with) or ["jsonl"]
-        if any(str(getattr(item, "value", item)) == LoggerType.ALL.value for item in requested if isinstance(item, str)):
-            requested = [item for item in requested if not (isinstance(item, str) and str(getattr(item, "value", item)) == "all")]
+        if any(
+            str(getattr(item, "value", item)) == LoggerType.ALL.value for item in requested if isinstance(item, str)
+        ):
+            requested = [
+                item for item in requested if not (isinstance(item, str) and str(getattr(item, "value", item)) == "all")
+            ]
             requested += get_available_trackers()
         seen: set[str] = set()
         for item in requested:
@@ -150,14 +155,20 @@ class Dispatcher:
             "run_id": self.run_id,
         }
         for keyword, value in extras.items():
-            if keyword in accepted and keyword not in kwargs and not (keyword == "logging_dir" and cls.requires_logging_directory):
+            if (
+                keyword in accepted
+                and keyword not in kwargs
+                and not (keyword == "logging_dir" and cls.requires_logging_directory)
+            ):
                 kwargs[keyword] = value
         if cls.requires_logging_directory:
             return cls(project_name, kwargs.pop("logging_dir", self.logging_dir), **kwargs)
         return cls(project_name, **kwargs)
 
     def _spill_factory(self, backend: str) -> GeneralTracker:
-        return JsonlTracker(self.project_name or "run", run_dir=self.run_dir, run_id=self.run_id, journal_name=f"spill-{backend}.jsonl")
+        return JsonlTracker(
+            self.project_name or "run", run_dir=self.run_dir, run_id=self.run_id, journal_name=f"spill-{backend}.jsonl"
+        )
 
     def init_trackers(self, project_name: str, config: Any = None, init_kwargs: dict | None = None) -> Dispatcher:
         """Create every tracker and start it in its worker; returns at once."""
@@ -176,7 +187,11 @@ class Dispatcher:
             if spec.main_process_only and self.rank != 0:
                 self._skipped[name] = NoOpTracker(name)
                 continue
-            tracker = spec if isinstance(spec, GeneralTracker) else self._construct(spec, self.project_name, init_kwargs.get(name))
+            tracker = (
+                spec
+                if isinstance(spec, GeneralTracker)
+                else self._construct(spec, self.project_name, init_kwargs.get(name))
+            )
             worker = BackendWorker(
                 tracker,
                 spill_factory=self._spill_factory,
@@ -189,6 +204,7 @@ class Dispatcher:
             )
             self._workers.append(worker)
         self._all_workers = list(self._workers)
+        self._puts = [worker.put for worker in self._workers]
         for worker in self._workers:
             worker.launch()
             if clean_config is not None:
@@ -204,7 +220,7 @@ class Dispatcher:
             if dispatcher is not None and dispatcher._report is None:
                 try:
                     dispatcher.finish(timeout=min(dispatcher.finish_timeout, 30.0))
-                except Exception:  # noqa: BLE001 - interpreter is shutting down
+                except Exception:
                     pass
 
         atexit.register(finish_at_exit)
@@ -223,26 +239,37 @@ class Dispatcher:
         """Record ``values`` at ``step`` (``None``: the previous step + 1, from 0) on every tracker."""
         if self._pending_error is not None:
             self._raise_pending()
-        if not self._workers:
+        puts = self._puts
+        if not puts:
             self._not_running("log")
             return
         flat, rejected = snapshot(values)
         if rejected:
             self._reject(rejected)
         with self._lock:
-            step = self._next_step(step)
-            for worker in self._workers:
-                worker.put(("log", flat, step, log_kwargs.get(worker.name, _EMPTY) if log_kwargs else _EMPTY))
+            if step is None:
+                step = self._step + 1
+            elif type(step) is not int or step < self._step:
+                step = self._checked_step(step)
+            self._step = step
+            if log_kwargs:
+                for worker in self._workers:
+                    worker.put(("log", flat, step, log_kwargs.get(worker.name, _EMPTY)))
+            else:
+                record = ("log", flat, step, _EMPTY)  # one immutable record shared by every queue
+                for put in puts:
+                    put(record)
 
-    def _next_step(self, step: Any) -> int:
-        if step is None:
-            step = self._step + 1
-        elif type(step) is not int:
-            step = int(step)
+    def _checked_step(self, step: Any) -> int:
+        step = int(step)
         if step < self._step:
-            warn_once("dispatcher", "step", f"step went back from {self._step} to {step}; points are passed on, "
-                      "but some backends (W&B) drop them", reason="step-backwards", stacklevel=4)
-        self._step = step
+            warn_once(
+                "dispatcher",
+                "step",
+                f"step went back from {self._step} to {step}; points are passed on, but some backends (W&B) drop them",
+                reason="step-backwards",
+                stacklevel=4,
+            )
         return step
 
     def _current_step(self, step: Any) -> int:
@@ -252,7 +279,9 @@ class Dispatcher:
     def _reject(self, rejected: dict[str, str]) -> None:
         for key, reason in rejected.items():
             # stacklevel 4 points at the user's log() call: warn_once <- _reject <- log/_fan_out <- user
-            if warn_once("all backends", key, f"not logged: {reason}", reason="rejected:" + reason.split(" ")[0], stacklevel=4):
+            if warn_once(
+                "all backends", key, f"not logged: {reason}", reason="rejected:" + reason.split(" ")[0], stacklevel=4
+            ):
                 self._rejected[key] = reason
 
     def _not_running(self, what: str) -> None:
@@ -278,8 +307,13 @@ class Dispatcher:
                 else:
                     lacking.append(worker.name)
         if lacking:
-            warn_once(", ".join(lacking), capability, f"{capability} is not supported by {', '.join(lacking)}; "
-                      "those backends skip it", reason="capability", stacklevel=4)
+            warn_once(
+                ", ".join(lacking),
+                capability,
+                f"{capability} is not supported by {', '.join(lacking)}; those backends skip it",
+                reason="capability",
+                stacklevel=4,
+            )
 
     def log_images(self, values: dict, step: int | None = None, log_kwargs: dict | None = None) -> None:
         """``{key: image or list of images}``; numpy HW/HWC arrays, tensors, PIL images."""
@@ -295,13 +329,23 @@ class Dispatcher:
         if payload:
             self._fan_out("log_images", ("images", payload), step, log_kwargs)
 
-    def log_table(self, table_name: str, columns: list[str] | None = None, data: list[list[Any]] | None = None,
-                  dataframe: Any = None, step: int | None = None, log_kwargs: dict | None = None) -> None:
+    def log_table(
+        self,
+        table_name: str,
+        columns: list[str] | None = None,
+        data: list[list[Any]] | None = None,
+        dataframe: Any = None,
+        step: int | None = None,
+        log_kwargs: dict | None = None,
+    ) -> None:
         if data is None and dataframe is None:
             raise ValueError("log_table needs `data` (with optional `columns`) or `dataframe`")
-        payload = (table_name, list(columns) if columns is not None else None,
-                   [list(row) for row in data] if data is not None else None,
-                   dataframe.copy() if hasattr(dataframe, "copy") else dataframe)
+        payload = (
+            table_name,
+            list(columns) if columns is not None else None,
+            [list(row) for row in data] if data is not None else None,
+            dataframe.copy() if hasattr(dataframe, "copy") else dataframe,
+        )
         self._fan_out("log_table", ("table", payload), step, log_kwargs)
 
     def log_figure(self, figure: Any, name: str, step: int | None = None, log_kwargs: dict | None = None) -> None:
@@ -339,7 +383,9 @@ class Dispatcher:
         if name in self._skipped or self.rank != 0:
             noop = self._skipped.get(name) or NoOpTracker(name)
             return noop.tracker if unwrap else noop
-        raise ValueError(f"{name!r} is not a tracker of this run; its trackers are {[w.name for w in self._all_workers]}")
+        raise ValueError(
+            f"{name!r} is not a tracker of this run; its trackers are {[w.name for w in self._all_workers]}"
+        )
 
     # -- synchronisation ---------------------------------------------------------------------
     def flush(self, timeout: float | None = None) -> bool:
@@ -363,14 +409,16 @@ class Dispatcher:
             return self._report
         timeout = self.finish_timeout if timeout is None else timeout
         with self._lock:  # no log() can slip in between the finish marker and closing the list
-            workers, self._workers = self._workers, []
+            workers, self._workers, self._puts = self._workers, [], []
         for worker in workers:
             worker.put(("finish", None, None, _EMPTY))
         deadline = time.monotonic() + timeout
         for worker in workers:
             if not worker.join(max(0.0, deadline - time.monotonic())):
                 worker.abandon()
-                logger.warning("backend %r did not finish within %.0f s; its pending records were spilled", worker.name, timeout)
+                logger.warning(
+                    "backend %r did not finish within %.0f s; its pending records were spilled", worker.name, timeout
+                )
         self._report = FinishReport(
             backends={worker.name: worker.report for worker in self._all_workers},
             run_dir=str(self.run_dir) if self.run_dir else None,

@@ -94,7 +94,9 @@ def resolve_journal(path: str | os.PathLike) -> Path:
         spills = sorted(path.glob("spill-*.jsonl"))
         if len(spills) == 1:
             return spills[0]
-        raise FileNotFoundError(f"no {JOURNAL_NAME} in {path}" + (f" (spill journals: {[s.name for s in spills]})" if spills else ""))
+        raise FileNotFoundError(
+            f"no {JOURNAL_NAME} in {path}" + (f" (spill journals: {[s.name for s in spills]})" if spills else "")
+        )
     if not path.exists():
         raise FileNotFoundError(f"journal {path} does not exist")
     return path

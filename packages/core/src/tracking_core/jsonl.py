@@ -70,7 +70,7 @@ class JsonlTracker(GeneralTracker):
 
     def start(self) -> None:
         is_spill = self.journal_name != JOURNAL_NAME
-        source = f"spill:{self.journal_name[len('spill-'):-len('.jsonl')]}" if is_spill else "jsonl"
+        source = f"spill:{self.journal_name[len('spill-') : -len('.jsonl')]}" if is_spill else "jsonl"
         self._writer = JournalWriter(self.journal_path, project=self.run_name, run_id=self.run_id, source=source)
         if not is_spill:
             notice(f"jsonl: journal at {self.journal_path} (summary: tracking show {self.run_dir})")
@@ -88,7 +88,9 @@ class JsonlTracker(GeneralTracker):
         self._writer.flush()
 
     def _media_path(self, kind: str, key: str, step: int | None, index: int, suffix: str) -> Path:
-        path = self.run_dir / "media" / kind / f"{_file_safe(key)}-{step if step is not None else 'none'}-{index}{suffix}"
+        path = (
+            self.run_dir / "media" / kind / f"{_file_safe(key)}-{step if step is not None else 'none'}-{index}{suffix}"
+        )
         path.parent.mkdir(parents=True, exist_ok=True)
         return path
 
@@ -113,15 +115,21 @@ class JsonlTracker(GeneralTracker):
     def log_figure(self, figure: Any, name: str, step: int | None = None, **kwargs: Any) -> None:
         path = self._media_path("figures", name, step, 0, ".png")
         figure.savefig(path, **kwargs)
-        self._writer.write({"type": "figure", "name": name, "step": step, "path": path.relative_to(self.run_dir).as_posix()})
+        self._writer.write(
+            {"type": "figure", "name": name, "step": step, "path": path.relative_to(self.run_dir).as_posix()}
+        )
         self._writer.flush()
 
     def log_artifact(self, local_path, artifact_path=None) -> None:
-        self._writer.write({"type": "artifact", "local_path": os.path.abspath(local_path), "artifact_path": artifact_path})
+        self._writer.write(
+            {"type": "artifact", "local_path": os.path.abspath(local_path), "artifact_path": artifact_path}
+        )
         self._writer.flush()
 
     def log_artifacts(self, local_dir, artifact_path=None) -> None:
-        self._writer.write({"type": "artifacts", "local_path": os.path.abspath(local_dir), "artifact_path": artifact_path})
+        self._writer.write(
+            {"type": "artifacts", "local_path": os.path.abspath(local_dir), "artifact_path": artifact_path}
+        )
         self._writer.flush()
 
     def flush(self) -> None:

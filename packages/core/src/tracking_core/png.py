@@ -42,7 +42,12 @@ def encode_png(image: Any) -> bytes:
     stride = width * channels
     scanlines = b"".join(b"\x00" + raw[row * stride : (row + 1) * stride] for row in range(height))
     header = struct.pack(">IIBBBBB", width, height, 8, color_type, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", header) + _chunk(b"IDAT", zlib.compress(scanlines, 6)) + _chunk(b"IEND", b"")
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + _chunk(b"IHDR", header)
+        + _chunk(b"IDAT", zlib.compress(scanlines, 6))
+        + _chunk(b"IEND", b"")
+    )
 
 
 def decode_png(data: bytes) -> tuple[int, int, int, bytes]:

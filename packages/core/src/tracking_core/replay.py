@@ -31,7 +31,9 @@ class ProgressBar:
             return
         self._last = percent
         filled = self.width * percent // 100
-        sys.stderr.write(f"\r{self.label} [{'#' * filled}{'.' * (self.width - filled)}] {percent:3d}% {done}/{self.total}")
+        sys.stderr.write(
+            f"\r{self.label} [{'#' * filled}{'.' * (self.width - filled)}] {percent:3d}% {done}/{self.total}"
+        )
         if done >= self.total:
             sys.stderr.write("\n")
         sys.stderr.flush()
@@ -77,7 +79,9 @@ def replay(
         if kind == "metrics":
             run.log(record.get("values") or {}, step=step)
         elif kind == "images":
-            images = {key: [_load_image(base / item) for item in items] for key, items in (record.get("images") or {}).items()}
+            images = {
+                key: [_load_image(base / item) for item in items] for key, items in (record.get("images") or {}).items()
+            }
             run.log_images(images, step=step)
         elif kind == "table":
             run.log_table(record["name"], columns=record.get("columns"), data=record.get("data"), step=step)

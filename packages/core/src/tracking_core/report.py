@@ -20,8 +20,10 @@ class BackendReport:
         self.skipped_values: dict[str, str] = {}
 
     def __repr__(self) -> str:
-        return (f"BackendReport({self.name!r}, state={self.state!r}, delivered={self.delivered}, "
-                f"dropped={self.dropped}, spilled={self.spilled}, errors={self.errors})")
+        return (
+            f"BackendReport({self.name!r}, state={self.state!r}, delivered={self.delivered}, "
+            f"dropped={self.dropped}, spilled={self.spilled}, errors={self.errors})"
+        )
 
     @property
     def ok(self) -> bool:
@@ -32,8 +34,12 @@ class BackendReport:
 class FinishReport:
     """What ``Dispatcher.finish()`` returns; ``str(report)`` is a table for people."""
 
-    def __init__(self, backends: dict[str, BackendReport], run_dir: str | None = None,
-                 rejected_values: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        backends: dict[str, BackendReport],
+        run_dir: str | None = None,
+        rejected_values: dict[str, str] | None = None,
+    ) -> None:
         self.backends = backends
         self.run_dir = run_dir
         self.rejected_values = rejected_values or {}
@@ -60,7 +66,9 @@ class FinishReport:
         lines.insert(1, "  ".join("-" * width for width in widths))
         for backend in self.backends.values():
             if backend.spill_path:
-                lines.append(f"{backend.name}: undelivered records in {backend.spill_path} (tracking replay {backend.spill_path} --to {backend.name})")
+                lines.append(
+                    f"{backend.name}: undelivered records in {backend.spill_path} (tracking replay {backend.spill_path} --to {backend.name})"
+                )
             if backend.last_error:
                 lines.append(f"{backend.name}: last error: {backend.last_error}")
             for original, renamed in backend.key_map.items():

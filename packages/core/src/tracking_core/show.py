@@ -33,15 +33,21 @@ def show(journal: str | os.PathLike, plot: str | os.PathLike | None = None) -> s
         numbers = [v for _, v in points if isinstance(v, (int, float)) and not isinstance(v, bool)]
         finite = [v for v in numbers if math.isfinite(v)]
         steps = [s for s, _ in points if s is not None]
-        rows.append((
-            key, str(len(points)), f"{min(steps)}..{max(steps)}" if steps else "-", _fmt(points[-1][1]),
-            _fmt(min(finite)) if finite else "-", _fmt(max(finite)) if finite else "-",
-        ))
+        rows.append(
+            (
+                key,
+                str(len(points)),
+                f"{min(steps)}..{max(steps)}" if steps else "-",
+                _fmt(points[-1][1]),
+                _fmt(min(finite)) if finite else "-",
+                _fmt(max(finite)) if finite else "-",
+            )
+        )
     if len(rows) > 1:
         widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
         table = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
         table.insert(1, "  ".join("-" * width for width in widths))
-        lines += [""] + table
+        lines += ["", *table]
     if plot:
         lines.append("")
         lines.append(_plot(summary, Path(plot)))

@@ -94,7 +94,9 @@ class GeneralTracker:
 
     # -- optional capabilities ---------------------------------------------------------------
     def _unsupported(self, capability: str):
-        return NotImplementedError(f"tracker {getattr(self, 'name', type(self).__name__)!r} does not support {capability}")
+        return NotImplementedError(
+            f"tracker {getattr(self, 'name', type(self).__name__)!r} does not support {capability}"
+        )
 
     def log_images(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
         """Record images: ``{key: image or list of images}`` (numpy HW/HWC arrays, PIL images)."""

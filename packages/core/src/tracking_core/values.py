@@ -14,6 +14,8 @@ from typing import Any
 SEPARATOR = "/"
 
 _PLAIN = (float, int, str)
+_PLAIN_TYPES = frozenset(_PLAIN)
+_STR_TYPE = frozenset((str,))
 
 
 def _scalar(value: Any) -> Any:
@@ -70,18 +72,24 @@ def flatten_values(values: Mapping, rejected: dict[str, str]) -> dict[str, Any]:
 
 
 def snapshot(values: Mapping) -> tuple[dict[str, Any], dict[str, str] | None]:
-    """Fast path for ``log``: plain ``{str: number|str}`` dicts are copied in one pass."""
+    """The caller-side copy ``log`` hands to the backends.
+
+    The common case, a dict of plain numbers and strings under non-empty ``str`` keys, is checked
+    and copied at C speed (set membership over ``map(type, ...)``); anything else takes the
+    flattening path.
+    """
+    if (
+        type(values) is dict
+        and _PLAIN_TYPES.issuperset(map(type, values.values()))
+        and _STR_TYPE.issuperset(map(type, values))
+        and "" not in values
+    ):
+        return values.copy(), None
     if not isinstance(values, Mapping):
         raise TypeError(f"log() takes a dict of values, got {type(values).__name__}")
-    out = {}
-    for key, value in values.items():
-        if type(value) in _PLAIN and type(key) is str and key:
-            out[key] = value
-        else:
-            rejected: dict[str, str] = {}
-            out = flatten_values(values, rejected)
-            return out, rejected or None
-    return out, None
+    rejected: dict[str, str] = {}
+    out = flatten_values(values, rejected)
+    return out, rejected or None
 
 
 def is_non_finite(value: Any) -> bool:

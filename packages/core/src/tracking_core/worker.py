@@ -95,6 +95,7 @@ class BackendWorker:
         self._renames_keys = cls.sanitize_key is not GeneralTracker.sanitize_key
         self._filters_non_finite = not getattr(cls, "accepts_non_finite", True)
         self._key_map: dict[str, str] = {}
+        self.put = self._make_put()
 
     # -- caller side -----------------------------------------------------------------------
     def launch(self) -> None:
@@ -104,12 +105,28 @@ class BackendWorker:
         self._thread = threading.Thread(target=self._run, name=f"tracking-{self.name}", daemon=True)
         self._thread.start()
 
-    def put(self, record: Record) -> None:
+    def _make_put(self) -> Callable[[Record], None]:
+        """The caller's enqueue, as a closure: the hot path pays no attribute lookups."""
         if self._blocking:
-            with self._inline_lock:
-                self._process([record])
-            return
-        if self._queue.qsize() >= self._maxsize and record[0] not in _CONTROL:
+
+            def put_inline(record: Record) -> None:
+                with self._inline_lock:
+                    self._process([record])
+
+            return put_inline
+        queue_size, queue_put, maxsize = self._queue.qsize, self._queue.put, self._maxsize
+        put_when_full = self._put_when_full
+
+        def put(record: Record) -> None:
+            if queue_size() >= maxsize:
+                put_when_full(record)
+            else:
+                queue_put(record)
+
+        return put
+
+    def _put_when_full(self, record: Record) -> None:
+        if record[0] not in _CONTROL:
             if self._drop_when_full:
                 self.report.dropped += 1
                 warn_once(self.name, "*", "queue full: records are being dropped (on_full='drop')", reason="queue-full")
@@ -174,7 +191,7 @@ class BackendWorker:
         self.report.state = "starting"
         try:
             self.tracker.start()
-        except BaseException as error:  # noqa: BLE001 - a backend must never take the run down
+        except BaseException as error:
             self._failure(error, "start", [])
             self._quarantine("start_failed")
         else:
@@ -241,7 +258,12 @@ class BackendWorker:
         out = {}
         for key, value in values.items():
             if self._filters_non_finite and is_non_finite(value):
-                if warn_once(self.name, key, f"{value!r} is not stored by this backend; the point is skipped", reason="non-finite"):
+                if warn_once(
+                    self.name,
+                    key,
+                    f"{value!r} is not stored by this backend; the point is skipped",
+                    reason="non-finite",
+                ):
                     self.report.skipped_values[key] = "non-finite value"
                 continue
             if self._renames_keys:
@@ -255,13 +277,15 @@ class BackendWorker:
     def _map_key(self, key: str) -> str:
         try:
             mapped = self.tracker.sanitize_key(key)
-        except Exception as error:  # noqa: BLE001
+        except Exception as error:
             mapped = key
             warn_once(self.name, key, f"sanitize_key failed ({error!r}); key passed on unchanged", reason="sanitize")
         if mapped != key:
             clash = [original for original, other in self._key_map.items() if other == mapped and original != key]
             note = f" (also the name of {clash[0]!r}: their points share one series)" if clash else ""
-            warn_once(self.name, key, f"stored as {mapped!r}: the backend refuses the original key{note}", reason="renamed")
+            warn_once(
+                self.name, key, f"stored as {mapped!r}: the backend refuses the original key{note}", reason="renamed"
+            )
             self.report.key_map[key] = mapped
         self._key_map[key] = mapped
         return mapped
@@ -269,8 +293,11 @@ class BackendWorker:
     def _call(self, what: str, function: Callable[[], Any], records: list[Record]) -> bool:
         try:
             function()
-        except BaseException as error:  # noqa: BLE001
-            if isinstance(error, (KeyboardInterrupt, SystemExit)) and threading.current_thread() is threading.main_thread():
+        except BaseException as error:
+            if (
+                isinstance(error, (KeyboardInterrupt, SystemExit))
+                and threading.current_thread() is threading.main_thread()
+            ):
                 raise
             if self._abandoned:
                 return False
@@ -289,7 +316,10 @@ class BackendWorker:
             self._reported_errors.add(type(error))
             logger.warning(
                 "backend %r failed in %s (%s: %s); the run goes on, undelivered records are kept in its spill journal\n%s",
-                self.name, what, type(error).__name__, error,
+                self.name,
+                what,
+                type(error).__name__,
+                error,
                 "".join(traceback.format_exception(type(error), error, error.__traceback__)).rstrip(),
             )
         if self._error_sink is not None and self._on_error == "raise":
@@ -306,7 +336,8 @@ class BackendWorker:
         self.report.state = state
         logger.warning(
             "backend %r is %s: its records now go to its spill journal (replay later with `tracking replay`)",
-            self.name, state.replace("_", " "),
+            self.name,
+            state.replace("_", " "),
         )
 
     def _finish_backend(self) -> None:
@@ -328,9 +359,14 @@ class BackendWorker:
                         deliver(self._spill, ("config", self._config, None, {}))
                 deliver(self._spill, record)
                 self.report.spilled += 1
-            except Exception as error:  # noqa: BLE001 - the disk is full or the record cannot be encoded
+            except Exception as error:
                 self.report.dropped += 1
-                warn_once(self.name, "*", f"could not write the spill journal ({error!r}); a record was lost", reason="spill-failed")
+                warn_once(
+                    self.name,
+                    "*",
+                    f"could not write the spill journal ({error!r}); a record was lost",
+                    reason="spill-failed",
+                )
 
     def _flush_spill(self) -> None:
         with self._spill_lock:
@@ -342,7 +378,7 @@ class BackendWorker:
             if self._spill is not None:
                 try:
                     self._spill.finish()
-                except Exception:  # noqa: BLE001
+                except Exception:
                     pass
 
     @property

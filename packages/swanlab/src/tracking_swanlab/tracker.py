@@ -24,6 +24,7 @@ from typing import Any
 
 from tracking_core import GeneralTracker, notice, warn_once
 from tracking_core.jsonl import table_rows
+from tracking_core.notices import logger
 
 #: SwanLab refuses control characters anywhere in a key and '.', '/' or whitespace at either end;
 #: longer keys are cut at 512 characters (``swanlab.sdk.internal.pkg.constraints``).
@@ -123,12 +124,14 @@ class SwanLabTracker(GeneralTracker):
 
         effective = _effective_settings(swanlab, user_settings, kwargs.get("mode"))
         mode_chosen = "mode" in kwargs or _chosen("mode", sources)
+        credentials = _has_credentials(effective)
         if not mode_chosen:
-            kwargs["mode"] = "online" if _has_credentials(effective) else "offline"
+            kwargs["mode"] = "online" if credentials else "offline"
         wanted = kwargs["mode"] if "mode" in kwargs else effective.mode
-        wanted = "online" if wanted == "cloud" else wanted
 
-        if wanted == "online":
+        # Without credentials an online start fails at once (SwanLab's own error); with them, a host
+        # that does not answer would hold start-up for minutes, so check it first, within a deadline.
+        if wanted in ("online", "cloud") and credentials:
             problem = _unreachable(str(effective.api_host), self.online_check_timeout)
             if problem is None:
                 try:
@@ -149,7 +152,10 @@ class SwanLabTracker(GeneralTracker):
             self._run = swanlab.init(settings=settings, **kwargs)
         self.mode = str(self._run.mode)
         self.run_dir = Path(self._run.dir)
-        notice(self._start_notice())
+        if self.fallback_reason:
+            logger.warning(self._start_notice())
+        else:
+            notice(self._start_notice())
 
     def _start_notice(self) -> str:
         if self.mode == "online":
@@ -162,7 +168,11 @@ class SwanLabTracker(GeneralTracker):
             where += f" because {self.fallback_reason}"
         elif self.mode == "offline":
             where += " (no SwanLab credentials configured)"
-        hint = f"upload it with `swanlab sync {self.run_dir}`" if self.mode == "offline" else f"view it with `swanlab watch {self.run_dir.parent}`"
+        hint = (
+            f"upload it with `swanlab sync {self.run_dir}`"
+            if self.mode == "offline"
+            else f"view it with `swanlab watch {self.run_dir.parent}`"
+        )
         return f"swanlab: {where}; {hint}"
 
     # -- config and metrics -------------------------------------------------------------------
@@ -186,10 +196,20 @@ class SwanLabTracker(GeneralTracker):
         point at the same step; say so once per key instead."""
         first = self._column_kind.setdefault(key, kind)
         if first != kind:
-            warn_once(self.name, key, f"SwanLab keeps one type per key: this key holds {first} values, a {kind} value is dropped", reason="kind")
+            warn_once(
+                self.name,
+                key,
+                f"SwanLab keeps one type per key: this key holds {first} values, a {kind} value is dropped",
+                reason="kind",
+            )
             return False
         if step is not None and self._last_step.get(key) == step:
-            warn_once(self.name, key, f"SwanLab keeps the first value logged at a step; a repeat at step {step} is dropped", reason="repeat")
+            warn_once(
+                self.name,
+                key,
+                f"SwanLab keeps the first value logged at a step; a repeat at step {step} is dropped",
+                reason="repeat",
+            )
             return False
         self._last_step[key] = step
         return True
@@ -242,7 +262,12 @@ class SwanLabTracker(GeneralTracker):
 
     def _save(self, pattern: str, base: Path, artifact_path: str | None) -> None:
         if artifact_path:
-            warn_once(self.name, artifact_path, "SwanLab names saved files by their path below the folder given; artifact_path is not used", reason="artifact_path")
+            warn_once(
+                self.name,
+                artifact_path,
+                "SwanLab names saved files by their path below the folder given; artifact_path is not used",
+                reason="artifact_path",
+            )
         # "now": a snapshot, like the other backends' artifacts (SwanLab's default "live" keeps watching the file).
         if not self._run.save(pattern, base_path=str(base), policy="now"):
             raise FileNotFoundError(f"SwanLab saved no file for {pattern}")

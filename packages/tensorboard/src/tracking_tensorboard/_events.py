@@ -46,7 +46,7 @@ class EventWriter:
         # TensorBoard only reads files whose name contains "tfevents"; keep the conventional pattern.
         name = f"events.out.tfevents.{int(time.time()):010d}.{socket.gethostname()}.{os.getpid()}.{next(_file_counter)}"
         self.path = self.log_dir / (name + filename_suffix)
-        self._file = open(self.path, "wb", buffering=_BUFFER_BYTES)  # noqa: SIM115 - closed in close()
+        self._file = open(self.path, "wb", buffering=_BUFFER_BYTES)
         self._records = RecordWriter(self._file)
         self._lock = threading.Lock()
         self.add_event(event_pb2.Event(wall_time=time.time(), file_version="brain.Event:2"))
@@ -146,7 +146,9 @@ def hparams_start_value(hparams: Mapping[str, bool | float | str], start_time: f
             info.hparams[key].number_value = value
         else:
             info.hparams[key].string_value = str(value)
-    return _hparams_value(hparams_metadata.SESSION_START_INFO_TAG, hparams_data.HParamsPluginData(session_start_info=info))
+    return _hparams_value(
+        hparams_metadata.SESSION_START_INFO_TAG, hparams_data.HParamsPluginData(session_start_info=info)
+    )
 
 
 def hparams_end_value(end_time: float) -> Value:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import numbers
 import os
 import time
@@ -38,8 +39,11 @@ def _new_run_id() -> str:
 
 
 def _hparam(value: Any) -> bool | float | str:
-    """The hparams plugin takes numbers, bools and strings; everything else goes in as text."""
-    if isinstance(value, (bool, int, float, str)):
+    """The hparams plugin takes numbers, bools and strings; everything else goes in as text.
+
+    NaN/inf also become text: they would poison the dashboard's min/max domain of the column.
+    """
+    if isinstance(value, (bool, int, str)) or (isinstance(value, float) and math.isfinite(value)):
         return value
     return stringify(value)
 
@@ -139,7 +143,10 @@ class TensorBoardTracker(GeneralTracker):
         events = self._events
         hparams = {key: _hparam(value) for key, value in flatten_config(values).items()}
         exact = json.dumps(values, indent=2, default=str)
-        summaries = [events.hparams_start_value(hparams, time.time()), events.text_value(CONFIG_TAG, f"```json\n{exact}\n```")]
+        summaries = [
+            events.hparams_start_value(hparams, time.time()),
+            events.text_value(CONFIG_TAG, f"```json\n{exact}\n```"),
+        ]
         self._writer.add_summary(summaries, step=0)
         self._wrote_hparams = True
 
@@ -165,10 +172,12 @@ class TensorBoardTracker(GeneralTracker):
                 elif isinstance(value, numbers.Real):
                     summaries.append(events.scalar_value(key, value))
                 else:
-                    warn_once(self.name, key, f"{type(value).__name__} is not a number or a string; not logged", reason="type")
+                    warn_once(
+                        self.name, key, f"{type(value).__name__} is not a number or str; not logged", reason="type"
+                    )
             for keyword in kwargs:
                 if keyword not in _KNOWN_LOG_KWARGS:
-                    warn_once(self.name, keyword, "log keyword not understood by the tensorboard tracker; ignored", reason="kwarg")
+                    warn_once(self.name, keyword, "unknown log keyword for tensorboard; ignored", reason="kwarg")
             step = self._next_step(step)
             if summaries:
                 writer.add_summary(summaries, step, kwargs.get("walltime"))
@@ -216,7 +225,9 @@ class TensorBoardTracker(GeneralTracker):
         walltime = kwargs.pop("walltime", None)
         buffer = io.BytesIO()
         figure.savefig(buffer, **{**kwargs, "format": "png"})
-        self._writer.add_summary([self._events.image_value(name, [buffer.getvalue()])], self._media_step(step), walltime)
+        self._writer.add_summary(
+            [self._events.image_value(name, [buffer.getvalue()])], self._media_step(step), walltime
+        )
         self._flush_if_due()
 
     # -- lifecycle -----------------------------------------------------------------------------

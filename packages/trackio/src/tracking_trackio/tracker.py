@@ -28,6 +28,7 @@ import builtins
 import contextvars
 import os
 import re
+import shlex
 import sys
 import threading
 from collections import Counter
@@ -161,6 +162,7 @@ class TrackioTracker(GeneralTracker):
         self.init_kwargs = kwargs
         self.storage_dir: Path | None = None
         self._run: Any = None
+        self._finished = False
         self._context: contextvars.Context | None = None
         self._config_pending = False
         self._last_step: int | None = None
@@ -168,7 +170,7 @@ class TrackioTracker(GeneralTracker):
 
     @property
     def tracker(self) -> Any:
-        """The ``trackio.Run`` of this tracker (None before ``start`` and after ``finish``)."""
+        """The ``trackio.Run`` of this tracker (None before ``start``; kept after ``finish`` for its name and id)."""
         return self._run
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -194,10 +196,14 @@ class TrackioTracker(GeneralTracker):
             _release_storage(self.storage_dir)
             raise
         # `trackio show` in a new shell looks in TRACKIO_DIR or its default: say which dir when it is neither.
-        view = "" if os.environ.get("TRACKIO_DIR") or self.storage_dir == _sdk_default_dir else f"TRACKIO_DIR={self.storage_dir} "
-        remote = getattr(self._run, "url", None)
-        where = f"{remote} (local buffer in {self.storage_dir})" if remote else str(self.storage_dir)
-        notice(f"trackio: run {self._run.name!r} in {where} (view: {view}trackio show --project {self.run_name!r})")
+        in_default = os.environ.get("TRACKIO_DIR") or self.storage_dir == _sdk_default_dir
+        view = "" if in_default else f"TRACKIO_DIR={shlex.quote(str(self.storage_dir))} "
+        remote = getattr(self._run, "url", None)  # a Space or server the user chose (kwargs or TRACKIO_* env)
+        if remote:
+            notice(f"trackio: run {self._run.name!r} sent to {remote} (local buffer in {self.storage_dir})")
+        else:
+            command = f"{view}trackio show --project {shlex.quote(self.run_name)}"
+            notice(f"trackio: run {self._run.name!r} in {self.storage_dir} (view: {command})")
 
     def store_init_configuration(self, values: dict) -> None:
         # The Run's own config dict: Trackio writes it with the run's next metrics row (INSERT OR REPLACE).
@@ -223,7 +229,7 @@ class TrackioTracker(GeneralTracker):
     def flush(self) -> None:
         """Write Trackio's queued rows to SQLite now instead of within its 0.5 s batching interval."""
         run = self._run
-        if run is None:
+        if run is None or self._finished:
             return
         # Trackio has no public flush; its background thread does exactly this under the same lock.
         lock, flush_inline = getattr(run, "_client_lock", None), getattr(run, "_flush_queues_inline", None)
@@ -231,7 +237,12 @@ class TrackioTracker(GeneralTracker):
             with lock:
                 flush_inline()
         else:
-            warn_once(self.name, "*", "this trackio version has no flush hook; data is written within ~0.5 s", reason="no-flush")
+            warn_once(
+                self.name,
+                "*",
+                "this trackio version has no flush hook; data is written within ~0.5 s",
+                reason="no-flush",
+            )
         self._raise_sdk_failures(run)
 
     def _raise_sdk_failures(self, run: Any) -> None:
@@ -240,12 +251,15 @@ class TrackioTracker(GeneralTracker):
         new = failures - self._seen_sdk_failures
         self._seen_sdk_failures |= failures
         if new:
-            raise RuntimeError(f"trackio could not write to {self.storage_dir} ({', '.join(sorted(new))}); see its warning")
+            raise RuntimeError(
+                f"trackio could not write to {self.storage_dir} ({', '.join(sorted(new))}); see its warning"
+            )
 
     def finish(self) -> None:
-        run, self._run = self._run, None
-        if run is None:
+        run = self._run
+        if run is None or self._finished:
             return
+        self._finished = True
         try:
             if self._config_pending:
                 # Trackio stores the config only alongside a metrics row: write one empty row so it is kept.
@@ -264,7 +278,9 @@ class TrackioTracker(GeneralTracker):
         for key, images in values.items():
             items = images if isinstance(images, (list, tuple)) else [images]
             for index, image in enumerate(items):
-                payload[key if index == 0 else f"{key}/{index}"] = trackio.Image(_image_source(image), caption=kwargs.get("caption"))
+                payload[key if index == 0 else f"{key}/{index}"] = trackio.Image(
+                    _image_source(image), caption=kwargs.get("caption")
+                )
         self._run.log(payload, step=step)
 
     def log_table(

@@ -120,7 +120,9 @@ class TrackerContract:
     def finish(self, run: ContractRun) -> ContractRun:
         run.report = run.dispatcher.finish(timeout=180)
         backend = run.report.backends[self.backend_name]
-        assert backend.state == "finished", f"{self.backend_name} ended as {backend.state}: {backend.last_error}\n{run.report}"
+        assert backend.state == "finished", (
+            f"{self.backend_name} ended as {backend.state}: {backend.last_error}\n{run.report}"
+        )
         assert backend.errors == 0 and backend.spilled == 0, str(run.report)
         return run
 
@@ -133,14 +135,21 @@ class TrackerContract:
     def assert_series(self, stored: dict[int, Any], expected: dict[int, float], key: str) -> None:
         assert sorted(stored) == sorted(expected), f"{key}: steps {sorted(stored)} != {sorted(expected)}"
         for step, value in expected.items():
-            assert math.isclose(float(stored[step]), value, rel_tol=self.rel_tol, abs_tol=1e-9), (key, step, stored[step], value)
+            assert math.isclose(float(stored[step]), value, rel_tol=self.rel_tol, abs_tol=1e-9), (
+                key,
+                step,
+                stored[step],
+                value,
+            )
 
     # -- the contract -------------------------------------------------------------------------
     def test_construction_does_no_io(self, tmp_path: Path) -> None:
         cls = resolve_tracker_class(self.backend_name)
         logging_dir = tmp_path / "logs"
         kwargs = dict(self.init_kwargs(tmp_path))
-        tracker = cls("contract", logging_dir, **kwargs) if cls.requires_logging_directory else cls("contract", **kwargs)
+        tracker = (
+            cls("contract", logging_dir, **kwargs) if cls.requires_logging_directory else cls("contract", **kwargs)
+        )
         assert tracker.name == self.backend_name
         assert not logging_dir.exists() or not any(logging_dir.rglob("*")), "constructing a tracker wrote files"
 
@@ -170,7 +179,10 @@ class TrackerContract:
     def test_nested_and_numpy_values(self, tmp_path: Path) -> None:
         np = pytest.importorskip("numpy")
         run = self.start_run(tmp_path)
-        run.dispatcher.log({"eval": {"loss": np.float32(0.25), "top": {"k1": np.float64(0.5)}}, "count": np.int64(3), "flag": True}, step=0)
+        run.dispatcher.log(
+            {"eval": {"loss": np.float32(0.25), "top": {"k1": np.float64(0.5)}}, "count": np.int64(3), "flag": True},
+            step=0,
+        )
         metrics = self.read_metrics(self.finish(run))
         self.assert_series(metrics["eval/loss"], {0: 0.25}, "eval/loss")
         self.assert_series(metrics["eval/top/k1"], {0: 0.5}, "eval/top/k1")

@@ -1,0 +1,79 @@
+"""Read a run back with Aim's own reader (``aim.Repo``), for the package's tests.
+
+Aim's query API only sees runs that are in the repo's index; a closed run gets there when ``aim up``'s
+watcher or ``aim storage reindex`` indexes it. ``open_repo`` indexes, as ``aim storage reindex`` does.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+
+def open_repo(path: str | Path) -> Any:
+    from aim import Repo
+    from aim.sdk.index_manager import RepoIndexManager
+
+    repo = Repo(str(path))
+    manager = RepoIndexManager.get_index_manager(repo)
+    for run_hash in repo.list_all_runs():
+        manager.index(run_hash)
+    return Repo(str(path))
+
+
+def get_run(path: str | Path, run_hash: str) -> Any:
+    run = open_repo(path).get_run(run_hash)
+    assert run is not None, f"run {run_hash} not found in {path}"
+    return run
+
+
+def metrics(run: Any) -> dict[str, dict[int, float]]:
+    """``{name: {step: value}}`` for every metric series in the default context."""
+    out: dict[str, dict[int, float]] = {}
+    for metric in run.metrics():
+        if metric.context.to_dict():
+            continue
+        steps, (values, _epochs, _times) = metric.data.items_list()
+        out[metric.name] = {int(step): value for step, value in zip(steps, values)}
+    return out
+
+
+def sequence(run: Any, kind: str, name: str, context: dict | None = None) -> dict[int, Any]:
+    """``{step: value}`` of a text/image/figure sequence (``kind`` is ``text``, ``image`` or ``figure``)."""
+    from aim.storage.context import Context
+
+    found = getattr(run, f"get_{kind}_sequence")(name, Context(context or {}))
+    if found is None:
+        return {}
+    steps, (values, *_rest) = found.data.items_list()
+    return {int(step): value for step, value in zip(steps, values)}
+
+
+def sequence_names(run: Any, dtypes: tuple[str, ...]) -> dict[str, list[dict]]:
+    """``{name: [context dicts]}`` of the run's sequences of the given Aim data types."""
+    out: dict[str, list[dict]] = {}
+    for name, context, _run in run.iter_sequence_info_by_type(dtypes):
+        out.setdefault(name, []).append(context.to_dict())
+    return out
+
+
+def parse_markdown_table(text: str) -> tuple[list[str], list[list[str]]]:
+    def cells(line: str) -> list[str]:
+        out, current, index = [], "", 0
+        body = line.strip()[1:]
+        while index < len(body):
+            char = body[index]
+            if char == "\\" and index + 1 < len(body):
+                current += body[index + 1]
+                index += 2
+                continue
+            if char == "|":
+                out.append(current.strip())
+                current = ""
+            else:
+                current += char
+            index += 1
+        return out
+
+    lines = text.splitlines()
+    return cells(lines[0]), [cells(line) for line in lines[2:]]

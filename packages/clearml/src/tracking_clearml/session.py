@@ -1,0 +1,137 @@
+"""Read a ClearML offline session (the folder, or the zip ``Task.close()`` writes) without a server.
+
+ClearML can only *import* an offline session into a server (``Task.import_offline_session``); this
+reads its documented files directly: ``task.json`` (task fields, ``hyperparams``, ``configuration``),
+``metrics.jsonl`` (each line a JSON list of events) and ``log.jsonl`` (console text). Used by the tests
+and by anyone who wants to look at an offline run without uploading it::
+
+    from tracking_clearml.session import OfflineSession
+
+    session = OfflineSession("runs/clearml/offline/offline-1234.zip")
+    session.scalars()["train/loss"]   # {step: value}
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from .tracker import key_of
+
+SINGLE_VALUE_ITERATION = -(2**31)  # where Logger.report_single_value puts its points
+_TEXT_LINE = re.compile(r"^\[(?:step (-?\d+)|summary)\] (.+?): (.*)$")
+
+
+class OfflineSession:
+    """The contents of one offline session folder or zip."""
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path = Path(path)
+        if not self.path.exists() and Path(f"{self.path}.zip").exists():
+            self.path = Path(f"{self.path}.zip")
+
+    def read_text(self, name: str) -> str:
+        if self.path.is_dir():
+            file = self.path / name
+            return file.read_text(encoding="utf-8") if file.exists() else ""
+        with zipfile.ZipFile(self.path) as archive:
+            return archive.read(name).decode("utf-8") if name in archive.namelist() else ""
+
+    def names(self) -> list[str]:
+        if self.path.is_dir():
+            return sorted(p.relative_to(self.path).as_posix() for p in self.path.rglob("*") if p.is_file())
+        with zipfile.ZipFile(self.path) as archive:
+            return sorted(archive.namelist())
+
+    @property
+    def task(self) -> dict[str, Any]:
+        return json.loads(self.read_text("task.json") or "{}")
+
+    def _events(self, name: str) -> Iterator[dict[str, Any]]:
+        for line in self.read_text(name).splitlines():
+            if line.strip():
+                yield from json.loads(line)
+
+    def events(self, kind: str | None = None) -> Iterator[dict[str, Any]]:
+        """Metric events (``training_stats_scalar``, ``training_debug_image``, ``plot``), in order."""
+        return (event for event in self._events("metrics.jsonl") if kind is None or event.get("type") == kind)
+
+    # -- what the tracker wrote, in tracking's terms -----------------------------------------
+    def scalars(self) -> dict[str, dict[int, float]]:
+        """``{key: {step: value}}``, the key rebuilt from title/series (single values excluded)."""
+        out: dict[str, dict[int, float]] = {}
+        for event in self.events("training_stats_scalar"):
+            if event["iter"] != SINGLE_VALUE_ITERATION:
+                out.setdefault(key_of(event["metric"], event["variant"]), {})[event["iter"]] = event["value"]
+        return out
+
+    def single_values(self) -> dict[str, float]:
+        return {
+            event["variant"]: event["value"]
+            for event in self.events("training_stats_scalar")
+            if event["iter"] == SINGLE_VALUE_ITERATION
+        }
+
+    def texts(self) -> dict[str, dict[int | None, str]]:
+        """``{key: {step: text}}`` from the ``[step N] key: value`` lines of the console log (see ``text_line``)."""
+        out: dict[str, dict[int | None, str]] = {}
+        for event in self._events("log.jsonl"):
+            for line in str(event.get("msg", "")).split("\n"):
+                match = _TEXT_LINE.match(line)
+                if match:
+                    step = int(match.group(1)) if match.group(1) is not None else None
+                    value = match.group(3)
+                    out.setdefault(match.group(2), {})[step] = json.loads(value) if value.startswith('"') else value
+        return out
+
+    def images(self) -> dict[str, list[tuple[int, str, str]]]:
+        """``{title (the key): [(step, series, file url)]}`` of debug images."""
+        out: dict[str, list[tuple[int, str, str]]] = {}
+        for event in self.events("training_debug_image"):
+            out.setdefault(event["metric"], []).append((event["iter"], event["variant"], event.get("url", "")))
+        return out
+
+    def plots(self) -> dict[str, list[tuple[int, dict[str, Any]]]]:
+        """``{key: [(step, plotly dict)]}`` of plot events (tables and figures)."""
+        out: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+        for event in self.events("plot"):
+            out.setdefault(key_of(event["metric"], event["variant"]), []).append((event["iter"], json.loads(event["plot_str"])))
+        return out
+
+    def tables(self) -> dict[str, list[list[Any]]]:
+        """``{table name: rows}`` of the last table logged under each name (header excluded)."""
+        out: dict[str, list[list[Any]]] = {}
+        for key, plots in self.plots().items():
+            for _step, plot in plots:
+                data = (plot.get("data") or [{}])[0]
+                if data.get("type") == "table":
+                    out[key] = [list(row) for row in zip(*data["cells"]["values"])]
+        return out
+
+    def table_headers(self) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for key, plots in self.plots().items():
+            for _step, plot in plots:
+                data = (plot.get("data") or [{}])[0]
+                if data.get("type") == "table":
+                    out[key] = [h[0] if isinstance(h, list) and len(h) == 1 else h for h in data["header"]["values"]]
+        return out
+
+    def hyperparameters(self, section: str = "General") -> dict[str, str]:
+        """``{name: value}`` of a Hyperparameters section (values are strings; None was stored as "")."""
+        return {name: item.get("value") for name, item in self.task.get("hyperparams", {}).get(section, {}).items()}
+
+    def configuration(self, name: str = "config") -> Any:
+        """The configuration object ``name``, parsed when it is JSON (as this tracker writes it)."""
+        item = self.task.get("configuration", {}).get(name)
+        if item is None:
+            return None
+        return json.loads(item["value"]) if item.get("type") == "json" else item.get("value")
+
+    def artifacts(self) -> dict[str, dict[str, Any]]:
+        return {item["key"]: item for item in self.task.get("execution", {}).get("artifacts", [])}

@@ -1,0 +1,450 @@
+"""MLflow backend: the tracker contract mapped onto one ``MlflowClient`` per run.
+
+=========================  ===========================================================================
+contract                   MLflow call (all on ``self.client``, never the fluent global active run)
+=========================  ===========================================================================
+``start``                  ``get_experiment_by_name`` / ``create_experiment`` + ``create_run``
+                           (or ``update_run(status="RUNNING")`` to resume ``run_id``)
+``store_init_configuration`` ``log_batch(params=...)`` (flattened, stringified, truncated) and
+                           ``log_dict(config, "config.json")`` with the exact nested config
+``log`` / ``log_batch``    ``log_batch(metrics=...)`` in chunks of the SDK's per-request limits;
+                           strings -> ``log_text`` artifact ``text/<key>/step_<step>.txt``
+``log_images``             ``log_image(image, key=..., step=...)`` (the UI's stepped image view)
+``log_table``              ``log_table(data, artifact_file="tables/<name>/step_<step>.json")``
+``log_figure``             ``log_figure(figure, artifact_file=name)`` (``.png`` added when no suffix)
+``log_artifact(s)``        ``log_artifact`` / ``log_artifacts``
+``finish``                 ``set_terminated(run_id, "FINISHED")``
+=========================  ===========================================================================
+
+Every call is synchronous: the dispatcher's worker thread already keeps MLflow off the training loop,
+so when a call returns the data is committed (sqlite) or accepted by the server, and ``flush`` has
+nothing left to do.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import re
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from tracking_core import GeneralTracker, flatten_config, notice, stringify, warn_once
+from tracking_core.jsonl import table_rows
+
+# The SDK's limits (mlflow 3.x values); start() reads the installed SDK's own from mlflow.utils.validation.
+_FALLBACK_LIMITS = {
+    "MAX_PARAM_VAL_LENGTH": 6000,
+    "MAX_PARAMS_TAGS_PER_BATCH": 100,
+    "MAX_METRICS_PER_BATCH": 1000,
+    "MAX_ENTITIES_PER_BATCH": 1000,
+    "MAX_ENTITY_KEY_LENGTH": 250,
+}
+# One character MLflow accepts in a metric/param name (its rule on Linux/macOS; Windows also refuses ":").
+_FALLBACK_KEY_CHAR = re.compile(r"[/\w.\- :]")
+# log_image(key=...) is stricter than metric names.
+_IMAGE_KEY_CHAR = re.compile(r"[a-zA-Z0-9_\-./ ]")
+_UNSAFE_PATH_CHARS = re.compile(r"[^\w.\- ]")
+# The id tracking_core's Dispatcher hands to every tracker with a ``run_id`` parameter. It is not an MLflow
+# run to resume; it is kept as the tag ``tracking.run_id`` instead.
+_DISPATCHER_RUN_ID = re.compile(r"^\d{8}-\d{6}-[0-9a-f]{6}$")
+_TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off", ""}
+# MLflow's defaults retry an unreachable server silently for minutes (7 retries, 120 s timeout), which would
+# hold start-up and every later call. Applied only for http(s) URIs and only where the user set nothing.
+_HTTP_DEFAULTS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_TIMEOUT": "15"}
+_EMBEDDED_EXPERIMENT = "tracking"
+
+
+def _parse_bool(name: str, raw: str) -> bool:
+    text = raw.strip().lower()
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise ValueError(f"{name}={raw!r} is not a boolean (use true/false, 1/0, yes/no)")
+
+
+def _parse_tags(raw: Any, source: str) -> dict[str, str]:
+    if raw is None:
+        return {}
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw) if raw.strip() else {}
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{source} must be a JSON object of tags, got {raw!r}: {error}") from None
+    if not isinstance(raw, dict):
+        raise ValueError(f"{source} must be a dict (or a JSON object) of tags, got {type(raw).__name__}")
+    return {str(key): stringify(value) for key, value in raw.items()}
+
+
+def _artifact_path(key: str) -> str:
+    """A run-relative artifact path for a metric/table key: ``/`` kept as folders, nothing that escapes."""
+    parts = []
+    for part in key.split("/"):
+        part = _UNSAFE_PATH_CHARS.sub("_", part)
+        if part.strip("."):
+            parts.append(part)
+        elif part:
+            parts.append("_" * len(part))  # "." and ".." would resolve to another path
+    return "/".join(parts) or "_"
+
+
+def _chunks(items: list, size: int) -> Iterator[list]:
+    for start in range(0, len(items), max(1, size)):
+        yield items[start : start + size]
+
+
+class MLflowTracker(GeneralTracker):
+    """Logs a run to MLflow through a per-run ``MlflowClient``; works with no server by default.
+
+    Example::
+
+        import tracking_core
+
+        with tracking_core.init("my-experiment", log_with="mlflow", logging_dir="runs",
+                                config={"lr": 3e-4}, init_kwargs={"mlflow": {"run_name": "baseline"}}) as run:
+            for step in range(100):
+                run.log({"train/loss": 1 / (step + 1)}, step=step)
+        # then: mlflow ui --backend-store-uri sqlite:///$PWD/runs/mlflow.db
+
+    Where data goes, first match wins: the ``tracking_uri=`` argument; ``MLFLOW_TRACKING_URI`` or a URI
+    set with ``mlflow.set_tracking_uri`` before the run starts; otherwise the embedded store
+    ``sqlite:///<abs logging_dir>/mlflow.db`` with artifacts in ``<logging_dir>/mlartifacts`` (the new
+    experiment's ``artifact_location``). ``artifact_location=`` sets it for a new experiment on any store.
+
+    Arguments as in ``accelerate``'s MLflowTracker, with its environment variables overriding them:
+    ``experiment_name`` (``MLFLOW_EXPERIMENT_NAME``; ``MLFLOW_EXPERIMENT_ID`` selects an experiment by
+    id; the project name arrives here), ``run_id`` (``MLFLOW_RUN_ID``: resume that run), ``tags`` (dict
+    or JSON; ``MLFLOW_TAGS`` is a JSON object merged over them), ``nested_run`` (``MLFLOW_NESTED_RUN``,
+    ``"false"``/``"0"`` mean false: nest under the MLflow run active in the thread that constructs the
+    tracker, or under ``parent_run_id=``), ``run_name``, ``description`` (the run's note).
+
+    Other SDK settings honoured as MLflow reads them: credentials and TLS (``MLFLOW_TRACKING_USERNAME``,
+    ``..._PASSWORD``, ``..._TOKEN``, ``..._INSECURE_TLS``, ...), ``MLFLOW_HTTP_REQUEST_*`` (defaults of 2
+    retries and a 15 s timeout are set for http(s) servers only when unset), ``MLFLOW_RUN_CONTEXT``,
+    ``MLFLOW_TRUNCATE_LONG_VALUES``. ``MLFLOW_DISABLE_TELEMETRY`` is set to ``true`` when neither it nor
+    ``DO_NOT_TRACK`` is set. ``MLFLOW_ENABLE_ASYNC_LOGGING`` is not used: calls are synchronous in the
+    dispatcher's worker thread.
+
+    ``tracker`` is the ``mlflow.entities.Run`` created at start (``tracker.info.run_id``); ``client`` is
+    the ``MlflowClient`` bound to this run's tracking URI.
+    """
+
+    name = "mlflow"
+    requires_logging_directory = False
+
+    def __init__(
+        self,
+        experiment_name: str | None = None,
+        logging_dir: str | os.PathLike | None = None,
+        run_id: str | None = None,
+        tags: dict[str, Any] | str | None = None,
+        nested_run: bool = False,
+        run_name: str | None = None,
+        description: str | None = None,
+        *,
+        tracking_uri: str | None = None,
+        artifact_location: str | None = None,
+        parent_run_id: str | None = None,
+    ) -> None:
+        super().__init__()
+        env = os.environ
+        self.experiment_name = env.get("MLFLOW_EXPERIMENT_NAME") or experiment_name
+        self.experiment_id = None if env.get("MLFLOW_EXPERIMENT_NAME") else env.get("MLFLOW_EXPERIMENT_ID") or None
+        self.tracking_run_id: str | None = None
+        if run_id is not None and _DISPATCHER_RUN_ID.match(str(run_id)):
+            self.tracking_run_id, run_id = str(run_id), None
+        self.run_id = env.get("MLFLOW_RUN_ID") or run_id
+        self.tags = {**_parse_tags(tags, "tags"), **_parse_tags(env.get("MLFLOW_TAGS"), "MLFLOW_TAGS")}
+        raw_nested = env.get("MLFLOW_NESTED_RUN")
+        self.nested_run = _parse_bool("MLFLOW_NESTED_RUN", raw_nested) if raw_nested is not None else bool(nested_run)
+        self.run_name = run_name
+        self.description = description
+        self.logging_dir = os.path.abspath(os.fspath(logging_dir) if logging_dir is not None else "runs")
+        self.tracking_uri = tracking_uri
+        self.artifact_location = artifact_location
+        self.parent_run_id = parent_run_id or (self._caller_active_run_id() if self.nested_run else None)
+        self.limits = dict(_FALLBACK_LIMITS)
+        self._client: Any = None
+        self._run: Any = None
+        self._finished = False
+        self._key_ok: Any = None
+        self._keys: dict[str, str] = {}
+
+    @staticmethod
+    def _caller_active_run_id() -> str | None:
+        # MLflow keeps the active run per thread and start() runs in the worker thread, so the parent of a
+        # nested run is taken here, in the caller's thread -- only if the caller already imported mlflow.
+        fluent = sys.modules.get("mlflow")
+        try:
+            active = fluent.active_run() if fluent is not None else None
+        except Exception:  # noqa: BLE001 - a half-imported or odd mlflow must not break construction
+            return None
+        return active.info.run_id if active is not None else None
+
+    # -- the SDK objects ----------------------------------------------------------------------
+    @property
+    def tracker(self) -> Any:
+        return self._run
+
+    @property
+    def client(self) -> Any:
+        return self._client
+
+    @property
+    def active_run_id(self) -> str | None:
+        return self._run.info.run_id if self._run is not None else None
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    def start(self) -> None:
+        # Importing mlflow writes ~/.config/mlflow/telemetry.json and starts a thread that reports usage
+        # unless telemetry is off. Turn it off unless the user decided either way (DO_NOT_TRACK counts).
+        if "MLFLOW_DISABLE_TELEMETRY" not in os.environ and "DO_NOT_TRACK" not in os.environ:
+            os.environ["MLFLOW_DISABLE_TELEMETRY"] = "true"
+        import mlflow
+        from mlflow import MlflowClient
+
+        self._read_sdk_rules()
+        uri, embedded = self._resolve_tracking_uri(mlflow)
+        if uri.startswith(("http://", "https://")):
+            # MLflow reads these from the environment at each request; there is no per-client setting.
+            for variable, value in _HTTP_DEFAULTS.items():
+                os.environ.setdefault(variable, value)
+        if embedded:
+            os.makedirs(self.logging_dir, exist_ok=True)
+        client = MlflowClient(tracking_uri=uri)
+        run = self._resume(client) if self.run_id else self._create_run(client, embedded)
+        self._client, self._run = client, run
+        self.tracking_uri = uri
+        self._announce(client, run, uri, embedded)
+
+    def _resolve_tracking_uri(self, mlflow: Any) -> tuple[str, bool]:
+        if self.tracking_uri:
+            return str(self.tracking_uri), False
+        try:
+            from mlflow.tracking._tracking_service.utils import is_tracking_uri_set
+
+            user_set = is_tracking_uri_set()  # MLFLOW_TRACKING_URI or mlflow.set_tracking_uri(...)
+        except ImportError:
+            user_set = bool(os.environ.get("MLFLOW_TRACKING_URI"))
+        if user_set:
+            return str(mlflow.get_tracking_uri()), False
+        return "sqlite:///" + Path(self.logging_dir, "mlflow.db").as_posix(), True
+
+    def _read_sdk_rules(self) -> None:
+        try:
+            from mlflow.utils import validation
+        except ImportError:
+            return
+        for name, fallback in _FALLBACK_LIMITS.items():
+            value = getattr(validation, name, fallback)
+            self.limits[name] = value if isinstance(value, int) and value > 0 else fallback
+        valid = getattr(validation, "validate_param_and_metric_name", None)
+        not_unique = getattr(validation, "path_not_unique", None)
+        if callable(valid) and callable(not_unique):
+            self._key_ok = lambda key: bool(valid(key)) and not not_unique(key)
+
+    def _create_run(self, client: Any, embedded: bool) -> Any:
+        experiment_id = self._experiment_id(client, embedded)
+        tags = dict(self.tags)
+        if self.description:
+            tags["mlflow.note.content"] = self.description
+        if self.tracking_run_id:
+            tags["tracking.run_id"] = self.tracking_run_id
+        if self.parent_run_id:
+            tags["mlflow.parentRunId"] = self.parent_run_id
+        elif self.nested_run:
+            warn_once(self.name, "nested_run", "no active MLflow run to nest under (start one with mlflow.start_run() "
+                      "before creating the tracker, or pass parent_run_id=); a top-level run is created")
+        try:  # the tags mlflow.start_run adds: user, source name/type, git commit, MLFLOW_RUN_CONTEXT
+            from mlflow.tracking.context.registry import resolve_tags
+
+            tags = resolve_tags(tags)
+        except Exception as error:  # noqa: BLE001 - context tags are a nicety, never a reason to fail
+            warn_once(self.name, "tags", f"could not add MLflow's context tags ({error!r})", reason="context-tags")
+        return client.create_run(experiment_id, tags=tags, run_name=self.run_name)
+
+    def _experiment_id(self, client: Any, embedded: bool) -> str:
+        from mlflow.exceptions import MlflowException
+
+        if self.experiment_id:
+            return client.get_experiment(self.experiment_id).experiment_id  # raises when it does not exist
+        # No name: MLflow's Default experiment -- except in the embedded store, whose Default experiment
+        # keeps artifacts in the current directory.
+        name = self.experiment_name or (_EMBEDDED_EXPERIMENT if embedded else "Default")
+        experiment = client.get_experiment_by_name(name)  # exact match: no filter string to escape
+        if experiment is None:
+            location = self.artifact_location
+            if location is None and embedded:
+                location = Path(self.logging_dir, "mlartifacts").as_uri()
+            try:
+                return client.create_experiment(name, artifact_location=location)
+            except MlflowException as error:
+                if getattr(error, "error_code", None) != "RESOURCE_ALREADY_EXISTS":
+                    raise
+                experiment = client.get_experiment_by_name(name)  # another process created it meanwhile
+        if experiment.lifecycle_stage != "active":
+            raise ValueError(f"MLflow experiment {name!r} is deleted; restore it or choose another experiment name")
+        return experiment.experiment_id
+
+    def _resume(self, client: Any) -> Any:
+        run = client.get_run(self.run_id)  # raises when the run does not exist
+        if run.info.status != "RUNNING":
+            client.update_run(self.run_id, status="RUNNING")
+        if self.tags:
+            self._log_tags(client, self.tags)
+        return client.get_run(self.run_id)
+
+    def _log_tags(self, client: Any, tags: dict[str, str]) -> None:
+        from mlflow.entities import RunTag
+
+        for chunk in _chunks(list(tags.items()), self.limits["MAX_PARAMS_TAGS_PER_BATCH"]):
+            client.log_batch(self.run_id, tags=[RunTag(k, v) for k, v in chunk], synchronous=True)
+
+    def _announce(self, client: Any, run: Any, uri: str, embedded: bool) -> None:
+        info = run.info
+        where = f"run {info.run_name!r} ({info.run_id}) in experiment {info.experiment_id}"
+        if uri.startswith(("http://", "https://")):
+            notice(f"mlflow: {where}; view it at {uri.rstrip('/')}/#/experiments/{info.experiment_id}/runs/{info.run_id}")
+        elif uri.startswith(("sqlite:", "file:", "postgresql", "mysql", "mssql")) or embedded:
+            notice(f"mlflow: {where}; view it with: mlflow ui --backend-store-uri {uri}")
+        else:
+            notice(f"mlflow: {where} at {uri}")
+
+    def finish(self) -> None:
+        if self._run is None or self._finished:
+            return
+        self._client.set_terminated(self.active_run_id, "FINISHED")
+        self._finished = True
+
+    # -- keys ---------------------------------------------------------------------------------
+    def sanitize_key(self, key: str) -> str:
+        """Rewrite a key MLflow would refuse (``@ % ( )``, ``..``, ``//``, edge ``/``, empty, too long)."""
+        cached = self._keys.get(key)
+        if cached is not None:
+            return cached
+        key_ok = self._key_ok
+        if key_ok is not None and key and len(key) <= self.limits["MAX_ENTITY_KEY_LENGTH"] and key_ok(key):
+            self._keys[key] = key
+            return key
+        char_ok = (lambda c: key_ok(c) or c == "/") if key_ok is not None else _FALLBACK_KEY_CHAR.fullmatch
+        text = "".join(c if char_ok(c) else "_" for c in key)
+        parts = [part if part.strip(".") else "_" * len(part) for part in text.split("/") if part]
+        text = "/".join(parts) or "_"
+        if text.startswith(".."):
+            text = "_" + text
+        limit = self.limits["MAX_ENTITY_KEY_LENGTH"]
+        if len(text) > limit:  # keep the start readable, keep distinct long keys distinct
+            digest = hashlib.sha1(key.encode("utf-8")).hexdigest()[:8]
+            text = text[: limit - 9].rstrip("/") + "-" + digest
+        self._keys[key] = text
+        return text
+
+    def _checked_key(self, key: str) -> str:
+        mapped = self.sanitize_key(key)
+        if mapped != key:  # the dispatcher already maps keys; this covers direct use of the tracker
+            warn_once(self.name, key, f"stored as {mapped!r}: MLflow refuses the original key", reason="renamed")
+        return mapped
+
+    # -- config -------------------------------------------------------------------------------
+    def store_init_configuration(self, values: dict) -> None:
+        from mlflow.entities import Param
+
+        limit = self.limits["MAX_PARAM_VAL_LENGTH"]
+        existing = dict(self._run.data.params) if self.run_id else {}
+        params: dict[str, str] = {}
+        for key, value in flatten_config(values).items():
+            text = stringify(value)
+            if len(text) > limit:
+                warn_once(self.name, key, f"parameter value of {len(text)} characters cut to MLflow's limit of {limit}; "
+                          "the full value is in the run's config.json artifact", reason="param-truncated")
+                text = text[:limit]
+            name = self._checked_key(key)
+            if name in params:
+                warn_once(self.name, key, f"parameter name {name!r} is taken by another key; only the first is a "
+                          "param (both are in config.json)", reason="param-clash")
+                continue
+            if name in existing:  # a resumed run: MLflow params are immutable
+                if existing[name] != text:
+                    warn_once(self.name, key, f"the resumed run already has {name}={existing[name]!r}; MLflow params "
+                              "cannot change, the new value is only in config.json", reason="param-immutable")
+                continue
+            params[name] = text
+        for chunk in _chunks(list(params.items()), self.limits["MAX_PARAMS_TAGS_PER_BATCH"]):
+            self._client.log_batch(self.active_run_id, params=[Param(k, v) for k, v in chunk], synchronous=True)
+        self._client.log_dict(self.active_run_id, values, "config.json")
+
+    # -- metrics and text ---------------------------------------------------------------------
+    def log(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
+        self.log_batch([(values, step, kwargs)])
+
+    def log_batch(self, entries: Sequence[tuple[dict, int | None, dict]]) -> None:
+        from mlflow.entities import Metric
+
+        timestamp = int(time.time() * 1000)
+        metrics = []
+        for values, step, kwargs in entries:
+            step = 0 if step is None else int(step)
+            for option in kwargs:
+                if option != "synchronous":
+                    warn_once(self.name, option, "unknown log option for MLflow; ignored", reason="log-kwarg")
+            for key, value in values.items():
+                key = self._checked_key(key)
+                if isinstance(value, str):
+                    self._client.log_text(self.active_run_id, value, f"text/{_artifact_path(key)}/step_{step}.txt")
+                    continue
+                value = float(value)
+                if math.isinf(value):
+                    warn_once(self.name, key, "MLflow stores infinity as +/-1.8e308 (the largest float)", reason="inf")
+                metrics.append(Metric(key, value, timestamp, step))
+        size = min(self.limits["MAX_METRICS_PER_BATCH"], self.limits["MAX_ENTITIES_PER_BATCH"])
+        for chunk in _chunks(metrics, size):
+            self._client.log_batch(self.active_run_id, metrics=chunk, synchronous=True)
+
+    # -- media and files ----------------------------------------------------------------------
+    def log_images(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
+        step = 0 if step is None else int(step)
+        for key, images in values.items():
+            safe = "".join(c if _IMAGE_KEY_CHAR.fullmatch(c) else "_" for c in self.sanitize_key(str(key)))
+            if safe != key:
+                warn_once(self.name, key, f"image key stored as {safe!r}: MLflow refuses the original", reason="image-key")
+            for image in images if isinstance(images, (list, tuple)) else [images]:
+                self._client.log_image(self.active_run_id, image, key=safe, step=step, synchronous=True)
+
+    def log_table(
+        self,
+        table_name: str,
+        columns: list[str] | None = None,
+        data: list[list[Any]] | None = None,
+        dataframe: Any = None,
+        step: int | None = None,
+        **kwargs: Any,
+    ) -> None:
+        base = f"tables/{_artifact_path(str(table_name))}"
+        artifact_file = f"{base}.json" if step is None else f"{base}/step_{int(step)}.json"
+        try:
+            import pandas as pd
+        except ImportError:  # mlflow-skinny without pandas: the same split-orient JSON MLflow writes
+            names, rows = table_rows(columns, data, dataframe)
+            self._client.log_dict(self.active_run_id, {"columns": names, "data": rows}, artifact_file)
+            return
+        if dataframe is None:
+            names, rows = table_rows(columns, data, None)
+            dataframe = pd.DataFrame(rows, columns=names)
+        self._client.log_table(self.active_run_id, data=dataframe, artifact_file=artifact_file)
+
+    def log_figure(self, figure: Any, name: str, step: int | None = None, **kwargs: Any) -> None:
+        """Saved as the artifact ``name`` (``name.png`` without a suffix), as ``mlflow.log_figure`` does."""
+        artifact_file = name if os.path.splitext(name)[1] else f"{name}.png"
+        self._client.log_figure(self.active_run_id, figure, artifact_file, save_kwargs=kwargs or None)
+
+    def log_artifact(self, local_path: str | os.PathLike, artifact_path: str | None = None) -> None:
+        self._client.log_artifact(self.active_run_id, os.fspath(local_path), artifact_path)
+
+    def log_artifacts(self, local_dir: str | os.PathLike, artifact_path: str | None = None) -> None:
+        self._client.log_artifacts(self.active_run_id, os.fspath(local_dir), artifact_path)

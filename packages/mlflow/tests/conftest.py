@@ -1,0 +1,105 @@
+"""Shared fixtures: a clean MLflow environment per test and readers built on ``MlflowClient``."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+# Variables that would send a test's run somewhere else or change how it is created.
+_MLFLOW_ENV = (
+    "MLFLOW_TRACKING_URI",
+    "MLFLOW_EXPERIMENT_NAME",
+    "MLFLOW_EXPERIMENT_ID",
+    "MLFLOW_RUN_ID",
+    "MLFLOW_TAGS",
+    "MLFLOW_NESTED_RUN",
+    "MLFLOW_ENABLE_ASYNC_LOGGING",
+    "MLFLOW_HTTP_REQUEST_MAX_RETRIES",
+    "MLFLOW_HTTP_REQUEST_TIMEOUT",
+)
+_IMAGE_FILE = re.compile(r"^(?P<key>.+)\+step\+(?P<step>\d+)\+timestamp\+\d+\+[0-9a-f-]+\.png$")
+_STEP_FILE = re.compile(r"^(?P<key>.+)/step_(?P<step>\d+)\.(txt|json)$")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "mlflow_server: starts a real `mlflow server` on 127.0.0.1 (needs full mlflow)")
+
+
+@pytest.fixture(autouse=True)
+def clean_mlflow_env(monkeypatch: pytest.MonkeyPatch):
+    for variable in _MLFLOW_ENV:
+        monkeypatch.delenv(variable, raising=False)
+    # The tracker sets this itself when unset; keep that change from leaking past the test.
+    monkeypatch.setenv("MLFLOW_DISABLE_TELEMETRY", os.environ.get("MLFLOW_DISABLE_TELEMETRY", "true"))
+    yield
+
+
+class Reader:
+    """Reads a run back the way a user would: a fresh ``MlflowClient`` on the run's tracking URI."""
+
+    def __init__(self, tracking_uri: str, run_id: str) -> None:
+        from mlflow import MlflowClient
+
+        self.client = MlflowClient(tracking_uri=tracking_uri)
+        self.run_id = run_id
+
+    @classmethod
+    def of(cls, tracker: Any) -> Reader:
+        return cls(tracker.tracking_uri, tracker.active_run_id)
+
+    @property
+    def run(self) -> Any:
+        return self.client.get_run(self.run_id)
+
+    def metrics(self) -> dict[str, dict[int, float]]:
+        return {
+            key: {m.step: m.value for m in self.client.get_metric_history(self.run_id, key)}
+            for key in self.run.data.metrics
+        }
+
+    def files(self, path: str | None = None) -> list[str]:
+        found = []
+        for info in self.client.list_artifacts(self.run_id, path):
+            found.extend(self.files(info.path) if info.is_dir else [info.path])
+        return found
+
+    def text(self, path: str) -> str:
+        with tempfile.TemporaryDirectory() as folder:
+            return Path(self.client.download_artifacts(self.run_id, path, folder)).read_text(encoding="utf-8")
+
+    def json(self, path: str) -> Any:
+        return json.loads(self.text(path))
+
+    def texts(self) -> dict[str, dict[int, str]]:
+        out: dict[str, dict[int, str]] = {}
+        for path in self.files("text"):
+            match = _STEP_FILE.match(path[len("text/") :])
+            out.setdefault(match["key"], {})[int(match["step"])] = self.text(path)
+        return out
+
+    def images(self) -> dict[str, list[int]]:
+        out: dict[str, list[int]] = {}
+        for path in self.files("images"):
+            match = _IMAGE_FILE.match(path[len("images/") :])
+            if match:  # the +compressed.webp previews are skipped
+                out.setdefault(match["key"].replace("~", "/"), []).append(int(match["step"]))
+        return out
+
+    def tables(self) -> dict[str, list[list[Any]]]:
+        out: dict[str, list[list[Any]]] = {}
+        for path in self.files("tables"):
+            match = _STEP_FILE.match(path[len("tables/") :])
+            name = match["key"] if match else path[len("tables/") : -len(".json")]
+            out.setdefault(name, []).extend(self.json(path)["data"])
+        return out
+
+
+@pytest.fixture
+def reader_of():
+    return Reader.of

@@ -1,0 +1,404 @@
+"""MLflow-specific behaviour, read back with ``MlflowClient`` (get_metric_history, get_run, artifacts)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+import urllib.request
+import warnings
+from pathlib import Path
+
+import pytest
+import tracking_core
+from tracking_core import TrackingWarning
+from tracking_mlflow import MLflowTracker
+
+
+def _started(tmp_path: Path, *args, **kwargs) -> MLflowTracker:
+    kwargs.setdefault("logging_dir", tmp_path / "logs")
+    tracker = MLflowTracker(*args, **kwargs)
+    tracker.start()
+    return tracker
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+# -- where data goes ------------------------------------------------------------------------------
+def test_embedded_store_lives_under_logging_dir(tmp_path, monkeypatch, reader_of):
+    monkeypatch.chdir(tmp_path)
+    tracker = _started(tmp_path, "embedded")
+    tracker.log({"loss": 0.5}, step=0)
+    tracker.log_artifact(__file__)
+    tracker.finish()
+    logs = (tmp_path / "logs").resolve()
+    assert tracker.tracking_uri == f"sqlite:///{logs}/mlflow.db"
+    artifact_uri = reader_of(tracker).run.info.artifact_uri
+    assert artifact_uri.startswith((logs / "mlartifacts").as_uri()), artifact_uri
+    assert any((logs / "mlartifacts").rglob(Path(__file__).name))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["logs"], "MLflow wrote into the working directory"
+    assert sorted(p.name for p in logs.iterdir()) == ["mlartifacts", "mlflow.db"]
+
+
+def test_explicit_tracking_uri_beats_environment(tmp_path, monkeypatch, reader_of):
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/from-env.db")
+    explicit = f"sqlite:///{tmp_path}/explicit.db"
+    tracker = _started(tmp_path, "uri", tracking_uri=explicit, artifact_location=(tmp_path / "art").as_uri())
+    tracker.log({"x": 1.0}, step=0)
+    tracker.finish()
+    assert tracker.tracking_uri == explicit and (tmp_path / "explicit.db").exists()
+    assert not (tmp_path / "from-env.db").exists()
+    assert reader_of(tracker).metrics() == {"x": {0: 1.0}}
+
+
+def test_environment_tracking_uri_beats_embedded_default(tmp_path, monkeypatch):
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/from-env.db")
+    tracker = _started(tmp_path, "env-uri", artifact_location=(tmp_path / "art").as_uri())
+    tracker.finish()
+    assert tracker.tracking_uri.endswith("from-env.db") and not (tmp_path / "logs").exists()
+
+
+# -- metrics ----------------------------------------------------------------------------------------
+def test_large_batches_are_split_at_the_sdk_limit(tmp_path, reader_of):
+    tracker = _started(tmp_path, "batches")
+    limit = tracker.limits["MAX_METRICS_PER_BATCH"]
+    steps = limit + 300  # two keys per step: more than two requests' worth
+    tracker.log_batch([({"a": float(s), "b": -float(s)}, s, {}) for s in range(steps)])
+    tracker.finish()
+    history = reader_of(tracker).client.get_metric_history(tracker.active_run_id, "a")
+    assert sorted(m.step for m in history) == list(range(steps))
+    assert all(m.value == float(m.step) for m in history)
+
+
+def test_step_none_is_step_zero_and_nan_round_trips(tmp_path, reader_of):
+    tracker = _started(tmp_path, "steps")
+    tracker.log({"plain": 2.5, "nan": float("nan"), "int": 7})
+    with pytest.warns(TrackingWarning, match="infinity"):
+        tracker.log({"inf": float("inf")}, step=1)
+    tracker.finish()
+    metrics = reader_of(tracker).metrics()
+    assert metrics["plain"] == {0: 2.5} and metrics["int"] == {0: 7.0}
+    assert math.isnan(metrics["nan"][0])
+    assert metrics["inf"][1] == sys.float_info.max  # MLflow's own representation, announced by the warning
+
+
+def test_same_key_twice_in_one_batch(tmp_path, reader_of):
+    tracker = _started(tmp_path, "dupes")
+    tracker.log_batch([({"k": 1.0}, 3, {}), ({"k": 1.0}, 3, {}), ({"k": 2.0}, 3, {})])
+    tracker.finish()
+    values = sorted(m.value for m in reader_of(tracker).client.get_metric_history(tracker.active_run_id, "k"))
+    assert values[-1] == 2.0 and set(values) == {1.0, 2.0}
+
+
+def test_keys_mlflow_refuses_are_sanitized_and_stored(tmp_path, reader_of):
+    tracker = _started(tmp_path, "keys")
+    bad = ["a@b", "loss (val)", "x%y", "/lead", "trail/", "a//b", "../up", "a/../b", "..", "", "k" * 300, "k" * 300 + "z"]
+    mapped = {key: tracker.sanitize_key(key) for key in bad}
+    assert len(set(mapped.values())) == len(bad), mapped  # distinct keys stay distinct
+    assert all(0 < len(value) <= 250 for value in mapped.values())
+    assert tracker.sanitize_key("train/loss: top-1.5") == "train/loss: top-1.5"  # valid keys are untouched
+    assert tracker.sanitize_key("ünïcode") == "ünïcode"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TrackingWarning)
+        tracker.log({key: 1.0 for key in bad}, step=0)  # MLflow raises on any refused key
+    tracker.finish()
+    assert set(reader_of(tracker).metrics()) == set(mapped.values())
+
+
+def test_dispatcher_reports_the_key_mapping(tmp_path):
+    run = tracking_core.init("map", log_with="mlflow", logging_dir=tmp_path / "logs", on_error="raise")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TrackingWarning)
+        run.log({"acc@1": 0.5}, step=0)
+        report = run.finish()
+    assert report.backends["mlflow"].key_map == {"acc@1": "acc_1"}
+    assert run.trackers[0].tracker.data.tags["tracking.run_id"] == run.run_id  # not mistaken for an MLflow run id
+
+
+# -- config -----------------------------------------------------------------------------------------
+def test_config_params_and_exact_artifact(tmp_path, reader_of):
+    tracker = _started(tmp_path, "config")
+    limit = tracker.limits["MAX_PARAM_VAL_LENGTH"]
+    config = {
+        "lr": 0.001,
+        "flag": True,
+        "none": None,
+        "layers": [64, 32],
+        "model": {"name": "mlp", "dims": {"in": 3}},
+        "huge": "x" * (limit + 10),
+        "odd(key)": 1,
+        **{f"p{i}": i for i in range(150)},  # more than one params batch
+    }
+    original = copy.deepcopy(config)
+    with pytest.warns(TrackingWarning, match="cut to MLflow's limit"):
+        tracker.store_init_configuration(config)
+    tracker.finish()
+    assert config == original, "the config was mutated"
+    reader = reader_of(tracker)
+    params = reader.run.data.params
+    assert params["lr"] == "0.001" and params["flag"] == "True" and params["none"] == "None"
+    assert params["layers"] == "[64, 32]" and params["model/dims/in"] == "3" and params["p149"] == "149"
+    assert params["huge"] == "x" * limit and params["odd_key_"] == "1"
+    assert reader.json("config.json") == original  # nothing lost to truncation or renaming
+
+
+# -- text, media, files -------------------------------------------------------------------------------
+def test_text_values_become_text_artifacts(tmp_path, reader_of):
+    tracker = _started(tmp_path, "text")
+    tracker.log({"sample/output": "hello", "loss": 1.0}, step=4)
+    tracker.log({"sample/output": "world"}, step=5)
+    tracker.finish()
+    reader = reader_of(tracker)
+    assert reader.texts() == {"sample/output": {4: "hello", 5: "world"}}
+    assert "sample/output" not in reader.run.data.metrics
+
+
+def test_images_tables_figures_and_artifacts(tmp_path, reader_of):
+    np = pytest.importorskip("numpy")
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    tracker = _started(tmp_path, "media")
+    image = np.zeros((16, 24, 3), dtype="uint8")
+    with pytest.warns(TrackingWarning, match="image key"):
+        tracker.log_images({"val/pred@1": [image, image[..., 0]], "single": image}, step=7)
+    tracker.log_table("scores", columns=["name", "score"], data=[["a", 0.5], ["b", 1.5]], step=2)
+    figure, axes = plt.subplots()
+    axes.plot([0, 1], [1, 0])
+    tracker.log_figure(figure, "curves", step=3)
+    plt.close(figure)
+    (tmp_path / "folder" / "sub").mkdir(parents=True)
+    (tmp_path / "folder" / "sub" / "b.txt").write_text("bee")
+    (tmp_path / "one.txt").write_text("one")
+    tracker.log_artifact(tmp_path / "one.txt", "files")
+    tracker.log_artifacts(tmp_path / "folder", "tree")
+    tracker.finish()
+    reader = reader_of(tracker)
+    images = reader.images()
+    assert sorted(images["val/pred_1"]) == [7, 7] and images["single"] == [7]
+    assert reader.tables() == {"scores": [["a", 0.5], ["b", 1.5]]}
+    assert "curves.png" in reader.files()
+    assert reader.text("files/one.txt") == "one" and reader.text("tree/sub/b.txt") == "bee"
+    assert reader.run.data.tags["mlflow.loggedImages"] == "True"
+
+
+def test_table_without_pandas_writes_mlflows_table_format(tmp_path, monkeypatch, reader_of):
+    tracker = _started(tmp_path, "no-pandas")
+    monkeypatch.setitem(sys.modules, "pandas", None)  # as with mlflow-skinny alone
+    tracker.log_table("rows", columns=["x"], data=[[1], [2]])
+    tracker.finish()
+    assert reader_of(tracker).json("tables/rows.json") == {"columns": ["x"], "data": [[1], [2]]}
+
+
+def test_finish_twice_and_no_threads_left(tmp_path, reader_of):
+    before = {t.ident for t in threading.enumerate()}
+    tracker = _started(tmp_path, "finish")
+    tracker.log({"x": 1.0}, step=0)
+    tracker.finish()
+    tracker.finish()
+    assert reader_of(tracker).run.info.status == "FINISHED"
+    left = [t.name for t in threading.enumerate() if t.ident not in before and not t.daemon]
+    assert left == [], left
+
+
+# -- environment variables (accelerate's, without its bugs) --------------------------------------------
+def test_nested_run_false_string_is_false(tmp_path, monkeypatch, reader_of):
+    import mlflow
+
+    monkeypatch.setenv("MLFLOW_NESTED_RUN", "false")
+    mlflow.set_tracking_uri(f"sqlite:///{tmp_path}/parent.db")
+    try:
+        with mlflow.start_run() as parent:
+            tracker = MLflowTracker("nested", tracking_uri=f"sqlite:///{tmp_path}/parent.db")
+            assert tracker.nested_run is False
+            tracker.start()
+            tracker.finish()
+            assert "mlflow.parentRunId" not in reader_of(tracker).run.data.tags
+            monkeypatch.setenv("MLFLOW_NESTED_RUN", "1")
+            child = MLflowTracker("nested", tracking_uri=f"sqlite:///{tmp_path}/parent.db")
+        child.start()  # in another thread in real use: the parent was captured at construction
+        child.finish()
+        assert reader_of(child).run.data.tags["mlflow.parentRunId"] == parent.info.run_id
+    finally:
+        mlflow.set_tracking_uri(None)
+    monkeypatch.setenv("MLFLOW_NESTED_RUN", "maybe")
+    with pytest.raises(ValueError, match="MLFLOW_NESTED_RUN"):
+        MLflowTracker("nested")
+
+
+def test_experiment_name_with_quotes_from_env_is_found_again(tmp_path, monkeypatch, reader_of):
+    name = "it's a \"quoted\" name"
+    monkeypatch.setenv("MLFLOW_EXPERIMENT_NAME", name)
+    monkeypatch.setenv("MLFLOW_TAGS", json.dumps({"team": "vision", "try": 2}))
+    first = _started(tmp_path, "ignored-project", tags={"team": "nlp", "owner": "me"}, description="first try")
+    first.finish()
+    second = _started(tmp_path, "ignored-project")
+    second.finish()
+    run = reader_of(first).run
+    assert reader_of(first).client.get_experiment(run.info.experiment_id).name == name
+    assert run.info.experiment_id == reader_of(second).run.info.experiment_id
+    tags = run.data.tags
+    assert tags["team"] == "vision" and tags["try"] == "2" and tags["owner"] == "me"
+    assert tags["mlflow.note.content"] == "first try"
+
+
+def test_run_id_from_env_resumes_the_run(tmp_path, monkeypatch, reader_of):
+    first = _started(tmp_path, "resume", run_name="original")
+    first.store_init_configuration({"lr": 0.1})
+    first.log({"loss": 1.0}, step=0)
+    first.finish()
+    monkeypatch.setenv("MLFLOW_RUN_ID", first.active_run_id)
+    second = _started(tmp_path, "resume", run_id="20240101-000000-abcdef")  # the dispatcher's id loses to the env
+    with pytest.warns(TrackingWarning, match="cannot change"):
+        second.store_init_configuration({"lr": 0.2, "new": 1})  # params are immutable in MLflow
+    second.log({"loss": 0.5}, step=1)
+    second.finish()
+    reader = reader_of(second)
+    assert second.active_run_id == first.active_run_id
+    assert reader.metrics()["loss"] == {0: 1.0, 1: 0.5}
+    assert reader.run.data.params == {"lr": "0.1", "new": "1"} and reader.run.info.status == "FINISHED"
+    assert reader.json("config.json") == {"lr": 0.2, "new": 1}
+
+
+# -- processes: telemetry, concurrent import, servers ---------------------------------------------------
+def _run_python(code: str, env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess:
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "DO_NOT_TRACK"))}
+    full_env.update(env)
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=full_env, capture_output=True,
+                          text=True, timeout=timeout, check=False)
+
+
+def test_no_sdk_import_at_construction_and_no_telemetry_file(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    result = _run_python(
+        f"""
+        import sys
+        from tracking_mlflow import MLflowTracker
+        tracker = MLflowTracker("telemetry", logging_dir={str(tmp_path / "logs")!r})
+        assert "mlflow" not in sys.modules, "constructing the tracker imported mlflow"
+        tracker.start()
+        tracker.log({{"x": 1.0}}, step=0)
+        tracker.finish()
+        print("OK")
+        """,
+        {"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")},
+    )
+    assert result.returncode == 0 and "OK" in result.stdout, result.stderr[-3000:]
+    assert not any(home.rglob("*")), sorted(str(p) for p in home.rglob("*"))
+
+
+def test_start_in_worker_while_main_thread_imports_mlflow(tmp_path):
+    result = _run_python(
+        f"""
+        import threading, tracking_core
+        run = tracking_core.init("race", log_with="mlflow", logging_dir={str(tmp_path / "logs")!r}, on_error="raise")
+        import mlflow                      # races with the worker's own import in start()
+        from mlflow import MlflowClient
+        for step in range(20):
+            run.log({{"x": float(step)}}, step=step)
+        report = run.finish()
+        assert report.ok, str(report)
+        tracker = run.trackers[0]
+        history = MlflowClient(tracker.tracking_uri).get_metric_history(tracker.active_run_id, "x")
+        assert sorted(m.step for m in history) == list(range(20)), history
+        print("OK")
+        """,
+        {"MLFLOW_DISABLE_TELEMETRY": "true"},
+    )
+    assert result.returncode == 0 and "OK" in result.stdout, result.stderr[-3000:]
+
+
+def test_unreachable_server_fails_fast_and_spills(tmp_path, monkeypatch):
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"http://127.0.0.1:{_free_port()}")  # nothing listens: refused
+    import mlflow  # noqa: F401 - measure the connection attempts, not the import
+
+    started = time.monotonic()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        run = tracking_core.init("down", log_with="mlflow", logging_dir=tmp_path / "logs", config={"lr": 1})
+        run.log({"loss": 1.0}, step=0)
+        run.log({"loss": 0.5}, step=1)
+        report = run.finish(timeout=60)
+    elapsed = time.monotonic() - started
+    backend = report.backends["mlflow"]
+    assert elapsed < 30, f"start-up against a refused port took {elapsed:.1f} s"
+    assert backend.state == "start_failed" and "mlflow" in report.failed, str(report)
+    assert backend.spilled == 3 and Path(backend.spill_path).exists(), str(report)
+    lines = [json.loads(line) for line in Path(backend.spill_path).read_text().splitlines()]
+    assert [line["values"]["loss"] for line in lines if line.get("type") == "metrics"] == [1.0, 0.5]
+    assert os.environ["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] == "2"  # the bounded default was applied
+
+
+@pytest.fixture
+def mlflow_server(tmp_path):
+    """A real `mlflow server` on 127.0.0.1 with a sqlite store in tmp; killed at teardown."""
+    pytest.importorskip("flask", reason="`mlflow server` needs full mlflow (pip install mlflow)")
+    port = _free_port()
+    log = open(tmp_path / "server.log", "w")  # noqa: SIM115 - closed at teardown
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
+    env["MLFLOW_DISABLE_TELEMETRY"] = "true"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
+         "--backend-store-uri", f"sqlite:///{tmp_path}/server.db", "--artifacts-destination", str(tmp_path / "served")],
+        cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 45
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                pass
+            if process.poll() is not None or time.monotonic() > deadline:
+                pytest.fail("mlflow server did not come up:\n" + (tmp_path / "server.log").read_text()[-3000:])
+            time.sleep(0.3)
+        yield url
+    finally:
+        try:
+            os.killpg(process.pid, 15)  # the server's own process group (it may fork workers)
+        except ProcessLookupError:
+            pass
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, 9)
+            process.wait(10)
+        log.close()
+
+
+@pytest.mark.mlflow_server
+def test_remote_tracking_server(tmp_path, monkeypatch, mlflow_server, reader_of):
+    np = pytest.importorskip("numpy")
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server)
+    run = tracking_core.init("remote", log_with="mlflow", logging_dir=tmp_path / "logs", on_error="raise",
+                             config={"lr": 0.01, "model": {"depth": 4}})
+    for step in range(30):
+        run.log({"loss": 1 / (step + 1), "note": "hi" if step == 29 else 0.0}, step=step)
+    run.log_images({"img": np.zeros((8, 8, 3), dtype="uint8")}, step=29)
+    run.log_table("t", columns=["a"], data=[[1]], step=29)
+    report = run.finish()
+    assert report.ok, str(report)
+    tracker = run.trackers[0]
+    assert tracker.tracking_uri == mlflow_server and not (tmp_path / "logs" / "mlflow.db").exists()
+    reader = reader_of(tracker)
+    assert reader.metrics()["loss"] == {step: 1 / (step + 1) for step in range(30)}
+    assert reader.run.data.params["model/depth"] == "4" and reader.json("config.json")["lr"] == 0.01
+    assert reader.texts() == {"note": {29: "hi"}} and reader.images() == {"img": [29]}
+    assert reader.tables() == {"t": [[1]]}
+    assert any((tmp_path / "served").rglob("config.json")), "artifacts did not go through the server"

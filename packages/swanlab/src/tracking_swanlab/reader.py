@@ -1,0 +1,102 @@
+"""Read a local SwanLab run back with SwanLab's own record reader (for tests, demos and checks).
+
+A run directory (``<log_dir>/run-<time>-<id>``) holds ``run-<id>.swanlab`` -- a log of protobuf
+``Record`` messages that ``swanlab sync`` uploads -- plus ``media/`` files and ``files/config.yaml``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass
+class MediaPoint:
+    step: int
+    kind: str  #: "text", "image", "echarts", ... (SwanLab's column type, lower case)
+    files: list[Path]
+
+
+@dataclass
+class SwanLabRunData:
+    run_dir: Path
+    project: str = ""
+    name: str = ""
+    finished: bool = False
+    scalars: dict[str, dict[int, float]] = field(default_factory=dict)
+    media: dict[str, list[MediaPoint]] = field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=dict)
+    saved_files: list[str] = field(default_factory=list)
+
+    def texts(self) -> dict[str, dict[int, str]]:
+        return {
+            key: {point.step: point.files[0].read_text(encoding="utf-8") for point in points}
+            for key, points in self.media.items()
+            if points and points[0].kind == "text"
+        }
+
+    def tables(self) -> dict[str, list[list[Any]]]:
+        """The last table logged under each key, as rows in column order."""
+        tables = {}
+        for key, points in self.media.items():
+            for point in points:
+                if point.kind != "echarts":
+                    continue
+                content = json.loads(point.files[0].read_text(encoding="utf-8"))
+                if content.get("_swanLab") == "table":
+                    columns = [column["field"] for column in content["colDefs"]]
+                    tables[key] = [[row.get(column) for column in columns] for row in content["rowData"]]
+        return tables
+
+
+def find_run_file(run_dir: str | os.PathLike) -> Path:
+    files = sorted(Path(run_dir).glob("run-*.swanlab"))
+    if len(files) != 1:
+        raise FileNotFoundError(f"expected one run-*.swanlab file in {run_dir}, found {len(files)}")
+    return files[0]
+
+
+def read_run(run_dir: str | os.PathLike) -> SwanLabRunData:
+    from swanlab.proto.swanlab.record.v1 import record_pb2
+    from swanlab.sdk.internal.core_python.store import DataStoreReader
+
+    run_dir = Path(run_dir)
+    data = SwanLabRunData(run_dir)
+    reader = DataStoreReader()
+    reader.open(str(find_run_file(run_dir)))
+    try:
+        for raw in reader:
+            record = record_pb2.Record()
+            record.ParseFromString(raw)
+            kind = record.WhichOneof(record.DESCRIPTOR.oneofs[0].name)
+            if kind == "start":
+                data.project, data.name = record.start.project, record.start.name
+            elif kind == "scalar":
+                data.scalars.setdefault(record.scalar.key, {})[record.scalar.step] = record.scalar.value.number
+            elif kind == "media":
+                media = record.media
+                column = media.DESCRIPTOR.fields_by_name["type"].enum_type.values_by_number[media.type].name
+                files = [_media_file(run_dir, item.filename) for item in media.value.items]
+                point = MediaPoint(media.step, column.removeprefix("COLUMN_TYPE_").lower(), files)
+                data.media.setdefault(media.key, []).append(point)
+            elif kind == "save" and record.save.name not in ("config", "metadata"):
+                data.saved_files.append(record.save.name)
+            elif kind == "finish":
+                data.finished = True
+    finally:
+        reader.close()
+    config_file = run_dir / "files" / "config.yaml"
+    if config_file.exists():
+        import yaml
+
+        stored = yaml.safe_load(config_file.read_text(encoding="utf-8")) or {}
+        data.config = {key: entry.get("value") for key, entry in stored.items()}
+    return data
+
+
+def _media_file(run_dir: Path, filename: str) -> Path:
+    matches = list((run_dir / "media").glob(f"*/{filename}"))
+    return matches[0] if matches else run_dir / "media" / filename

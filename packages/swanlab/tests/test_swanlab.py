@@ -1,0 +1,367 @@
+"""SwanLab-specific behaviour: embedded default, settings precedence, keys, media, and an unreachable service."""
+
+from __future__ import annotations
+
+import builtins
+import io
+import logging
+import os
+import socket
+import sys
+import threading
+import time
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import tracking_core
+from tracking_core.errors import TrackingWarning
+from tracking_core.journal import read_journal
+from tracking_swanlab import SwanLabTracker
+from tracking_swanlab.reader import read_run
+
+SDK_THREADS = ("SwanLab·Monitor", "SwanLab·TerminalProxy")
+
+
+@pytest.fixture(autouse=True)
+def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """CWD, HOME and SwanLab's root inside the test folder; no SwanLab variables from the outside."""
+    for name in list(os.environ):
+        if name.startswith("SWANLAB_"):
+            monkeypatch.delenv(name)
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("SWANLAB_ROOT", str(tmp_path / "home" / ".swanlab"))
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    return tmp_path
+
+
+def files_under(folder: Path) -> list[Path]:
+    return sorted(path for path in folder.rglob("*") if path.is_file()) if folder.exists() else []
+
+
+def run_dispatcher(logging_dir: Path, init_kwargs: dict | None = None, **options) -> tracking_core.Dispatcher:
+    options.setdefault("on_error", "raise")
+    dispatcher = tracking_core.Dispatcher(log_with="swanlab", logging_dir=logging_dir, **options)
+    return dispatcher.init_trackers("swan-test", init_kwargs={"swanlab": init_kwargs or {}})
+
+
+# -- embedded default -----------------------------------------------------------------------------
+def test_embedded_default_writes_only_under_logging_dir(isolated: Path, caplog: pytest.LogCaptureFixture) -> None:
+    logs = isolated / "logs"
+    stdout = sys.stdout
+    with caplog.at_level(logging.INFO, logger="tracking"):
+        run = run_dispatcher(logs)
+        run.get_tracker("swanlab", unwrap=True)
+        threads_during = {thread.name for thread in threading.enumerate()}
+        assert sys.stdout is stdout, "SwanLab's terminal proxy replaced sys.stdout"
+        for step in range(50):
+            run.log({"loss": 1 / (step + 1)}, step=step)
+        report = run.finish()
+    assert report.ok, str(report)
+    tracker = run.get_tracker("swanlab")
+    assert tracker.mode == "offline" and tracker.fallback_reason is None
+    assert tracker.run_dir.parent == logs / "swanlog"
+    assert not set(SDK_THREADS) & threads_during, threads_during
+    notices = [r.getMessage() for r in caplog.records if r.getMessage().startswith("swanlab:")]
+    assert len(notices) == 1 and f"swanlab sync {tracker.run_dir}" in notices[0], notices
+    assert read_run(tracker.run_dir).scalars["loss"][49] == pytest.approx(1 / 50)
+    # nothing in the CWD, HOME or SwanLab's root; only SwanLab's run and the dispatcher's run folder
+    assert files_under(isolated / "work") == [] and files_under(isolated / "home") == []
+    assert {path.relative_to(logs).parts[0] for path in files_under(logs)} <= {"swanlog", "swan-test"}
+    leftover = [t for t in threading.enumerate() if not t.daemon and t is not threading.main_thread()]
+    assert not leftover, leftover
+
+
+def test_project_kwarg_wins_and_aliases_pass_through(isolated: Path) -> None:
+    chosen = isolated / "chosen"
+    run = run_dispatcher(isolated / "logs", {"project": "explicit", "logdir": str(chosen), "experiment_name": "exp-1"})
+    run.log({"x": 1.0}, step=0)
+    assert run.finish().ok
+    tracker = run.get_tracker("swanlab")
+    assert tracker.run_dir.parent == chosen
+    data = read_run(tracker.run_dir)
+    assert (data.project, data.name) == ("explicit", "exp-1")
+    assert not (isolated / "logs" / "swanlog").exists()
+
+
+def test_sdk_environment_wins_over_defaults(isolated: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SWANLAB_LOG_DIR", str(isolated / "env-dir"))
+    monkeypatch.setenv("SWANLAB_PROBE_MONITOR", "true")
+    run = run_dispatcher(isolated / "logs")
+    run.get_tracker("swanlab", unwrap=True)
+    assert "SwanLab·Monitor" in {thread.name for thread in threading.enumerate()}
+    run.log({"x": 1.0}, step=0)
+    assert run.finish().ok
+    tracker = run.get_tracker("swanlab")
+    assert tracker.run_dir.parent == isolated / "env-dir"
+    assert read_run(tracker.run_dir).scalars == {"x": {0: 1.0}}
+
+
+def test_disabled_mode_from_environment(isolated: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SWANLAB_MODE", "disabled")
+    run = run_dispatcher(isolated / "logs")
+    run.log({"x": 1.0}, step=0)
+    report = run.finish()
+    assert report.ok and run.get_tracker("swanlab").mode == "disabled"
+    assert not (isolated / "logs" / "swanlog").exists()
+
+
+def test_direct_use_step_none_and_finish_twice(isolated: Path) -> None:
+    tracker = SwanLabTracker("direct", logging_dir=isolated / "logs")
+    assert not (isolated / "logs").exists()
+    tracker.start()
+    tracker.store_init_configuration({"lr": 0.1})
+    tracker.log({"a": 1.0})
+    tracker.log({"a": 2.0})
+    tracker.log({"a": 5.0}, step=7)
+    tracker.finish()
+    tracker.finish()
+    data = read_run(tracker.run_dir)
+    assert data.scalars["a"][7] == 5.0 and sorted(data.scalars["a"].values()) == [1.0, 2.0, 5.0]
+    assert data.config == {"lr": 0.1}
+
+
+# -- values, keys, config -------------------------------------------------------------------------
+def test_keys_swanlab_would_rewrite_are_mapped_explicitly(isolated: Path) -> None:
+    long_key = "k" * 600
+    run = run_dispatcher(isolated / "logs")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for step in range(3):
+            run.log({"/lead": 1.0, "trail/": 2.0, "../up": 3.0, "a//b": 4.0, "tab\tin": 5.0, long_key: 6.0}, step=step)
+        report = run.finish()
+    expected = {"/lead": "lead", "trail/": "trail", "../up": "up", "tab\tin": "tab_in", long_key: "k" * 512}
+    assert report.backends["swanlab"].key_map == expected
+    renamed = [
+        str(w.message) for w in caught if issubclass(w.category, TrackingWarning) and "stored as" in str(w.message)
+    ]
+    assert len(renamed) == len(expected), renamed
+    scalars = read_run(run.get_tracker("swanlab").run_dir).scalars
+    for stored, value in [("lead", 1.0), ("trail", 2.0), ("up", 3.0), ("a//b", 4.0), ("tab_in", 5.0), ("k" * 512, 6.0)]:
+        assert scalars[stored] == {0: value, 1: value, 2: value}, stored
+
+
+def test_type_change_and_repeated_step_warn_once(isolated: Path) -> None:
+    run = run_dispatcher(isolated / "logs")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run.log({"metric": 1.0}, step=0)
+        run.log({"metric": "not a number"}, step=1)
+        run.log({"metric": "still not"}, step=2)
+        run.log({"metric": 3.0}, step=3)
+        run.log({"metric": 4.0}, step=3)
+        run.log({"metric": 5.0}, step=4)
+        assert run.finish().ok
+    messages = [str(w.message) for w in caught if issubclass(w.category, TrackingWarning)]
+    assert sum("one type per key" in m for m in messages) == 1, messages
+    assert sum("repeat at step 3" in m for m in messages) == 1, messages
+    data = read_run(run.get_tracker("swanlab").run_dir)
+    assert data.scalars["metric"] == {0: 1.0, 3: 3.0, 4: 5.0}
+    assert "metric" not in data.media
+
+
+def test_config_round_trip(isolated: Path) -> None:
+    config = {
+        "lr": 0.001,
+        "flag": True,
+        "none": None,
+        "layers": [64, 32],
+        "model": {"name": "mlp", "depth": 2, "nothing": None},
+        "api_key": "secret-value",
+    }
+    run = tracking_core.Dispatcher(log_with="swanlab", logging_dir=isolated / "logs", on_error="raise")
+    run.init_trackers("swan-test", config=config)
+    assert run.finish().ok
+    stored = read_run(run.get_tracker("swanlab").run_dir).config
+    assert stored["lr"] == 0.001 and stored["flag"] is True and stored["layers"] == [64, 32]
+    assert stored["model"] == {"name": "mlp", "depth": 2, "nothing": None}
+    assert stored["none"] == "None"  # SwanLab itself would store {} here
+    assert "secret-value" not in repr(stored)
+
+
+# -- media -----------------------------------------------------------------------------------------
+def test_images_tables_figures_artifacts(isolated: Path) -> None:
+    np = pytest.importorskip("numpy")
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(2, 2))
+    figure.add_subplot().plot([0, 1], [1, 0])
+    artifact = isolated / "model.txt"
+    artifact.write_text("weights")
+    folder = isolated / "outputs"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "sub" / "a.json").write_text("{}")
+    (folder / "b.txt").write_text("b")
+
+    run = run_dispatcher(isolated / "logs")
+    image = np.zeros((8, 12, 3), dtype=np.uint8)
+    run.log_images({"single": image, "pair": [image, image[..., 0]]}, step=3)
+    run.log_table("scores", columns=["name", "score"], data=[["a", np.int64(1)], ["b", np.float32(0.5)]], step=3)
+    run.log_figure(figure, "curve", step=4)
+    run.log_artifact(artifact)
+    run.log_artifacts(folder)
+    assert run.finish().ok
+    data = read_run(run.get_tracker("swanlab").run_dir)
+    assert [(p.step, p.kind, len(p.files)) for p in data.media["single"]] == [(3, "image", 1)]
+    assert [(p.step, p.kind, len(p.files)) for p in data.media["pair"]] == [(3, "image", 2)]
+    assert [(p.step, p.kind) for p in data.media["curve"]] == [(4, "image")]
+    assert data.media["curve"][0].files[0].read_bytes().startswith(b"\x89PNG")
+    assert data.tables()["scores"] == [["a", 1], ["b", 0.5]]
+    assert sorted(data.saved_files) == ["b.txt", "model.txt", "sub/a.json"], data.saved_files
+    assert (data.run_dir / "files" / "sub" / "a.json").read_text() == "{}"
+    assert (data.run_dir / "files" / "model.txt").read_text() == "weights"
+
+
+# -- no account, no network ------------------------------------------------------------------------
+@pytest.fixture
+def blackhole() -> Iterator[int]:
+    """A loopback port that accepts connections and never answers (a firewall that swallows packets)."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    server.settimeout(0.2)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                connection, _ = server.accept()
+            except OSError:
+                continue
+            held.append(connection)
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield server.getsockname()[1]
+    stop.set()
+    thread.join(2)
+    for connection in held:
+        connection.close()
+    server.close()
+
+
+@pytest.fixture
+def refused_port() -> int:
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()  # nothing listens there now: connections are refused
+    return port
+
+
+def log_while_starting(run: tracking_core.Dispatcher, points: int) -> list[float]:
+    costs = []
+    for step in range(points):
+        started = time.perf_counter()
+        run.log({"loss": 1.0 / (step + 1), "step_value": float(step)}, step=step)
+        costs.append(time.perf_counter() - started)
+    return costs
+
+
+def test_unanswering_service_falls_back_to_offline(isolated: Path, blackhole: int, monkeypatch, caplog) -> None:
+    monkeypatch.setenv("SWANLAB_API_KEY", "fake-key-" + "x" * 20)
+    monkeypatch.setenv("SWANLAB_API_HOST", f"http://127.0.0.1:{blackhole}")
+    began = time.monotonic()
+    with caplog.at_level(logging.INFO, logger="tracking"):
+        run = run_dispatcher(isolated / "logs", {"online_check_timeout": 1.0}, on_error="warn")
+        costs = log_while_starting(run, 200)
+        report = run.finish(timeout=60)
+    assert max(costs) < 0.005, f"log() was held: max {max(costs) * 1000:.1f} ms"
+    assert time.monotonic() - began < 30
+    tracker = run.get_tracker("swanlab")
+    assert report.ok, str(report)
+    assert tracker.mode == "offline" and "127.0.0.1" in tracker.fallback_reason, tracker.fallback_reason
+    notice = [r.getMessage() for r in caplog.records if r.getMessage().startswith("swanlab:")]
+    assert len(notice) == 1 and "because SwanLab service at" in notice[0] and "swanlab sync" in notice[0], notice
+    scalars = read_run(tracker.run_dir).scalars
+    assert sorted(scalars["loss"]) == list(range(200))
+
+
+@pytest.mark.parametrize("explicit", [False, True], ids=["auto-offline", "explicit-online-spills"])
+def test_refused_service(isolated: Path, refused_port: int, monkeypatch, explicit: bool) -> None:
+    monkeypatch.setenv("SWANLAB_API_KEY", "fake-key-" + "x" * 20)
+    monkeypatch.setenv("SWANLAB_API_HOST", f"http://127.0.0.1:{refused_port}")
+    if explicit:
+        monkeypatch.setenv("SWANLAB_MODE", "online")
+    run = run_dispatcher(isolated / "logs", on_error="warn")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        costs = log_while_starting(run, 100)
+        report = run.finish(timeout=60)
+    assert max(costs) < 0.005, f"log() was held: max {max(costs) * 1000:.1f} ms"
+    backend = report.backends["swanlab"]
+    tracker = run.get_tracker("swanlab")
+    if not explicit:
+        assert report.ok and tracker.mode == "offline" and "ConnectionError" in tracker.fallback_reason
+        assert sorted(read_run(tracker.run_dir).scalars["loss"]) == list(range(100))
+        return
+    assert backend.state == "start_failed" and "unreachable" in backend.last_error, str(report)
+    assert backend.spilled == 100 and backend.delivered == 0
+    spilled = [r for r in read_journal(backend.spill_path) if r.get("type") == "metrics"]
+    assert [r["step"] for r in spilled] == list(range(100))
+    assert not (isolated / "logs" / "swanlog").exists()
+
+
+def test_online_without_key_never_prompts_even_on_a_tty(isolated: Path, monkeypatch) -> None:
+    class TTY(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+        def fileno(self) -> int:
+            raise io.UnsupportedOperation("fileno")  # SwanLab counts this as interactive
+
+    asked: list[str] = []
+    monkeypatch.setattr(sys, "stdin", TTY())
+    monkeypatch.setattr(builtins, "input", lambda prompt="": asked.append(prompt) or "3")
+    monkeypatch.setenv("SWANLAB_MODE", "online")
+    run = run_dispatcher(isolated / "logs", on_error="warn")
+    run.log({"x": 1.0}, step=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        report = run.finish(timeout=30)
+    assert asked == []
+    backend = report.backends["swanlab"]
+    assert backend.state == "start_failed" and "no API key" in backend.last_error, str(report)
+    assert backend.spilled == 1
+
+
+def test_rejected_credentials_fall_back_to_offline(isolated: Path, monkeypatch) -> None:
+    """A host that answers but refuses the key: the online start fails fast and the run goes offline."""
+    import http.server
+
+    class Unauthorized(http.server.BaseHTTPRequestHandler):
+        def answer(self) -> None:
+            self.rfile.read(int(self.headers.get("content-length") or 0))
+            body = b'{"message": "invalid api key"}'
+            self.send_response(401)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_POST = do_HEAD = answer
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Unauthorized)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        monkeypatch.setenv("SWANLAB_API_KEY", "fake-key-" + "x" * 20)
+        monkeypatch.setenv("SWANLAB_API_HOST", f"http://127.0.0.1:{server.server_address[1]}")
+        run = run_dispatcher(isolated / "logs")
+        run.log({"x": 1.0}, step=0)
+        report = run.finish(timeout=60)
+    finally:
+        server.shutdown()
+        server.server_close()
+    tracker = run.get_tracker("swanlab")
+    assert report.ok and tracker.mode == "offline", str(report)
+    assert "AuthenticationError" in tracker.fallback_reason, tracker.fallback_reason
+    assert read_run(tracker.run_dir).scalars == {"x": {0: 1.0}}

