@@ -121,8 +121,12 @@ def case_core(steps: int, logging_dir: Path, backend: str, blocking: bool) -> di
 
 
 def case_direct(steps: int, logging_dir: Path, backend: str) -> dict:
-    sys.path.insert(0, str(HERE / "bench_direct"))
-    module = __import__(backend)
+    import importlib.util
+
+    # loaded by path under another name: tools/bench_direct/wandb.py must not shadow the wandb SDK
+    spec = importlib.util.spec_from_file_location(f"bench_direct_{backend}", HERE / "bench_direct" / f"{backend}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
     started = time.perf_counter()
     log, finish = module.open_run(logging_dir)
     init = time.perf_counter() - started

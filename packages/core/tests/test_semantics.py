@@ -328,3 +328,12 @@ def test_bad_images_are_refused_at_the_door(memory, tmp_path):
     report = run.finish()
     assert [list(images) for _, images in MemoryTracker.runs[-1].images] == [["good"]]
     assert report.ok and "vector" in report.rejected_values
+
+
+def test_image_batches_become_lists(memory, tmp_path):
+    np = pytest.importorskip("numpy")
+    run = _run(tmp_path)
+    run.log_images({"batch": np.zeros((3, 8, 8, 3), dtype="uint8")}, step=0)
+    run.finish()
+    ((_, images),) = MemoryTracker.runs[-1].images
+    assert len(images["batch"]) == 3 and images["batch"][0].shape == (8, 8, 3)

@@ -319,6 +319,8 @@ class Dispatcher:
         """``{key: image or list of images}``; numpy HW/HWC arrays, tensors, PIL images."""
         payload = {}
         for key, value in values.items():
+            if getattr(value, "ndim", None) == 4:  # a batch (NHWC/NCHW), as accelerate's TensorBoard tracker takes
+                value = list(value)
             items = value if isinstance(value, (list, tuple)) else [value]
             problem = next((p for p in map(image_problem, items) if p), None) if items else "an empty list"
             if problem:
