@@ -365,3 +365,14 @@ def test_rejected_credentials_fall_back_to_offline(isolated: Path, monkeypatch) 
     assert report.ok and tracker.mode == "offline", str(report)
     assert "AuthenticationError" in tracker.fallback_reason, tracker.fallback_reason
     assert read_run(tracker.run_dir).scalars == {"x": {0: 1.0}}
+
+
+def test_user_settings_object_wins_over_quiet_defaults(isolated: Path) -> None:
+    import swanlab
+
+    settings = swanlab.Settings(probe=swanlab.Settings.Probe(monitor=True))
+    run = run_dispatcher(isolated / "logs", {"settings": settings})
+    run.get_tracker("swanlab", unwrap=True)
+    assert "SwanLab·Monitor" in {thread.name for thread in threading.enumerate()}
+    run.log({"x": 1.0}, step=0)
+    assert run.finish().ok
