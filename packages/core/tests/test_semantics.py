@@ -337,3 +337,20 @@ def test_image_batches_become_lists(memory, tmp_path):
     run.finish()
     ((_, images),) = MemoryTracker.runs[-1].images
     assert len(images["batch"]) == 3 and images["batch"][0].shape == (8, 8, 3)
+
+
+def test_trackers_can_add_notes_to_the_report(tmp_path):
+    from tracking_core import register_tracker_class
+
+    class Noting(MemoryTracker):
+        name = "noting"
+
+        def report_notes(self):
+            return ["fell back to offline: the server did not answer"]
+
+    register_tracker_class(Noting)
+    run = Dispatcher(log_with="noting", logging_dir=tmp_path)
+    run.init_trackers("p")
+    report = run.finish()
+    assert report.backends["noting"].notes == ["fell back to offline: the server did not answer"]
+    assert "noting: fell back to offline: the server did not answer" in str(report)

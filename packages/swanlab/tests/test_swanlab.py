@@ -277,6 +277,7 @@ def test_unanswering_service_falls_back_to_offline(isolated: Path, blackhole: in
     tracker = run.get_tracker("swanlab")
     assert report.ok, str(report)
     assert tracker.mode == "offline" and "127.0.0.1" in tracker.fallback_reason, tracker.fallback_reason
+    assert "swanlab: fell back to an offline run because SwanLab service at" in str(report)
     notice = [r.getMessage() for r in caplog.records if r.getMessage().startswith("swanlab:")]
     assert len(notice) == 1 and "because SwanLab service at" in notice[0] and "swanlab sync" in notice[0], notice
     scalars = read_run(tracker.run_dir).scalars

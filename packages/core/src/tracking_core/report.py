@@ -18,6 +18,7 @@ class BackendReport:
         self.last_error: str | None = None
         self.key_map: dict[str, str] = {}
         self.skipped_values: dict[str, str] = {}
+        self.notes: list[str] = []
 
     def __repr__(self) -> str:
         return (
@@ -65,6 +66,8 @@ class FinishReport:
         lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
         lines.insert(1, "  ".join("-" * width for width in widths))
         for backend in self.backends.values():
+            for note in backend.notes:
+                lines.append(f"{backend.name}: {note}")
             if backend.spill_path:
                 lines.append(
                     f"{backend.name}: undelivered records in {backend.spill_path} (tracking replay {backend.spill_path} --to {backend.name})"

@@ -44,6 +44,7 @@ class GeneralTracker:
     * ``log_batch(entries)`` -- take several ``(values, step, kwargs)`` metric records at once.
     * ``sanitize_key(key)`` -- rewrite metric keys the SDK refuses; the dispatcher warns once
       per key and records the mapping in the finish report.
+    * ``report_notes()`` -- what a person should know about this run in the finish report.
     * ``accepts_non_finite`` -- ``False`` when the SDK mangles NaN/inf (they are then dropped with
       one warning per key instead of being stored wrongly).
     """
@@ -91,6 +92,10 @@ class GeneralTracker:
     def sanitize_key(self, key: str) -> str:
         """Return the key as this backend can store it (identity unless the SDK refuses some keys)."""
         return key
+
+    def report_notes(self) -> list[str]:
+        """Lines for the finish report, e.g. "fell back to offline: the server did not answer"."""
+        return []
 
     # -- optional capabilities ---------------------------------------------------------------
     def _unsupported(self, capability: str):

@@ -344,8 +344,15 @@ class BackendWorker:
         if not self._quarantined:
             ok = self._call("finish", self.tracker.finish, [])
             self.report.state = "finished" if ok else "finish_failed"
+        self._collect_notes()
         self._close_spill()
         self._finished = True
+
+    def _collect_notes(self) -> None:
+        try:
+            self.report.notes = [str(note) for note in self.tracker.report_notes()]
+        except Exception as error:
+            self.report.notes = [f"report_notes() failed: {error!r}"]
 
     # -- spill -------------------------------------------------------------------------------
     def _spill_record(self, record: Record) -> None:

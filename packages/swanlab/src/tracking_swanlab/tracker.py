@@ -214,6 +214,9 @@ class SwanLabTracker(GeneralTracker):
         self._last_step[key] = step
         return True
 
+    def report_notes(self) -> list[str]:
+        return [f"fell back to an offline run because {self.fallback_reason}"] if self.fallback_reason else []
+
     def sanitize_key(self, key: str) -> str:
         cleaned = _CONTROL_CHARACTERS.sub("_", key).strip(_EDGE_CHARACTERS)
         cleaned = cleaned[:_MAX_KEY_LENGTH].rstrip(_EDGE_CHARACTERS)
