@@ -9,10 +9,8 @@ from __future__ import annotations
 import math
 import random
 import time
-from pathlib import Path
 
 from .dispatcher import init
-from .journal import JournalSummary
 from .registry import get_available_trackers
 
 
@@ -102,12 +100,29 @@ def run_demo(logging_dir: str = "runs", steps: int = 200, backends: str | None =
     )
     print()
     print(report)
-    journal = Path(report.run_dir or "") / "journal.jsonl"
-    if journal.exists():
-        summary = JournalSummary(journal)
-        print()
-        print(
-            f"read back from {journal}: "
-            + ", ".join(f"{k} {len(v)} points" for k, v in sorted(summary.metrics.items()))
-        )
+    print()
+    print("read back from each backend's own storage:")
+    print(read_back_table(run.trackers, expected_points=steps))
     return 0 if report.ok and accuracy > 0.8 else 1
+
+
+def read_back_table(trackers, expected_points: int) -> str:
+    """Per backend: how many series and points its storage holds, and the last train/loss it has."""
+    rows = [("backend", "series", "points", "train/loss points", "last train/loss")]
+    for tracker in trackers:
+        try:
+            stored = tracker.read_back_metrics()
+        except NotImplementedError:
+            rows.append((tracker.name, "-", "-", "-", "(no local reader)"))
+            continue
+        except Exception as error:  # a reader failing is a finding, not a crash
+            rows.append((tracker.name, "-", "-", "-", f"read failed: {type(error).__name__}: {error}"[:60]))
+            continue
+        loss = stored.get("train/loss", {})
+        last = f"{loss[max(loss)]:.4f}" if loss else "-"
+        mark = "" if len(loss) == expected_points else f" (expected {expected_points})"
+        rows.append((tracker.name, str(len(stored)), str(sum(map(len, stored.values()))), f"{len(loss)}{mark}", last))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
+    lines.insert(1, "  ".join("-" * width for width in widths))
+    return "\n".join(lines)

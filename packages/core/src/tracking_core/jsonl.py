@@ -132,6 +132,11 @@ class JsonlTracker(GeneralTracker):
         )
         self._writer.flush()
 
+    def read_back_metrics(self) -> dict[str, dict[int, Any]]:
+        from .journal import JournalSummary
+
+        return {key: dict(points) for key, points in JournalSummary(self.journal_path).metrics.items()}
+
     def flush(self) -> None:
         if self._writer is not None:
             self._writer.flush(durable=True)

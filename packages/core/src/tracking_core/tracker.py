@@ -93,6 +93,14 @@ class GeneralTracker:
         """Return the key as this backend can store it (identity unless the SDK refuses some keys)."""
         return key
 
+    def read_back_metrics(self) -> dict[str, dict[int, Any]]:
+        """The metric series this run stored, read with the SDK's own reader, after ``finish()``.
+
+        ``tracking demo`` shows it to prove what each backend really holds. Leave it unimplemented
+        when the data cannot be read back locally.
+        """
+        raise NotImplementedError(f"tracker {getattr(self, 'name', type(self).__name__)!r} cannot read its data back")
+
     def report_notes(self) -> list[str]:
         """Lines for the finish report, e.g. "fell back to offline: the server did not answer"."""
         return []

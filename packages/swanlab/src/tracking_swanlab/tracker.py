@@ -214,6 +214,12 @@ class SwanLabTracker(GeneralTracker):
         self._last_step[key] = step
         return True
 
+    def read_back_metrics(self) -> dict[str, dict[int, Any]]:
+        """Scalars of this run through SwanLab's own record reader (see :mod:`tracking_swanlab.reader`)."""
+        from .reader import read_run
+
+        return read_run(self.run_dir).scalars
+
     def report_notes(self) -> list[str]:
         return [f"fell back to an offline run because {self.fallback_reason}"] if self.fallback_reason else []
 

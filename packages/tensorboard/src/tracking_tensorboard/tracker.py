@@ -236,6 +236,19 @@ class TensorBoardTracker(GeneralTracker):
             self._writer.flush()
         self._last_flush = time.monotonic()
 
+    def read_back_metrics(self) -> dict[str, dict[int, Any]]:
+        """Scalars of this run through TensorBoard's own event accumulator."""
+        from tensorboard.backend.event_processing import plugin_event_accumulator
+        from tensorboard.util import tensor_util
+
+        accumulator = plugin_event_accumulator.EventAccumulator(str(self.log_dir), size_guidance={"tensors": 0})
+        accumulator.Reload()
+        return {
+            tag: {event.step: float(tensor_util.make_ndarray(event.tensor_proto)) for event in accumulator.Tensors(tag)}
+            for tag in accumulator.Tags()["tensors"]
+            if accumulator.SummaryMetadata(tag).plugin_data.plugin_name == "scalars"
+        }
+
     def finish(self) -> None:
         writer = self._writer
         if writer is None or writer.closed:

@@ -270,6 +270,28 @@ class TrackioTracker(GeneralTracker):
             _release_storage(self.storage_dir)
 
     # -- capabilities ----------------------------------------------------------------------
+    def read_back_metrics(self) -> dict[str, dict[int, Any]]:
+        """Numeric series of this run from Trackio's project database, decoded by Trackio itself."""
+        import json
+        import sqlite3
+
+        from trackio.utils import canonical_project_name, deserialize_values
+
+        database = self.storage_dir / f"{canonical_project_name(self.run_name)}.db"
+        run_id = getattr(self._run, "id", None) or getattr(self._run, "run_id", None)
+        column, value = ("run_id", run_id) if run_id else ("run_name", self._run.name)
+        with sqlite3.connect(database) as connection:
+            rows = connection.execute(
+                f"SELECT step, metrics FROM metrics WHERE {column} = ? ORDER BY id", (value,)
+            ).fetchall()
+        connection.close()
+        series: dict[str, dict[int, Any]] = {}
+        for step, metrics in rows:
+            for key, item in deserialize_values(json.loads(metrics)).items():
+                if isinstance(item, (int, float)) and not isinstance(item, bool):
+                    series.setdefault(key, {})[step] = item
+        return series
+
     def log_images(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
         """One ``trackio.Image`` per image; a list under ``key`` is stored as ``key``, ``key/1``, ``key/2``, ..."""
         import trackio

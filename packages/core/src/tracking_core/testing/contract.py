@@ -276,3 +276,15 @@ class TrackerContract:
             run.dispatcher.log({"sync": float(step)}, step=step)
         metrics = self.read_metrics(self.finish(run))
         self.assert_series(metrics["sync"], {step: float(step) for step in range(5)}, "sync")
+
+    def test_tracker_reads_its_own_data_back(self, tmp_path: Path) -> None:
+        """``read_back_metrics`` (used by ``tracking demo``) agrees with what was logged."""
+        run = self.start_run(tmp_path)
+        for step in range(5):
+            run.dispatcher.log({"readback/loss": step / 10}, step=step)
+        self.finish(run)
+        try:
+            stored = run.tracker.read_back_metrics()
+        except NotImplementedError:
+            pytest.skip(f"{self.backend_name} does not implement read_back_metrics")
+        self.assert_series(stored["readback/loss"], {step: step / 10 for step in range(5)}, "readback/loss")
