@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tracking_core.notices import reset_warnings
 
 
 class CometArchive:
@@ -19,7 +20,9 @@ class CometArchive:
         with zipfile.ZipFile(self.path) as archive:
             self.members = {name: archive.read(name) for name in archive.namelist()}
         self.experiment = json.loads(self.members["experiment.json"])
-        self.messages = [json.loads(line) for line in self.members["messages.json"].decode().splitlines() if line.strip()]
+        self.messages = [
+            json.loads(line) for line in self.members["messages.json"].decode().splitlines() if line.strip()
+        ]
 
     def of_type(self, kind: str) -> list[dict[str, Any]]:
         return [message["payload"] for message in self.messages if message["type"] == kind]
@@ -80,10 +83,23 @@ def archive_of(tracker: Any) -> CometArchive:
     return CometArchive(tracker.archive_path)
 
 
+@pytest.fixture
+def comet_archive():
+    """``comet_archive(tracker)``: the finished tracker's offline archive."""
+    return archive_of
+
+
 @pytest.fixture(autouse=True)
 def _no_comet_account(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The developer's own Comet settings must not turn the tests online: no key, no overrides."""
+    """The developer's own Comet settings must not turn the tests online: no key, no overrides.
+
+    Also forgets warnings already given, since the finish report lists a skipped value only with its warning.
+    """
+    reset_warnings()
     for variable in list(os.environ):
-        if variable.startswith("COMET_") and variable not in ("COMET_DISABLE_AUTO_LOGGING", "COMET_ERROR_TRACKING_ENABLE"):
+        if variable.startswith("COMET_") and variable not in (
+            "COMET_DISABLE_AUTO_LOGGING",
+            "COMET_ERROR_TRACKING_ENABLE",
+        ):
             monkeypatch.delenv(variable)
     monkeypatch.setenv("COMET_API_KEY", "")  # wins over a key in ~/.comet.config

@@ -354,3 +354,11 @@ def test_trackers_can_add_notes_to_the_report(tmp_path):
     report = run.finish()
     assert report.backends["noting"].notes == ["fell back to offline: the server did not answer"]
     assert "noting: fell back to offline: the server did not answer" in str(report)
+
+
+def test_each_run_warns_and_reports_anew(memory, tmp_path):
+    for _ in range(2):
+        run = _run(tmp_path)
+        with pytest.warns(TrackingWarning, match="'none'"):
+            run.log({"none": None}, step=0)
+        assert "none" in run.finish().rejected_values

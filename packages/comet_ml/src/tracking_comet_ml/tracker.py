@@ -25,6 +25,7 @@ import json
 import os
 import sys
 import threading
+import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -138,6 +139,7 @@ class CometMLTracker(GeneralTracker):
         self.archive_path: Path | None = None
         self._experiment: Any = None
         self._finished = False
+        self._max_key_length = 100
 
     @property
     def tracker(self) -> Any:
@@ -151,6 +153,7 @@ class CometMLTracker(GeneralTracker):
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> None:
         comet_ml = _import_comet()
+        self._max_key_length = int(getattr(comet_ml.config, "MAXIMAL_KEY_LENGTH", self._max_key_length))
         config = comet_ml.get_config()
         start_kwargs = self._start_kwargs(comet_ml, config)
         online = start_kwargs.pop("online", None)
@@ -167,6 +170,9 @@ class CometMLTracker(GeneralTracker):
         if online:
             self._experiment = self._start_online(comet_ml, config, start_kwargs)
         if self._experiment is None:
+            directory = start_kwargs["experiment_config"].offline_directory
+            if directory:  # Comet refuses a directory that does not exist yet
+                Path(directory).expanduser().mkdir(parents=True, exist_ok=True)
             self._experiment = _create(comet_ml, dict(start_kwargs, online=False))
             self.mode = "offline" if self.fallback_reason is None else "offline-fallback"
         else:
@@ -205,8 +211,8 @@ class CometMLTracker(GeneralTracker):
                 params[field] = quiet
         if "offline_directory" not in params and _configured(config, "comet.offline_directory") is None:
             params["offline_directory"] = os.fspath(self.offline_directory)
-        if "name" not in params and self.run_id and _configured(config, "comet.start.experiment_name") is None:
-            params["name"] = self.run_id
+        if "name" not in params and _configured(config, "comet.start.experiment_name") is None:
+            params["name"] = self.run_id or self.run_name
         return params
 
     def _start_online(self, comet_ml: Any, config: Any, start_kwargs: dict[str, Any]) -> Any:
@@ -254,6 +260,10 @@ class CometMLTracker(GeneralTracker):
             experiment.log_asset_data(json.dumps(values, sort_keys=True, default=str), name="config.json"),
             "config.json",
         )
+
+    def sanitize_key(self, key: str) -> str:
+        # Comet cuts longer metric names itself; doing it here puts the mapping in the finish report.
+        return key[: self._max_key_length]
 
     def log(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
         numbers = {}
@@ -305,6 +315,18 @@ class CometMLTracker(GeneralTracker):
                     f"comet_ml: no offline archive for {experiment.get_key()} in {experiment.offline_directory}"
                 )
             self.archive_path = archives[-1]
+
+    def report_notes(self) -> list[str]:
+        notes = [f"recorded offline because {self.fallback_reason}"] if self.fallback_reason else []
+        if self.archive_path is not None:
+            notes.append(f"offline archive {self.archive_path} (upload: comet upload {self.archive_path})")
+        return notes
+
+    def read_back_metrics(self) -> dict[str, dict[int, Any]]:
+        """Metric series from the offline archive (an online run is read in Comet's UI or ``comet_ml.API``)."""
+        if self.archive_path is None:
+            raise NotImplementedError("comet_ml: only an offline archive can be read back locally")
+        return read_archive_metrics(self.archive_path)
 
     # -- optional capabilities ---------------------------------------------------------------
     def log_images(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
@@ -362,6 +384,19 @@ class CometMLTracker(GeneralTracker):
 
 
 # -- helpers ---------------------------------------------------------------------------------------
+
+
+def read_archive_metrics(path: str | os.PathLike) -> dict[str, dict[int, Any]]:
+    """``{name: {step: value}}`` from an offline archive's ``messages.json`` (one JSON message per line)."""
+    with zipfile.ZipFile(path) as archive:
+        lines = archive.read("messages.json").decode("utf-8").splitlines()
+    series: dict[str, dict[int, Any]] = {}
+    for line in lines:
+        message = json.loads(line) if line.strip() else {}
+        if message.get("type") == "metric_msg":
+            metric = message["payload"]["metric"]
+            series.setdefault(metric["metricName"], {})[metric["step"]] = metric["metricValue"]
+    return series
 
 
 def _configured(config: Any, setting: str) -> Any:

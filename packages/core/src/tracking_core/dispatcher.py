@@ -20,7 +20,7 @@ from .distributed import get_rank
 from .errors import TrackingError
 from .jsonl import JsonlTracker
 from .noop import NoOpTracker
-from .notices import logger, notice, warn_once
+from .notices import logger, notice, reset_warnings, warn_once
 from .registry import LoggerType, get_available_trackers, resolve_tracker_class
 from .report import FinishReport
 from .tracker import GeneralTracker, has_capability
@@ -175,6 +175,7 @@ class Dispatcher:
         if self._initialized:
             raise RuntimeError("init_trackers() was already called on this Dispatcher; create a new one for a new run.")
         self._initialized = True
+        reset_warnings()  # "once" means once per run: a new run in the same process warns again
         init_kwargs = init_kwargs or {}
         self.project_name = str(project_name)
         self.run_id = _new_run_id()
@@ -279,10 +280,10 @@ class Dispatcher:
     def _reject(self, rejected: dict[str, str]) -> None:
         for key, reason in rejected.items():
             # stacklevel 4 points at the user's log() call: warn_once <- _reject <- log/_fan_out <- user
-            if warn_once(
+            warn_once(
                 "all backends", key, f"not logged: {reason}", reason="rejected:" + reason.split(" ")[0], stacklevel=4
-            ):
-                self._rejected[key] = reason
+            )
+            self._rejected[key] = reason
 
     def _not_running(self, what: str) -> None:
         if self._report is not None:

@@ -258,13 +258,13 @@ class BackendWorker:
         out = {}
         for key, value in values.items():
             if self._filters_non_finite and is_non_finite(value):
-                if warn_once(
+                warn_once(
                     self.name,
                     key,
                     f"{value!r} is not stored by this backend; the point is skipped",
                     reason="non-finite",
-                ):
-                    self.report.skipped_values[key] = "non-finite value"
+                )
+                self.report.skipped_values[key] = "non-finite value"
                 continue
             if self._renames_keys:
                 mapped = self._key_map.get(key)

@@ -60,5 +60,12 @@ class MemoryTracker(GeneralTracker):
     def finish(self) -> None:
         self.finished += 1
 
+    def read_back_metrics(self) -> dict[str, dict[int, Any]]:
+        series: dict[str, dict[int, Any]] = {}
+        for step, values in self.metrics:
+            for key, value in values.items():
+                series.setdefault(key, {})[step] = value
+        return series
+
     def series(self, key: str) -> dict[int, Any]:
         return {step: values[key] for step, values in self.metrics if key in values}
