@@ -100,7 +100,9 @@ class OfflineSession:
         """``{key: [(step, plotly dict)]}`` of plot events (tables and figures)."""
         out: dict[str, list[tuple[int, dict[str, Any]]]] = {}
         for event in self.events("plot"):
-            out.setdefault(key_of(event["metric"], event["variant"]), []).append((event["iter"], json.loads(event["plot_str"])))
+            out.setdefault(key_of(event["metric"], event["variant"]), []).append(
+                (event["iter"], json.loads(event["plot_str"]))
+            )
         return out
 
     def tables(self) -> dict[str, list[list[Any]]]:

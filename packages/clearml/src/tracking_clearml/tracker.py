@@ -36,14 +36,15 @@ from typing import Any, ClassVar
 
 from tracking_core import GeneralTracker, notice, warn_once
 from tracking_core.jsonl import table_rows
+from tracking_core.notices import logger
 from tracking_core.png import image_to_rows
 
 #: ``auto_connect_frameworks`` with every integration off. A key missing from this dict means True to
 #: ClearML, and only ``detect_repository: False`` stops the git probing thread that ``Task.close()``
 #: joins for up to 300 s (it hung ``close()`` in about one run in five).
 NO_FRAMEWORKS: dict[str, bool] = dict.fromkeys(
-    ("catboost", "detect_repository", "fastai", "gradio", "hydra", "joblib", "lightgbm", "matplotlib",
-     "megengine", "pytorch", "scikit", "tensorboard", "tensorflow", "tfdefines", "xgboost"),
+    "catboost detect_repository fastai gradio hydra joblib lightgbm matplotlib megengine pytorch scikit "
+    "tensorboard tensorflow tfdefines xgboost".split(),
     False,
 )
 
@@ -57,13 +58,18 @@ QUIET_INIT: dict[str, Any] = {
 }
 
 _CACHE_ENV = ("CLEARML_CACHE_DIR", "TRAINS_CACHE_DIR")
+_MASTER_ENV = ("CLEARML_PROC_MASTER_ID", "TRAINS_PROC_MASTER_ID")
+#: Variables ``Task.init`` / ``Task.set_offline`` set in ``os.environ`` and never unset; child processes
+#: started after the run would inherit them (a child inheriting the master id gets a stub Task).
+_LEAKED_ENV = (*_MASTER_ENV, "CLEARML_OFFLINE_MODE", "TRAINS_OFFLINE_MODE")
 _SDK_DEFAULT_CACHE = "~/.clearml/cache"
 
 
 def title_series(key: str) -> tuple[str, str]:
-    """ClearML's (title, series) for a metric key: split at the last ``/``, as its TensorBoard binding does.
+    """ClearML's (title, series) for a metric key: the series is the part after the last ``/``.
 
-    ``train/loss`` -> (``train``, ``loss``); ``eval/top/k1`` -> (``eval/top``, ``k1``); a key without a
+    ClearML's own TensorBoard binding splits tags the same way (it joins the rest with ``_``; the title
+    here keeps the ``/`` so the key can be rebuilt). ``train/loss`` -> (``train``, ``loss``); ``eval/top/k1`` -> (``eval/top``, ``k1``); a key without a
     ``/`` (or with an empty part, ``/x``, ``x/``) is both title and series, so one key is one plot line.
     """
     title, _, series = key.rpartition("/")
@@ -118,14 +124,14 @@ def _server_answers(host: str, timeout: float) -> bool:
 
     def probe() -> None:
         try:
-            urllib.request.urlopen(f"{host.rstrip('/')}/debug.ping", timeout=timeout).close()  # noqa: S310
+            urllib.request.urlopen(f"{host.rstrip('/')}/debug.ping", timeout=timeout).close()
         except urllib.error.HTTPError:
             answered.append(True)  # 401/404/500: a server is there
         except urllib.error.URLError as error:
             answered.append(isinstance(error.reason, ssl.SSLError))  # self-signed: ClearML may be set to accept it
         except (ssl.SSLError, ssl.CertificateError):
             answered.append(True)
-        except Exception:  # noqa: BLE001 - timeouts, resets, refused: not reachable
+        except Exception:  # timeouts, resets, refused: not reachable
             answered.append(False)
         else:
             answered.append(True)
@@ -135,6 +141,18 @@ def _server_answers(host: str, timeout: float) -> bool:
     thread.start()
     thread.join(timeout + 1.0)
     return bool(answered and answered[0])
+
+
+def _has_credentials() -> bool:
+    """Whether ClearML has credentials (environment or ``clearml.conf``) to go online with."""
+    from clearml.backend_api.session.defs import ENV_ACCESS_KEY, ENV_AUTH_TOKEN, ENV_SECRET_KEY
+    from clearml.config import config_obj
+
+    if ENV_AUTH_TOKEN.get():
+        return True
+    access = ENV_ACCESS_KEY.get() or config_obj.get("api.credentials.access_key", None)
+    secret = ENV_SECRET_KEY.get() or config_obj.get("api.credentials.secret_key", None)
+    return bool(access and secret)
 
 
 @contextlib.contextmanager
@@ -194,7 +212,9 @@ class ClearMLTracker(GeneralTracker):
     #: Seconds the ClearML server gets to answer before the run goes offline instead.
     server_timeout: ClassVar[float] = 5.0
 
-    def __init__(self, run_name: str | None = None, logging_dir: str | os.PathLike | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self, run_name: str | None = None, logging_dir: str | os.PathLike | None = None, **kwargs: Any
+    ) -> None:
         super().__init__()
         self.run_name = run_name
         self.logging_dir = Path(logging_dir if logging_dir is not None else "runs")
@@ -207,6 +227,8 @@ class ClearMLTracker(GeneralTracker):
         self._closed = False
         self._pairs: dict[str, tuple[str, str]] = {}
         self._owners: dict[tuple[str, str], str] = {}
+        self._notes: list[str] = []
+        self._environ_before: dict[str, str | None] = {}
 
     @property
     def tracker(self) -> Any:
@@ -221,8 +243,10 @@ class ClearMLTracker(GeneralTracker):
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
+        self._environ_before = {name: os.environ.get(name) for name in _LEAKED_ENV}
         from clearml import Task
 
+        self._forget_foreign_offline_master(Task)
         current = Task.current_task()
         if current is not None:
             self._task, self._external, self.mode = current, True, "external"
@@ -241,16 +265,18 @@ class ClearMLTracker(GeneralTracker):
         self._logger = self._task.get_logger()
         folder = self.offline_folder
         if folder is not None:
-            notice(f"clearml: offline session in {folder} (zipped at finish); import it into a server with "
-                   f"`clearml-task --import-offline-session {folder}.zip`")
+            notice(
+                f"clearml: offline session in {folder} (zipped at finish); import it into a server with "
+                f"`clearml-task --import-offline-session {folder}.zip`"
+            )
         else:
             notice(f"clearml: task {self._task.id} at {self._task.get_output_log_web_page()}")
 
     def _choose_mode(self, task_class: Any) -> tuple[str, Path | None]:
         """("offline" | "online" | "remote", cache folder to use for an offline session or None)."""
-        from clearml.backend_api.session.defs import ENV_ACCESS_KEY, ENV_AUTH_TOKEN, ENV_OFFLINE_MODE, ENV_SECRET_KEY
+        from clearml.backend_api.session.defs import ENV_OFFLINE_MODE
         from clearml.backend_api.session.session import Session
-        from clearml.config import config, config_obj, running_remotely
+        from clearml.config import config, running_remotely
 
         if running_remotely():
             return "remote", None
@@ -261,24 +287,47 @@ class ClearMLTracker(GeneralTracker):
         choice = ENV_OFFLINE_MODE.get()  # True / False when the user set CLEARML_OFFLINE_MODE, else None
         if task_class.is_offline() or choice is True:
             return "offline", offline_cache
-        has_credentials = bool(ENV_AUTH_TOKEN.get()) or bool(
-            (ENV_ACCESS_KEY.get() or config_obj.get("api.credentials.access_key", None))
-            and (ENV_SECRET_KEY.get() or config_obj.get("api.credentials.secret_key", None))
-        )
-        if not has_credentials:
+        if not _has_credentials():
             # Online without credentials is ClearML's MissingConfigError; only an explicit choice gets it.
             return ("online", None) if choice is False else ("offline", offline_cache)
         host = Session.get_api_server_host()
         if _server_answers(host, self.server_timeout):
             return "online", None
+        unanswered = f"the ClearML server {host} did not answer within {self.server_timeout:g} s"
         if choice is False:
+            self._notes.append(f"not started: {unanswered} and CLEARML_OFFLINE_MODE=0 asks for online mode")
             raise ConnectionError(
-                f"ClearML server {host} did not answer within {self.server_timeout:.0f} s and CLEARML_OFFLINE_MODE=0 "
-                "asks for online mode; not starting (Task.init would retry for hours)"
+                f"{unanswered} and CLEARML_OFFLINE_MODE=0 asks for online mode (Task.init would retry for hours)"
             )
-        warn_once(self.name, "server", f"ClearML server {host} did not answer within {self.server_timeout:.0f} s; "
-                  "this run is recorded as an offline session instead", reason="unreachable")
+        self._notes.append(f"fell back to an offline session: {unanswered}")
+        logger.warning("clearml: %s; this run is recorded as an offline session instead", unanswered)
         return "offline", offline_cache
+
+    @staticmethod
+    def _forget_foreign_offline_master(task_class: Any) -> None:
+        """Drop an inherited ``CLEARML_PROC_MASTER_ID`` when this run will be offline.
+
+        ClearML marks its process with ``<pid>:<task id>`` in the environment, and a process started from
+        it (a ``subprocess``, a spawned worker) then treats itself as part of that task. Online, that
+        attaches to the parent's task. An offline task of another process cannot be attached, though,
+        and ``Task.init`` returns a stub instead. In that case this process gets a session of its own.
+        """
+        from clearml.backend_api.session.defs import ENV_OFFLINE_MODE
+        from clearml.config import running_remotely
+
+        master = next((os.environ[name] for name in _MASTER_ENV if os.environ.get(name)), "")
+        if not master or master.partition(":")[0] == str(os.getpid()) or running_remotely():
+            return
+        if task_class.is_offline() or ENV_OFFLINE_MODE.get() or not _has_credentials():
+            for name in _MASTER_ENV:
+                os.environ.pop(name, None)
+
+    def _restore_environ(self) -> None:
+        for name, value in self._environ_before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
     @staticmethod
     def _report_from_a_thread(task_class: Any) -> None:
@@ -291,7 +340,9 @@ class ClearMLTracker(GeneralTracker):
         """
         from clearml.config import config
 
-        if config.get("development.report_use_subprocess", None) is None and hasattr(task_class, "_report_subprocess_enabled"):
+        if config.get("development.report_use_subprocess", None) is None and hasattr(
+            task_class, "_report_subprocess_enabled"
+        ):
             task_class._report_subprocess_enabled = False
 
     def store_init_configuration(self, values: dict) -> None:
@@ -302,6 +353,21 @@ class ClearMLTracker(GeneralTracker):
         text = json.dumps(values, indent=2, ensure_ascii=False, default=str)
         self._task.set_configuration_object("config", config_text=text, config_type="json")
 
+    def read_back_metrics(self) -> dict[str, dict[int, Any]]:
+        """Scalars of an offline session, read from its files (an online task lives on the server)."""
+        folder = self.offline_folder
+        if folder is None:
+            raise NotImplementedError("an online ClearML task is read back in the ClearML web app")
+        from .session import OfflineSession
+
+        return OfflineSession(folder).scalars()
+
+    def report_notes(self) -> list[str]:
+        folder = self.offline_folder
+        if folder is None or self._external:
+            return list(self._notes)
+        return [*self._notes, f"offline session {folder}.zip: upload with `clearml-task --import-offline-session`"]
+
     def finish(self) -> None:
         if self._task is None or self._closed:
             return
@@ -310,6 +376,7 @@ class ClearMLTracker(GeneralTracker):
             self._task.flush(wait_for_uploads=True)
         else:
             self._task.close()
+            self._restore_environ()
 
     def flush(self) -> None:
         if self._task is not None and not self._closed:
@@ -322,8 +389,12 @@ class ClearMLTracker(GeneralTracker):
             pair = self._pairs[key] = title_series(key)
             owner = self._owners.setdefault(pair, key)
             if owner != key:
-                warn_once(self.name, key, f"shares ClearML title/series {pair} with {owner!r}; their points "
-                          "land in one series", reason="pair-clash")
+                warn_once(
+                    self.name,
+                    key,
+                    f"shares ClearML title/series {pair} with {owner!r}; their points land in one series",
+                    reason="pair-clash",
+                )
         return pair
 
     def log(self, values: dict, step: int | None = None, single_value: bool = False, **kwargs: Any) -> None:
@@ -333,7 +404,12 @@ class ClearMLTracker(GeneralTracker):
             if isinstance(value, str):
                 logger.report_text(text_line(key, value, step), print_console=False)
             elif type(value) is float and not math.isfinite(value):
-                warn_once(self.name, key, f"{value!r} is stored as 0.0 by ClearML; the point is skipped", reason="non-finite")
+                warn_once(
+                    self.name,
+                    key,
+                    f"{value!r} is stored as 0.0 by ClearML; the point is skipped",
+                    reason="non-finite-direct",
+                )
             elif step is None or single_value:
                 logger.report_single_value(key, value)
             else:
