@@ -1,0 +1,418 @@
+"""Weights & Biases backend: the tracker contract mapped onto one ``wandb`` run.
+
+Contract -> SDK:
+
+* ``start``                     -> ``wandb.init(...)`` (offline under ``logging_dir`` unless credentials exist)
+* ``store_init_configuration``  -> ``run.config.update`` (per-run, never the module-global ``wandb.config``)
+* ``log`` / ``log_batch``       -> ``run.log(values, step=step)``; strings are W&B history text values
+* ``log_images``                -> ``run.log({key: [wandb.Image, ...]})``
+* ``log_table``                 -> ``run.log({name: wandb.Table(...)})``
+* ``log_figure``                -> ``run.log({name: wandb.Image(figure)})``
+* ``log_artifact(s)``           -> ``wandb.Artifact`` + ``run.log_artifact`` (staged locally when offline)
+* ``flush``                     -> a round trip to ``wandb-core`` plus one transaction-log flush interval
+* ``finish``                    -> ``run.finish()``
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from tracking_core import GeneralTracker, notice, warn_once
+from tracking_core.jsonl import table_rows
+from tracking_core.notices import logger
+
+from .transaction_log import read_run, wait_until_written
+
+#: Used when neither the user's settings nor ``WANDB_INIT_TIMEOUT`` choose one. W&B waits 90 s (plus a
+#: grace period) by default; the training loop never waits for it here, but records queue meanwhile.
+DEFAULT_INIT_TIMEOUT = 30.0
+#: How often ``wandb-core`` writes the run's ``.wandb`` file (W&B's default is 15 s, and a crash loses
+#: everything logged since the last write).
+DEFAULT_TRANSACTION_LOG_FLUSH_INTERVAL = 1.0
+#: ``flush()`` waits at most this long for ``wandb-core``'s periodic write.
+MAX_FLUSH_WAIT = 2.0
+#: ``finish()`` waits at most this long for ``wandb-core`` to write the end of the run.
+FINISH_WRITE_TIMEOUT = 30.0
+
+# Settings this backend chooses when the user (kwargs, settings, WANDB_* variables, settings files) has not.
+_QUIET_DEFAULTS: dict[str, Any] = {
+    "console": "off",  # no stdout/stderr capture: the training script's output is its own
+    "x_disable_stats": True,  # no `wandb-symon` system-metrics sidecar process
+    "disable_git": True,  # no git subprocesses probing the working directory
+    "save_code": False,
+    "silent": True,  # W&B's banner is replaced by one notice; the dispatcher warns about bad values/steps
+    "init_timeout": DEFAULT_INIT_TIMEOUT,
+    "x_transaction_log_flush_interval": DEFAULT_TRANSACTION_LOG_FLUSH_INTERVAL,
+}
+# wandb.init keyword -> the Settings field it sets.
+_KWARG_FIELDS = {"mode": "mode", "dir": "root_dir", "save_code": "save_code", "project": "project", "reinit": "reinit"}
+_ARTIFACT_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+class WandBTracker(GeneralTracker):
+    """Logs to a Weights & Biases run; works with no account and no network.
+
+    Example::
+
+        import tracking_core
+
+        with tracking_core.init("my-project", log_with="wandb", logging_dir="runs") as run:
+            run.log({"train/loss": 0.5}, step=0)
+        # -> runs/wandb/offline-run-<time>-<id>/ ; upload later with `wandb sync <that dir>`
+
+    ``project_name`` becomes the W&B project unless ``project=`` is in the keyword arguments or
+    ``WANDB_PROJECT`` is set. Every other keyword argument goes to ``wandb.init`` (``entity``, ``name``,
+    ``tags``, ``group``, ``id``, ``resume``, ``mode``, ``settings``, ...).
+
+    Mode: when the user chose none (``mode=``, ``settings.mode``, ``WANDB_MODE``, ``wandb offline``) and
+    no credentials are configured (``WANDB_API_KEY``, ``WANDB_IDENTITY_TOKEN_FILE``, a netrc entry for
+    the host, ``wandb login``), the run is offline under ``logging_dir``. With credentials the run is
+    online; when the service cannot be reached within ``init_timeout`` (30 s here unless
+    ``WANDB_INIT_TIMEOUT`` or ``settings.init_timeout`` say otherwise) or ``wandb.init`` fails, the run
+    falls back to offline and a warning says why. Nothing ever prompts for a login.
+
+    Defaults chosen only when the user did not set them (keyword, ``wandb.Settings``, ``WANDB_*``
+    variable or W&B settings file): ``dir=logging_dir``, ``console="off"``, ``x_disable_stats=True``,
+    ``disable_git=True``, ``save_code=False``, ``silent=True``, ``init_timeout=30``,
+    ``x_transaction_log_flush_interval=1``, and ``reinit="create_new"`` when another W&B run is active.
+    ``WANDB_CACHE_DIR`` and ``WANDB_DATA_DIR`` (read by W&B from the environment only) default to
+    ``<logging_dir>/wandb/{cache,data}`` when unset and W&B was not yet set up in this process.
+    """
+
+    name = "wandb"
+    requires_logging_directory = False
+    main_process_only = False
+
+    def __init__(self, run_name: str, logging_dir: str | os.PathLike | None = None, **kwargs: Any) -> None:
+        super().__init__()
+        self.run_name = run_name
+        self.logging_dir = Path(logging_dir) if logging_dir is not None else None
+        self.init_kwargs = kwargs
+        self.run: Any = None
+        #: "online", "offline" or "disabled" once started.
+        self.mode: str | None = None
+        #: Why an online run was not possible (the run then went offline), or None.
+        self.fallback_reason: str | None = None
+        self._flush_wait = 0.0
+        self._dirty = False
+        self._finished = False
+
+    @property
+    def tracker(self) -> Any:
+        """The ``wandb`` run (``wandb.Run``), or None before ``start()``."""
+        return self.run
+
+    @property
+    def run_dir(self) -> Path | None:
+        """The run's local directory (what ``wandb sync`` takes)."""
+        if self.run is None or self.mode == "disabled":
+            return None
+        return Path(self.run.settings.sync_dir)
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def start(self) -> None:
+        self._default_environment()
+        import wandb
+
+        kwargs = dict(self.init_kwargs)
+        settings = _as_settings(wandb, kwargs.pop("settings", None))
+        chosen = _chosen_fields(settings, kwargs)
+        if "project" not in chosen:
+            kwargs["project"] = self.run_name
+        if "root_dir" not in chosen and self.logging_dir is not None:
+            self.logging_dir.mkdir(parents=True, exist_ok=True)
+            kwargs["dir"] = str(self.logging_dir.resolve())
+        for field, value in _QUIET_DEFAULTS.items():
+            if field not in chosen and not (field == "silent" and "quiet" in chosen):
+                setattr(settings, field, value)
+        if "reinit" not in chosen and _another_run_is_active(wandb):
+            settings.reinit = "create_new"  # "return_previous" would hand this tracker someone else's run
+        mode = _chosen_mode(kwargs, settings)
+        if mode in ("offline", "dryrun", "disabled"):
+            self._init(wandb, kwargs, settings)
+        elif not _has_credentials(wandb, settings):
+            if mode is not None:  # the user asked for online: W&B would prompt or raise
+                self.fallback_reason = "no W&B credentials are configured (WANDB_API_KEY or `wandb login`)"
+            self._init_offline(wandb, kwargs, settings)
+        else:
+            try:
+                self._init(wandb, kwargs, settings)
+            except Exception as error:  # W&B unreachable or refusing: keep the data locally
+                self.fallback_reason = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+                _stop_analytics_export()
+                self._init_offline(wandb, kwargs, settings)
+        interval = self.run.settings.x_transaction_log_flush_interval
+        self._flush_wait = min(interval + 0.1, MAX_FLUSH_WAIT) if interval and interval > 0 else 0.0
+        self._announce()
+
+    def _init(self, wandb: Any, kwargs: dict, settings: Any) -> None:
+        self.run = wandb.init(**kwargs, settings=settings)
+        self.mode = "disabled" if self.run.disabled else "offline" if self.run.offline else "online"
+
+    def _init_offline(self, wandb: Any, kwargs: dict, settings: Any) -> None:
+        kwargs = {key: value for key, value in kwargs.items() if key != "mode"}
+        settings.mode = "offline"
+        self._init(wandb, kwargs, settings)
+
+    def _default_environment(self) -> None:
+        """Point W&B's cache and artifact staging under ``logging_dir`` when the user did not choose.
+
+        W&B reads these two only from the environment (``wandb-core`` is spawned once per process with
+        a copy of it), so they are set process-wide -- and only before W&B is set up, because W&B warns
+        when its variables change afterwards.
+        """
+        if self.logging_dir is None or _wandb_is_set_up():
+            return
+        root = self.logging_dir.resolve() / "wandb"
+        for variable, folder in (("WANDB_CACHE_DIR", "cache"), ("WANDB_DATA_DIR", "data")):
+            if variable not in os.environ:
+                os.environ[variable] = str(root / folder)
+
+    def _announce(self) -> None:
+        run_dir = self.run_dir
+        if self.mode == "online":
+            notice(f"wandb: online run {self.run.url} (local copy in {run_dir})")
+        elif self.mode == "offline":
+            message = f"wandb: offline run in {run_dir} (upload later: wandb sync {run_dir})"
+            if self.fallback_reason:
+                logger.warning("%s -- running offline because W&B could not be used: %s", message, self.fallback_reason)
+            else:
+                notice(message)
+        else:
+            notice("wandb: mode is 'disabled', nothing is recorded")
+
+    def store_init_configuration(self, values: dict) -> None:
+        self.run.config.update(values, allow_val_change=True)
+        self._dirty = True
+
+    def log(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
+        if "" in values:
+            warn_once(self.name, "", "W&B drops an empty key; the value is skipped")
+            values = {key: value for key, value in values.items() if key}
+        self.run.log(values, step=step, **kwargs)
+        self._dirty = True
+
+    def log_batch(self, entries: Sequence[tuple[dict, int | None, dict]]) -> None:
+        for values, step, kwargs in entries:
+            self.log(values, step=step, **kwargs)
+
+    def flush(self) -> None:
+        """Wait until ``wandb-core`` has every record (a summary round trip) and has written its log."""
+        if self.run is None or self._finished or not self._dirty:
+            return
+        self.run.summary.keys()  # answered by wandb-core after everything sent before it
+        self._dirty = False
+        if self._flush_wait:
+            time.sleep(self._flush_wait)
+
+    def finish(self) -> None:
+        """End the run and wait (bounded) until ``wandb-core`` has written it completely.
+
+        ``run.finish()`` can return before the ``.wandb`` file holds the last records.
+        """
+        if self.run is None or self._finished:
+            return
+        self._finished = True
+        self.run.finish()
+        log_file = Path(self.run.settings.sync_file) if self.mode != "disabled" else None
+        if log_file is not None and not self.run.settings.x_skip_transaction_log:
+            if not wait_until_written(log_file, FINISH_WRITE_TIMEOUT):
+                logger.warning("wandb: %s was not complete %.0f s after finish()", log_file, FINISH_WRITE_TIMEOUT)
+
+    def read_back_metrics(self) -> dict[str, dict[int, Any]]:
+        """The numeric history in this run's ``.wandb`` file (see :mod:`tracking_wandb.transaction_log`)."""
+        if self.run_dir is None:
+            raise NotImplementedError("wandb: nothing is stored locally for a disabled run")
+        return read_run(self.run_dir).metrics()
+
+    def report_notes(self) -> list[str]:
+        if self.run is None:
+            return []
+        notes = []
+        if self.fallback_reason:
+            notes.append(f"online run not possible ({self.fallback_reason}); recorded offline instead")
+        if self.mode == "offline":
+            notes.append(f"offline run: {self.run_dir} (upload: wandb sync {self.run_dir})")
+        elif self.mode == "online":
+            notes.append(f"online run: {self.run.url}")
+        return notes
+
+    # -- capabilities ------------------------------------------------------------------------
+    def log_images(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
+        import wandb
+
+        images = {
+            key: [
+                wandb.Image(_channels_last(image)) for image in (items if isinstance(items, (list, tuple)) else [items])
+            ]
+            for key, items in values.items()
+        }
+        self.log(images, step=step, **kwargs)
+
+    def log_table(
+        self,
+        table_name: str,
+        columns: list[str] | None = None,
+        data: list[list[Any]] | None = None,
+        dataframe: Any = None,
+        step: int | None = None,
+        **kwargs: Any,
+    ) -> None:
+        import wandb
+
+        if dataframe is not None:
+            table = wandb.Table(dataframe=dataframe, allow_mixed_types=True)
+        else:
+            columns, rows = table_rows(columns, data, None)
+            table = wandb.Table(columns=columns, data=rows, allow_mixed_types=True)
+        self.log({table_name: table}, step=step, **kwargs)
+
+    def log_figure(self, figure: Any, name: str, step: int | None = None, **kwargs: Any) -> None:
+        """The figure as a PNG ``wandb.Image``; ``kwargs`` go to ``figure.savefig``.
+
+        Rendered here because ``wandb.Image(figure)`` needs ``matplotlib.pyplot`` imported, which
+        a figure built from ``matplotlib.figure.Figure`` never did.
+        """
+        import io
+
+        import wandb
+        from PIL import Image
+
+        buffer = io.BytesIO()
+        figure.savefig(buffer, **{"format": "png", **kwargs})
+        buffer.seek(0)
+        with Image.open(buffer) as rendered:
+            self.log({name: wandb.Image(rendered.copy())}, step=step)
+
+    def log_artifact(self, local_path: str | os.PathLike, artifact_path: str | None = None) -> None:
+        """A new version of the artifact named ``artifact_path`` (default: the file's name)."""
+        artifact = self._artifact(artifact_path or Path(local_path).name)
+        artifact.add_file(os.fspath(local_path))
+        self.run.log_artifact(artifact)
+        self._dirty = True
+
+    def log_artifacts(self, local_dir: str | os.PathLike, artifact_path: str | None = None) -> None:
+        """The directory's files as a new version of the artifact ``artifact_path`` (default: its name)."""
+        artifact = self._artifact(artifact_path or Path(local_dir).resolve().name)
+        artifact.add_dir(os.fspath(local_dir))
+        self.run.log_artifact(artifact)
+        self._dirty = True
+
+    def _artifact(self, name: str) -> Any:
+        import wandb
+
+        return wandb.Artifact(_ARTIFACT_NAME.sub("-", name).strip("-.") or "artifact", type="file")
+
+
+# -- helpers -------------------------------------------------------------------------------------
+def _as_settings(wandb: Any, settings: Any) -> Any:
+    if settings is None:
+        return wandb.Settings()
+    if isinstance(settings, dict):
+        return wandb.Settings(**settings)
+    return settings.model_copy()  # never mutate the user's object
+
+
+def _global_settings() -> Any:
+    """W&B's process settings (environment variables and settings files), loaded without a service."""
+    from wandb.sdk import wandb_setup
+
+    return wandb_setup.singleton().settings
+
+
+def _wandb_is_set_up() -> bool:
+    import sys
+
+    if "wandb" not in sys.modules:
+        return False
+    try:
+        from wandb.sdk import wandb_setup
+
+        return wandb_setup.singleton().settings_if_loaded is not None
+    except Exception:  # internal layout changed: assume set up, leave the environment alone
+        return True
+
+
+def _chosen_fields(settings: Any, kwargs: dict) -> set[str]:
+    """Settings fields the user chose: init keywords, their Settings, WANDB_* variables, settings files."""
+    chosen = set(settings.model_fields_set)
+    chosen.update(field for key, field in _KWARG_FIELDS.items() if kwargs.get(key) is not None)
+    try:
+        chosen.update(_global_settings().model_fields_set)
+    except Exception:  # internal layout changed: fall back to the variables themselves
+        chosen.update(key[len("WANDB_") :].lower() for key in os.environ if key.startswith("WANDB_"))
+        if "dir" in chosen:
+            chosen.add("root_dir")
+    return chosen
+
+
+def _chosen_mode(kwargs: dict, settings: Any) -> str | None:
+    """The mode the user chose (keyword, their Settings, WANDB_MODE or a settings file), if any."""
+    if kwargs.get("mode") is not None:
+        return kwargs["mode"]
+    if "mode" in settings.model_fields_set:
+        return settings.mode
+    try:
+        resolved = _global_settings()
+        return resolved.mode if "mode" in resolved.model_fields_set else None
+    except Exception:  # internal layout changed: the variable itself
+        return os.environ.get("WANDB_MODE")
+
+
+def _has_credentials(wandb: Any, settings: Any) -> bool:
+    """Whether W&B would find credentials for the run's host, without prompting or network."""
+    if settings.api_key or settings.identity_token_file:
+        return True
+    try:
+        from wandb.sdk.lib.wbauth import authenticate
+
+        host = settings.base_url if "base_url" in settings.model_fields_set else _global_settings().base_url
+        found = authenticate.authenticate_session(host=host, source="tracking", prompt=False, update_session=False)
+        return found is not None
+    except wandb.errors.AuthenticationError:
+        return True  # present but malformed: wandb.init reports it and the run falls back to offline
+    except Exception:  # internal layout changed: look where W&B documents it looks
+        return bool(os.environ.get("WANDB_API_KEY") or os.environ.get("WANDB_IDENTITY_TOKEN_FILE"))
+
+
+def _another_run_is_active(wandb: Any) -> bool:
+    try:
+        from wandb.sdk import wandb_setup
+
+        return wandb_setup.singleton().most_recent_active_run() is not None
+    except Exception:
+        return wandb.run is not None
+
+
+def _stop_analytics_export() -> None:
+    """Keep W&B's own usage analytics from holding the interpreter's exit after a failed online start.
+
+    wandb reports the failed ``wandb.init`` to the same unreachable server through OpenTelemetry
+    exporters that are flushed at exit, each first probing the server with a 10 s timeout: against a
+    host that never answers, exit then takes ~20 s longer. Once the server is known to be unreachable
+    the probe's answer is known too, so it is recorded as "unsupported" (exports become no-ops).
+    """
+    try:
+        import gc
+
+        from wandb.analytics.opentelemetry import opentelemetry_proxy
+
+        opentelemetry_proxy.disable()  # no new exporters in this process
+        for candidate in gc.get_objects():
+            if isinstance(candidate, opentelemetry_proxy.OpenTelemetryProxy):
+                object.__setattr__(candidate, "_server_supports_proxy", False)
+    except Exception:  # internal layout changed: exit is merely slower
+        pass
+
+
+def _channels_last(image: Any) -> Any:
+    """W&B transposes channel-first torch tensors but not numpy arrays; the dispatcher sends numpy."""
+    shape = getattr(image, "shape", None)
+    if shape is not None and len(shape) == 3 and shape[0] in (1, 3, 4) and shape[-1] not in (1, 3, 4):
+        return image.transpose(1, 2, 0)
+    return image
