@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tracking_core.notices import reset_warnings
 
 # Variables that would send a test's run somewhere else or change how it is created.
 _MLFLOW_ENV = (
@@ -37,6 +38,7 @@ def clean_mlflow_env(monkeypatch: pytest.MonkeyPatch):
         monkeypatch.delenv(variable, raising=False)
     # The tracker sets this itself when unset; keep that change from leaking past the test.
     monkeypatch.setenv("MLFLOW_DISABLE_TELEMETRY", os.environ.get("MLFLOW_DISABLE_TELEMETRY", "true"))
+    reset_warnings()  # trackers used directly (no dispatcher) warn once per process otherwise
     yield
 
 

@@ -88,6 +88,7 @@ def test_step_none_is_step_zero_and_nan_round_trips(tmp_path, reader_of):
         tracker.log({"inf": float("inf")}, step=1)
     tracker.finish()
     metrics = reader_of(tracker).metrics()
+    assert tracker.read_back_metrics().keys() == metrics.keys()
     assert metrics["plain"] == {0: 2.5} and metrics["int"] == {0: 7.0}
     assert math.isnan(metrics["nan"][0])
     assert metrics["inf"][1] == sys.float_info.max  # MLflow's own representation, announced by the warning
@@ -103,7 +104,20 @@ def test_same_key_twice_in_one_batch(tmp_path, reader_of):
 
 def test_keys_mlflow_refuses_are_sanitized_and_stored(tmp_path, reader_of):
     tracker = _started(tmp_path, "keys")
-    bad = ["a@b", "loss (val)", "x%y", "/lead", "trail/", "a//b", "../up", "a/../b", "..", "", "k" * 300, "k" * 300 + "z"]
+    bad = [
+        "a@b",
+        "loss (val)",
+        "x%y",
+        "/lead",
+        "trail/",
+        "a//b",
+        "../up",
+        "a/../b",
+        "..",
+        "",
+        "k" * 300,
+        "k" * 300 + "z",
+    ]
     mapped = {key: tracker.sanitize_key(key) for key in bad}
     assert len(set(mapped.values())) == len(bad), mapped  # distinct keys stay distinct
     assert all(0 < len(value) <= 250 for value in mapped.values())
@@ -141,8 +155,12 @@ def test_config_params_and_exact_artifact(tmp_path, reader_of):
         **{f"p{i}": i for i in range(150)},  # more than one params batch
     }
     original = copy.deepcopy(config)
-    with pytest.warns(TrackingWarning, match="cut to MLflow's limit"):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         tracker.store_init_configuration(config)
+    messages = [str(w.message) for w in caught if issubclass(w.category, TrackingWarning)]
+    assert any("'huge'" in m and "cut to MLflow's limit" in m for m in messages), messages
+    assert any("'odd(key)'" in m and "'odd_key_'" in m for m in messages), messages
     tracker.finish()
     assert config == original, "the config was mutated"
     reader = reader_of(tracker)
@@ -239,7 +257,7 @@ def test_nested_run_false_string_is_false(tmp_path, monkeypatch, reader_of):
 
 
 def test_experiment_name_with_quotes_from_env_is_found_again(tmp_path, monkeypatch, reader_of):
-    name = "it's a \"quoted\" name"
+    name = 'it\'s a "quoted" name'
     monkeypatch.setenv("MLFLOW_EXPERIMENT_NAME", name)
     monkeypatch.setenv("MLFLOW_TAGS", json.dumps({"team": "vision", "try": 2}))
     first = _started(tmp_path, "ignored-project", tags={"team": "nlp", "owner": "me"}, description="first try")
@@ -276,8 +294,14 @@ def test_run_id_from_env_resumes_the_run(tmp_path, monkeypatch, reader_of):
 def _run_python(code: str, env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess:
     full_env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "DO_NOT_TRACK"))}
     full_env.update(env)
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=full_env, capture_output=True,
-                          text=True, timeout=timeout, check=False)
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
 def test_no_sdk_import_at_construction_and_no_telemetry_file(tmp_path):
@@ -347,13 +371,31 @@ def mlflow_server(tmp_path):
     """A real `mlflow server` on 127.0.0.1 with a sqlite store in tmp; killed at teardown."""
     pytest.importorskip("flask", reason="`mlflow server` needs full mlflow (pip install mlflow)")
     port = _free_port()
-    log = open(tmp_path / "server.log", "w")  # noqa: SIM115 - closed at teardown
+    log = open(tmp_path / "server.log", "w")
     env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
-    env["MLFLOW_DISABLE_TELEMETRY"] = "true"
+    env.update(MLFLOW_DISABLE_TELEMETRY="true", MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false")  # no huey workers
     process = subprocess.Popen(
-        [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
-         "--backend-store-uri", f"sqlite:///{tmp_path}/server.db", "--artifacts-destination", str(tmp_path / "served")],
-        cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        [
+            sys.executable,
+            "-m",
+            "mlflow",
+            "server",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            "1",
+            "--backend-store-uri",
+            f"sqlite:///{tmp_path}/server.db",
+            "--artifacts-destination",
+            str(tmp_path / "served"),
+        ],
+        cwd=tmp_path,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     url = f"http://127.0.0.1:{port}"
     try:
@@ -386,8 +428,13 @@ def mlflow_server(tmp_path):
 def test_remote_tracking_server(tmp_path, monkeypatch, mlflow_server, reader_of):
     np = pytest.importorskip("numpy")
     monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server)
-    run = tracking_core.init("remote", log_with="mlflow", logging_dir=tmp_path / "logs", on_error="raise",
-                             config={"lr": 0.01, "model": {"depth": 4}})
+    run = tracking_core.init(
+        "remote",
+        log_with="mlflow",
+        logging_dir=tmp_path / "logs",
+        on_error="raise",
+        config={"lr": 0.01, "model": {"depth": 4}},
+    )
     for step in range(30):
         run.log({"loss": 1 / (step + 1), "note": "hi" if step == 29 else 0.0}, step=step)
     run.log_images({"img": np.zeros((8, 8, 3), dtype="uint8")}, step=29)

@@ -152,6 +152,8 @@ class CometMLTracker(GeneralTracker):
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> None:
+        if self.run_context is not None and self.run_dir is None:  # the archive sits in the run's folder
+            self.run_dir, self.run_id = Path(self.run_context.run_dir), self.run_id or self.run_context.run_id
         comet_ml = _import_comet()
         self._max_key_length = int(getattr(comet_ml.config, "MAXIMAL_KEY_LENGTH", self._max_key_length))
         config = comet_ml.get_config()

@@ -15,7 +15,7 @@ from .__about__ import __version__
 from .distributed import get_rank, get_world_size, is_main_process
 from .errors import BackendNotInstalledError, TrackingError, TrackingWarning
 from .registry import LoggerType, get_available_trackers, register_tracker_class
-from .tracker import CAPABILITIES, GeneralTracker, capabilities_of, has_capability, on_main_process
+from .tracker import CAPABILITIES, GeneralTracker, RunContext, capabilities_of, has_capability, on_main_process
 
 if TYPE_CHECKING:
     from .config import flatten_config, sanitize_config, stringify
@@ -63,6 +63,7 @@ __all__ = [
     "JsonlTracker",
     "LoggerType",
     "NoOpTracker",
+    "RunContext",
     "TrackingError",
     "TrackingWarning",
     "__version__",

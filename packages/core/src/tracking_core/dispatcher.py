@@ -23,7 +23,7 @@ from .noop import NoOpTracker
 from .notices import logger, notice, reset_warnings, warn_once
 from .registry import LoggerType, get_available_trackers, resolve_tracker_class
 from .report import FinishReport
-from .tracker import GeneralTracker, has_capability
+from .tracker import GeneralTracker, RunContext, has_capability
 from .values import image_problem, snapshot, snapshot_media
 from .worker import BackendWorker
 
@@ -147,22 +147,16 @@ class Dispatcher:
         return specs
 
     def _construct(self, cls: type, project_name: str, kwargs: dict) -> GeneralTracker:
+        """``cls(project, logging_dir, **kwargs)`` or ``cls(project, **kwargs)`` as in accelerate.
+
+        A tracker that does not require a logging directory but accepts a ``logging_dir`` keyword
+        gets the run's, so embedded defaults land in the same place for every backend.
+        """
         kwargs = dict(kwargs or {})
-        accepted = _accepted_keywords(cls)
-        extras = {
-            "logging_dir": self.logging_dir if self.logging_dir is not None else DEFAULT_LOGGING_DIR,
-            "run_dir": self.run_dir,
-            "run_id": self.run_id,
-        }
-        for keyword, value in extras.items():
-            if (
-                keyword in accepted
-                and keyword not in kwargs
-                and not (keyword == "logging_dir" and cls.requires_logging_directory)
-            ):
-                kwargs[keyword] = value
         if cls.requires_logging_directory:
             return cls(project_name, kwargs.pop("logging_dir", self.logging_dir), **kwargs)
+        if "logging_dir" not in kwargs and "logging_dir" in _accepted_keywords(cls):
+            kwargs["logging_dir"] = self.logging_dir if self.logging_dir is not None else DEFAULT_LOGGING_DIR
         return cls(project_name, **kwargs)
 
     def _spill_factory(self, backend: str) -> GeneralTracker:
@@ -180,6 +174,9 @@ class Dispatcher:
         self.project_name = str(project_name)
         self.run_id = _new_run_id()
         self.run_dir = Path(self.logging_dir or DEFAULT_LOGGING_DIR) / self.project_name / self.run_id
+        context = RunContext(
+            self.project_name, self.run_id, self.run_dir, Path(self.logging_dir or DEFAULT_LOGGING_DIR)
+        )
         clean_config = sanitize_config(config) if config is not None else None
         if clean_config is not None:
             import copy  # each backend gets its own copy: one backend mutating it cannot affect another
@@ -193,6 +190,7 @@ class Dispatcher:
                 if isinstance(spec, GeneralTracker)
                 else self._construct(spec, self.project_name, init_kwargs.get(name))
             )
+            tracker.run_context = context
             worker = BackendWorker(
                 tracker,
                 spill_factory=self._spill_factory,

@@ -55,6 +55,7 @@ class JsonlTracker(GeneralTracker):
     ) -> None:
         super().__init__()
         self.run_name = run_name
+        self._explicit = run_dir is not None or run_id is not None
         self.run_id = run_id or os.urandom(4).hex()
         self.run_dir = Path(run_dir) if run_dir else Path(logging_dir or "runs") / run_name / self.run_id
         self.journal_name = journal_name
@@ -69,6 +70,8 @@ class JsonlTracker(GeneralTracker):
         return self.run_dir / self.journal_name
 
     def start(self) -> None:
+        if self.run_context is not None and not self._explicit:  # the journal lives in the run's folder
+            self.run_id, self.run_dir = self.run_context.run_id, Path(self.run_context.run_dir)
         is_spill = self.journal_name != JOURNAL_NAME
         source = f"spill:{self.journal_name[len('spill-') : -len('.jsonl')]}" if is_spill else "jsonl"
         self._writer = JournalWriter(self.journal_path, project=self.run_name, run_id=self.run_id, source=source)

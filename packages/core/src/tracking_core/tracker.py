@@ -6,7 +6,8 @@ import functools
 import math
 import os
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar, TypeVar
+from pathlib import Path
+from typing import Any, ClassVar, NamedTuple, TypeVar
 
 from .distributed import is_main_process
 
@@ -31,6 +32,19 @@ def on_main_process(function: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+class RunContext(NamedTuple):
+    """The run a tracker belongs to, set by the dispatcher before ``start()``.
+
+    ``run_dir`` is ``<logging_dir>/<project>/<run_id>``, where the journal and spill journals live;
+    a backend with per-run files may put them there so one folder holds the whole run.
+    """
+
+    project: str
+    run_id: str
+    run_dir: Path
+    logging_dir: Path
+
+
 class GeneralTracker:
     """Base class of every tracker.
 
@@ -44,6 +58,8 @@ class GeneralTracker:
     * ``log_batch(entries)`` -- take several ``(values, step, kwargs)`` metric records at once.
     * ``sanitize_key(key)`` -- rewrite metric keys the SDK refuses; the dispatcher warns once
       per key and records the mapping in the finish report.
+    * ``run_context`` -- a :class:`RunContext` the dispatcher sets before ``start()`` (``None`` when
+      the tracker is used on its own).
     * ``report_notes()`` -- what a person should know about this run in the finish report.
     * ``accepts_non_finite`` -- ``False`` when the SDK mangles NaN/inf (they are then dropped with
       one warning per key instead of being stored wrongly).
@@ -53,6 +69,7 @@ class GeneralTracker:
     requires_logging_directory: ClassVar[bool]
     main_process_only: ClassVar[bool] = True
     accepts_non_finite: ClassVar[bool] = True
+    run_context: RunContext | None = None
 
     def __init__(self, _blank: bool = False) -> None:
         if _blank:

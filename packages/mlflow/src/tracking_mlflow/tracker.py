@@ -50,9 +50,6 @@ _FALLBACK_KEY_CHAR = re.compile(r"[/\w.\- :]")
 # log_image(key=...) is stricter than metric names.
 _IMAGE_KEY_CHAR = re.compile(r"[a-zA-Z0-9_\-./ ]")
 _UNSAFE_PATH_CHARS = re.compile(r"[^\w.\- ]")
-# The id tracking_core's Dispatcher hands to every tracker with a ``run_id`` parameter. It is not an MLflow
-# run to resume; it is kept as the tag ``tracking.run_id`` instead.
-_DISPATCHER_RUN_ID = re.compile(r"^\d{8}-\d{6}-[0-9a-f]{6}$")
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off", ""}
 # MLflow's defaults retry an unreachable server silently for minutes (7 retries, 120 s timeout), which would
 # hold start-up and every later call. Applied only for http(s) URIs and only where the user set nothing.
@@ -156,9 +153,6 @@ class MLflowTracker(GeneralTracker):
         env = os.environ
         self.experiment_name = env.get("MLFLOW_EXPERIMENT_NAME") or experiment_name
         self.experiment_id = None if env.get("MLFLOW_EXPERIMENT_NAME") else env.get("MLFLOW_EXPERIMENT_ID") or None
-        self.tracking_run_id: str | None = None
-        if run_id is not None and _DISPATCHER_RUN_ID.match(str(run_id)):
-            self.tracking_run_id, run_id = str(run_id), None
         self.run_id = env.get("MLFLOW_RUN_ID") or run_id
         self.tags = {**_parse_tags(tags, "tags"), **_parse_tags(env.get("MLFLOW_TAGS"), "MLFLOW_TAGS")}
         raw_nested = env.get("MLFLOW_NESTED_RUN")
@@ -183,7 +177,7 @@ class MLflowTracker(GeneralTracker):
         fluent = sys.modules.get("mlflow")
         try:
             active = fluent.active_run() if fluent is not None else None
-        except Exception:  # noqa: BLE001 - a half-imported or odd mlflow must not break construction
+        except Exception:  # a half-imported or unusual mlflow must not break construction
             return None
         return active.info.run_id if active is not None else None
 
@@ -254,18 +248,22 @@ class MLflowTracker(GeneralTracker):
         tags = dict(self.tags)
         if self.description:
             tags["mlflow.note.content"] = self.description
-        if self.tracking_run_id:
-            tags["tracking.run_id"] = self.tracking_run_id
+        if self.run_context is not None:  # find the MLflow run of a tracking run (and its journal) again
+            tags["tracking.run_id"] = self.run_context.run_id
         if self.parent_run_id:
             tags["mlflow.parentRunId"] = self.parent_run_id
         elif self.nested_run:
-            warn_once(self.name, "nested_run", "no active MLflow run to nest under (start one with mlflow.start_run() "
-                      "before creating the tracker, or pass parent_run_id=); a top-level run is created")
+            warn_once(
+                self.name,
+                "nested_run",
+                "no active MLflow run to nest under (start one with mlflow.start_run() "
+                "before creating the tracker, or pass parent_run_id=); a top-level run is created",
+            )
         try:  # the tags mlflow.start_run adds: user, source name/type, git commit, MLFLOW_RUN_CONTEXT
             from mlflow.tracking.context.registry import resolve_tags
 
             tags = resolve_tags(tags)
-        except Exception as error:  # noqa: BLE001 - context tags are a nicety, never a reason to fail
+        except Exception as error:  # context tags are a nicety, never a reason to fail
             warn_once(self.name, "tags", f"could not add MLflow's context tags ({error!r})", reason="context-tags")
         return client.create_run(experiment_id, tags=tags, run_name=self.run_name)
 
@@ -310,7 +308,9 @@ class MLflowTracker(GeneralTracker):
         info = run.info
         where = f"run {info.run_name!r} ({info.run_id}) in experiment {info.experiment_id}"
         if uri.startswith(("http://", "https://")):
-            notice(f"mlflow: {where}; view it at {uri.rstrip('/')}/#/experiments/{info.experiment_id}/runs/{info.run_id}")
+            notice(
+                f"mlflow: {where}; view it at {uri.rstrip('/')}/#/experiments/{info.experiment_id}/runs/{info.run_id}"
+            )
         elif uri.startswith(("sqlite:", "file:", "postgresql", "mysql", "mssql")) or embedded:
             notice(f"mlflow: {where}; view it with: mlflow ui --backend-store-uri {uri}")
         else:
@@ -321,6 +321,19 @@ class MLflowTracker(GeneralTracker):
             return
         self._client.set_terminated(self.active_run_id, "FINISHED")
         self._finished = True
+
+    def read_back_metrics(self) -> dict[str, dict[int, float]]:
+        """Every metric series of this run, read with a fresh ``MlflowClient`` (``get_metric_history``)."""
+        from mlflow import MlflowClient
+
+        if self._run is None:
+            return {}
+        client = MlflowClient(tracking_uri=self.tracking_uri)
+        run_id = self.active_run_id
+        return {
+            key: {metric.step: metric.value for metric in client.get_metric_history(run_id, key)}
+            for key in client.get_run(run_id).data.metrics
+        }
 
     # -- keys ---------------------------------------------------------------------------------
     def sanitize_key(self, key: str) -> str:
@@ -361,18 +374,33 @@ class MLflowTracker(GeneralTracker):
         for key, value in flatten_config(values).items():
             text = stringify(value)
             if len(text) > limit:
-                warn_once(self.name, key, f"parameter value of {len(text)} characters cut to MLflow's limit of {limit}; "
-                          "the full value is in the run's config.json artifact", reason="param-truncated")
+                warn_once(
+                    self.name,
+                    key,
+                    f"parameter value of {len(text)} characters cut to MLflow's limit of {limit}; "
+                    "the full value is in the run's config.json artifact",
+                    reason="param-truncated",
+                )
                 text = text[:limit]
             name = self._checked_key(key)
             if name in params:
-                warn_once(self.name, key, f"parameter name {name!r} is taken by another key; only the first is a "
-                          "param (both are in config.json)", reason="param-clash")
+                warn_once(
+                    self.name,
+                    key,
+                    f"parameter name {name!r} is taken by another key; only the first is a "
+                    "param (both are in config.json)",
+                    reason="param-clash",
+                )
                 continue
             if name in existing:  # a resumed run: MLflow params are immutable
                 if existing[name] != text:
-                    warn_once(self.name, key, f"the resumed run already has {name}={existing[name]!r}; MLflow params "
-                              "cannot change, the new value is only in config.json", reason="param-immutable")
+                    warn_once(
+                        self.name,
+                        key,
+                        f"the resumed run already has {name}={existing[name]!r}; MLflow params "
+                        "cannot change, the new value is only in config.json",
+                        reason="param-immutable",
+                    )
                 continue
             params[name] = text
         for chunk in _chunks(list(params.items()), self.limits["MAX_PARAMS_TAGS_PER_BATCH"]):
@@ -412,7 +440,9 @@ class MLflowTracker(GeneralTracker):
         for key, images in values.items():
             safe = "".join(c if _IMAGE_KEY_CHAR.fullmatch(c) else "_" for c in self.sanitize_key(str(key)))
             if safe != key:
-                warn_once(self.name, key, f"image key stored as {safe!r}: MLflow refuses the original", reason="image-key")
+                warn_once(
+                    self.name, key, f"image key stored as {safe!r}: MLflow refuses the original", reason="image-key"
+                )
             for image in images if isinstance(images, (list, tuple)) else [images]:
                 self._client.log_image(self.active_run_id, image, key=safe, step=step, synchronous=True)
 

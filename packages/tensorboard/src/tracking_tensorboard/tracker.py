@@ -93,7 +93,8 @@ class TensorBoardTracker(GeneralTracker):
     * ``filename_suffix``: appended to the event file's name.
     * ``flush_secs``: at most this many seconds between flushes while logging (by default the
       dispatcher flushes every 5 s while data is pending, on ``flush()`` and at ``finish()``).
-    * ``run_id``: the run folder's name (the dispatcher passes its own run id).
+    * ``run_id``: the run folder's name (by default the dispatcher's run id, so the run's journal and
+      event file share one folder).
 
     TensorBoard itself has no environment variables for writing; none are read. Values are stored
     as float32 (TensorBoard's scalar type). ``tracker`` returns the :class:`EventWriter`, which
@@ -119,6 +120,8 @@ class TensorBoardTracker(GeneralTracker):
         self.logging_dir = Path(logging_dir)
         self.run_id = run_id or _new_run_id()
         self.log_dir = Path(log_dir) if log_dir is not None else self.logging_dir / run_name / (self.run_id + comment)
+        self._comment = comment
+        self._layout_chosen = log_dir is not None or run_id is not None
         self.filename_suffix = filename_suffix
         self.flush_secs = flush_secs
         self._writer: Any = None
@@ -133,6 +136,9 @@ class TensorBoardTracker(GeneralTracker):
         return self._writer
 
     def start(self) -> None:
+        if self.run_context is not None and not self._layout_chosen:
+            self.run_id = self.run_context.run_id
+            self.log_dir = self.logging_dir / self.run_name / (self.run_id + self._comment)
         from . import _events  # the SDK import happens here, in the backend's worker thread
 
         self._events = _events
