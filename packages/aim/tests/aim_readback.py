@@ -6,18 +6,25 @@ watcher or ``aim storage reindex`` indexes it. ``open_repo`` indexes, as ``aim s
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 
 def open_repo(path: str | Path) -> Any:
+    """An ``aim.Repo`` in which every run, closed ones included, is indexed and so visible."""
     from aim import Repo
     from aim.sdk.index_manager import RepoIndexManager
 
-    repo = Repo(str(path))
-    manager = RepoIndexManager.get_index_manager(repo)
-    for run_hash in repo.list_all_runs():
+    writer = Repo(str(path))
+    # A fresh manager, not ``get_index_manager``: its pooled Repo would keep the index open for writing,
+    # and a reader opened afterwards may then miss the newest entries.
+    manager = RepoIndexManager(writer)
+    # Not ``writer.list_all_runs()``: it is cached for 0.5 s per repo path and misses a run just closed.
+    for run_hash in sorted(os.listdir(os.path.join(writer.path, "meta", "chunks"))):
         manager.index(run_hash)
+    for container in list(writer.container_pool.values()):
+        container.close()  # flushes the index and releases its lock
     return Repo(str(path))
 
 

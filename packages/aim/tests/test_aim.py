@@ -11,11 +11,10 @@ import warnings
 from pathlib import Path
 
 import pytest
-from tracking_core import Dispatcher, TrackingWarning
-from tracking_core.notices import reset_warnings
-
 from tracking_aim import AimTracker
 from tracking_aim.tracker import markdown_table
+from tracking_core import Dispatcher, TrackingWarning
+from tracking_core.notices import reset_warnings
 
 _spec = importlib.util.spec_from_file_location("_tracking_aim_readback", Path(__file__).with_name("aim_readback.py"))
 readback = importlib.util.module_from_spec(_spec)
@@ -37,8 +36,13 @@ def _fresh_warnings():
 
 
 def run_script(code: str, *args: str, returncode: int = 0) -> subprocess.CompletedProcess:
-    result = subprocess.run([sys.executable, "-c", textwrap.dedent(code), *args], capture_output=True, text=True,
-                            timeout=120, stdin=subprocess.DEVNULL)
+    result = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
     assert result.returncode == returncode, result.stdout + result.stderr
     return result
 
@@ -68,6 +72,8 @@ def test_name_experiment_tags_and_quiet_defaults(repo_dir: Path) -> None:
     tracker.finish()
     tracker.finish()  # twice is harmless
     assert set(threading.enumerate()) <= before, "Aim threads left after finish()"
+    assert tracker.read_back_metrics() == {"loss": {0: 0.5}}
+    assert set(threading.enumerate()) <= before, "reading back started a thread"
     run = readback.get_run(repo_dir, tracker.run_hash)
     assert (run.name, run.experiment) == ("baseline", "proj")
     assert sorted(getattr(tag, "name", tag) for tag in run.props.tags) == ["mlp", "small"]
@@ -83,15 +89,16 @@ def test_user_kwargs_win(tmp_path: Path) -> None:
     own_repo = tmp_path / "elsewhere"
     logging_dir = tmp_path / "logs"
     # accelerate's AimTracker raised "multiple values for 'repo'" here.
-    tracker = AimTracker("proj", logging_dir, repo=str(own_repo), experiment="mine", log_system_params=True)
+    tracker = AimTracker("proj", logging_dir, repo=str(own_repo), experiment="mine", capture_terminal_logs=True)
     tracker.start()
     tracker.log({"x": 1.0}, step=3)
+    print("captured by aim")
     tracker.finish()
     assert not logging_dir.exists(), "wrote under logging_dir although repo= was given"
     run = readback.get_run(own_repo, tracker.run_hash)
     assert run.experiment == "mine"
     assert readback.metrics(run) == {"x": {3: 1.0}}
-    assert "packages" in run["__system_params"]
+    assert run.get_terminal_logs() is not None, "capture_terminal_logs=True was overridden"
 
 
 def test_text_numbers_nan_and_kind_switch(repo_dir: Path) -> None:
@@ -99,12 +106,14 @@ def test_text_numbers_nan_and_kind_switch(repo_dir: Path) -> None:
     tracker.start()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        tracker.log_batch([
-            ({"a": 1, "b": float("nan"), "c": float("inf"), "mixed": 1.0, "words": "one"}, 0, {}),
-            ({"a": 2.5, "b": 0.0, "c": -float("inf"), "mixed": "now text", "words": 2.0}, 1, {}),
-            ({"a": 3, "mixed": 3.0, "words": "three"}, 2, {}),
-            ({"a": 4.0, "": 1.0}, 3, {"context": {"subset": "val"}}),
-        ])
+        tracker.log_batch(
+            [
+                ({"a": 1, "b": float("nan"), "c": float("inf"), "mixed": 1.0, "words": "one"}, 0, {}),
+                ({"a": 2.5, "b": 0.0, "c": -float("inf"), "mixed": "now text", "words": 2.0}, 1, {}),
+                ({"a": 3, "mixed": 3.0, "words": "three"}, 2, {}),
+                ({"a": 4.0, "": 1.0}, 3, {"context": {"subset": "val"}}),
+            ]
+        )
     tracker.finish()
     messages = [str(w.message) for w in caught if issubclass(w.category, TrackingWarning)]
     assert sum("'mixed'" in m for m in messages) == 1 and sum("'words'" in m for m in messages) == 1, messages
@@ -116,8 +125,26 @@ def test_text_numbers_nan_and_kind_switch(repo_dir: Path) -> None:
     assert stored["c"] == {0: float("inf"), 1: -float("inf")}
     assert stored["mixed"] == {0: 1.0, 2: 3.0}
     assert {step: text.data for step, text in readback.sequence(run, "text", "words").items()} == {0: "one", 2: "three"}
-    val = run.get_metric("a", __import__("aim").storage.context.Context({"subset": "val"}))
-    assert list(val.data.items_list()[0]) == [3], "context kwarg not passed to Run.track"
+    assert tracker.read_back_metrics()["a {'subset': 'val'}"] == {3: 4.0}, "context kwarg not passed to Run.track"
+
+
+def test_values_aim_cannot_encode(repo_dir: Path) -> None:
+    """Aim raises OverflowError on ints beyond int64 and TypeError on sets: neither costs the run."""
+    tracker = AimTracker("proj", repo_dir)
+    tracker.start()
+    tracker.store_init_configuration({"seed": 2**70, "model": {"depth": 2}})
+    tracker.log({"tokens": 2**70, "loss": 1.0}, step=0)
+    tracker.finish()
+    other = AimTracker("proj", repo_dir)
+    other.start()
+    with pytest.warns(TrackingWarning, match="hparams"):
+        other.store_init_configuration({"odd": {1, 2}, "model": {"depth": 2}})
+    other.finish()
+    run = readback.get_run(repo_dir, tracker.run_hash)
+    assert run["hparams"] == {"seed": str(2**70), "model": {"depth": 2}}
+    assert readback.metrics(run) == {"tokens": {0: float(2**70)}, "loss": {0: 1.0}}
+    flat = readback.get_run(repo_dir, other.run_hash)["hparams"]
+    assert flat["model/depth"] == "2" and "{1, 2}" in flat["odd"], flat
 
 
 def test_images_figures_and_tables(repo_dir: Path) -> None:
@@ -179,41 +206,49 @@ def test_markdown_table_escapes() -> None:
 
 
 def test_construction_imports_no_sdk(tmp_path: Path) -> None:
-    run_script("""
+    run_script(
+        """
         import sys
         from tracking_aim import AimTracker
         tracker = AimTracker("p", sys.argv[1], run_name="r")
         assert tracker.tracker is None and tracker.display_name == "r" and tracker.project_name == "p"
         assert "aim" not in sys.modules, "constructing the tracker imported aim"
-    """, str(tmp_path / "logs"))
+    """,
+        str(tmp_path / "logs"),
+    )
     assert not (tmp_path / "logs").exists()
 
 
 def test_start_in_worker_while_main_thread_imports_aim(tmp_path: Path) -> None:
     """The worker imports aim in start() while the main thread imports it too (import-lock contention)."""
-    result = run_script("""
+    result = run_script(
+        """
         import sys, threading
         import tracking_core
         assert "aim" not in sys.modules
         run = tracking_core.init("contention", log_with="aim", logging_dir=sys.argv[1], on_error="raise")
-        importers = [threading.Thread(target=lambda: __import__("aim.sdk.repo")) for _ in range(2)]
-        for thread in importers:
-            thread.start()
+        importer = threading.Thread(target=lambda: __import__("aim").Image)
+        importer.start()
         import aim
         from aim import Repo, Run, Text
-        for thread in importers:
-            thread.join()
+        importer.join()
         run.log({"x": 1.0, "t": "text"}, step=0)
         report = run.finish(timeout=90)
         print(report.backends["aim"].state, report.backends["aim"].delivered, report.ok)
-    """, str(tmp_path))
-    assert result.stdout.split() == ["finished", "1", "True"], result.stdout + result.stderr
+        print(run.trackers[0].run_hash)
+    """,
+        str(tmp_path),
+    )
+    state, run_hash = result.stdout.splitlines()
+    assert state.split() == ["finished", "1", "True"], result.stdout + result.stderr
+    assert readback.metrics(readback.get_run(tmp_path, run_hash)) == {"x": {0: 1.0}}
     assert "aim up --repo" in result.stderr and result.stderr.count("tracking: aim:") == 1, result.stderr
 
 
 def test_flushed_data_survives_a_kill(tmp_path: Path) -> None:
     """After ``flush()`` returns the points are on disk: a SIGKILL right after loses none."""
-    result = run_script("""
+    result = run_script(
+        """
         import os, signal, sys
         import tracking_core
         run = tracking_core.init("killed", log_with="aim", logging_dir=sys.argv[1])
@@ -222,6 +257,9 @@ def test_flushed_data_survives_a_kill(tmp_path: Path) -> None:
         assert run.flush(timeout=60)
         print(run.get_tracker("aim", unwrap=True).hash, flush=True)
         os.kill(os.getpid(), signal.SIGKILL)
-    """, str(tmp_path), returncode=-9)
+    """,
+        str(tmp_path),
+        returncode=-9,
+    )
     stored = readback.metrics(readback.get_run(tmp_path, result.stdout.strip()))
     assert stored["loss"] == {step: float(step) for step in range(100)}

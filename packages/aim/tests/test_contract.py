@@ -28,7 +28,9 @@ class TestAimContract(TrackerContract):
     def read_texts(self, run: ContractRun) -> dict[str, dict[int, str]]:
         stored = self._run(run)
         names = readback.sequence_names(stored, ("aim.text",))
-        return {name: {step: text.data for step, text in readback.sequence(stored, "text", name).items()} for name in names}
+        return {
+            name: {step: text.data for step, text in readback.sequence(stored, "text", name).items()} for name in names
+        }
 
     def read_images(self, run: ContractRun) -> dict[str, list[int]]:
         stored = self._run(run)

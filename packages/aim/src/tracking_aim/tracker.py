@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import io
 import os
+import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from tracking_core import GeneralTracker, flatten_config, notice, stringify, warn_once
 from tracking_core.jsonl import table_rows
@@ -31,6 +32,7 @@ _QUIET_RUN_DEFAULTS = {
 #: kwargs of ``Run.track`` that a caller may pass through ``log_kwargs``.
 _TRACK_KEYWORDS = ("context", "epoch")
 _TABLE_CONTEXT = {"type": "table"}
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
 class AimTracker(GeneralTracker):
@@ -66,7 +68,9 @@ class AimTracker(GeneralTracker):
     name = "aim"
     requires_logging_directory = True
 
-    def __init__(self, run_name: str | None = None, /, logging_dir: str | os.PathLike | None = ".", **kwargs: Any) -> None:
+    def __init__(
+        self, run_name: str | None = None, /, logging_dir: str | os.PathLike | None = ".", **kwargs: Any
+    ) -> None:
         # ``run_name`` is positional-only so that ``init_kwargs={"aim": {"run_name": ...}}`` names the run.
         super().__init__()
         self.project_name = run_name
@@ -80,6 +84,7 @@ class AimTracker(GeneralTracker):
         self._run: Any = None
         self._closed = False
         self._series_kind: dict[tuple[str, str], str] = {}
+        self._sdk: _Sdk | None = None
 
     @property
     def tracker(self) -> Any:
@@ -96,13 +101,12 @@ class AimTracker(GeneralTracker):
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> None:
-        from aim import Run
-
+        self._sdk = sdk = _load_sdk()
         kwargs = {**_QUIET_RUN_DEFAULTS, **self.run_kwargs}
         kwargs.setdefault("repo", str(self.logging_dir.absolute()))  # Aim creates <dir>/.aim if missing
         if self.project_name is not None:
             kwargs.setdefault("experiment", self.project_name)
-        run = Run(**kwargs)
+        run = sdk.Run(**kwargs)
         self._run, self.run_hash = run, run.hash
         if self.display_name:
             run.name = str(self.display_name)
@@ -120,8 +124,8 @@ class AimTracker(GeneralTracker):
 
     def store_init_configuration(self, values: dict) -> None:
         try:
-            self._run["hparams"] = values
-        except Exception as error:  # noqa: BLE001 - a config Aim cannot encode must not cost the run
+            self._run["hparams"] = _fit_int64(values)
+        except Exception as error:
             warn_once(self.name, "hparams", f"Aim refused the nested config ({error!r}); stored flattened as strings")
             self._run["hparams"] = {key: stringify(value) for key, value in flatten_config(values).items()}
 
@@ -148,6 +152,27 @@ class AimTracker(GeneralTracker):
         self._closed = True
         self._run.close()  # stops Aim's threads, sets end_time, flushes RocksDB and releases the run's locks
 
+    def read_back_metrics(self) -> dict[str, dict[int, Any]]:
+        """This run's metric series through ``aim.Repo``, after ``finish()``.
+
+        Aim's reader sees a closed run only once the repo's index has it (``aim up`` indexes in the
+        background), so the run is indexed first, as ``aim storage reindex`` would. A series tracked
+        with a ``context`` is named ``"<name> <context dict>"``.
+        """
+        location = self.repo_path
+        if "://" not in location:
+            _index_run(location, self.run_hash)
+        run = _load_sdk().Repo(location).get_run(self.run_hash)
+        if run is None:
+            raise LookupError(f"aim: run {self.run_hash} is not in the repo {location}")
+        series: dict[str, dict[int, Any]] = {}
+        for metric in run.metrics():
+            context = metric.context.to_dict()
+            steps, (values, _epochs, _times) = metric.data.items_list()
+            name = f"{metric.name} {context}" if context else metric.name
+            series[name] = {int(step): value for step, value in zip(steps, values)}
+        return series
+
     # -- metrics ---------------------------------------------------------------------------
     def _kind_conflict(self, key: str, kind: str, context: Any) -> bool:
         """Aim keeps one value type per series: a key that switched between number and text is skipped."""
@@ -155,13 +180,16 @@ class AimTracker(GeneralTracker):
         known = self._series_kind.setdefault(series, kind)
         if known == kind:
             return False
-        warn_once(self.name, key, f"Aim stores one type per series: this {kind} value is skipped (the series holds {known}s)",
-                  reason="aim-kind")
+        warn_once(
+            self.name,
+            key,
+            f"Aim stores one type per series: this {kind} value is skipped (the series holds {known}s)",
+            reason="aim-kind",
+        )
         return True
 
     def _track_values(self, values: dict, step: int | None, kwargs: dict) -> None:
-        from aim import Text
-
+        Text = self._sdk.Text
         context = kwargs.get("context")
         numbers: dict[str, int | float] = {}
         texts: dict[str, str] = {}
@@ -170,6 +198,8 @@ class AimTracker(GeneralTracker):
                 warn_once(self.name, key, "an empty key cannot be read back from Aim; skipped", reason="aim-empty")
                 continue
             kind = "text" if isinstance(value, str) else "number"
+            if type(value) is int and not _INT64_MIN <= value <= _INT64_MAX:
+                value = float(value)  # Aim stores ints as C longs and raises OverflowError beyond them
             if self._kind_conflict(key, kind, context):
                 continue
             (texts if kind == "text" else numbers)[key] = value
@@ -185,8 +215,7 @@ class AimTracker(GeneralTracker):
         ``aim_image={...}`` goes to ``aim.Image`` (format, quality, ...), ``track={...}`` or ``context=``
         / ``epoch=`` to ``Run.track``.
         """
-        from aim import Image
-
+        Image = self._sdk.Image
         image_kwargs = dict(kwargs.pop("aim_image", None) or {})
         track_kwargs = {**(kwargs.pop("track", None) or {}), **kwargs}
         for key, value in values.items():
@@ -199,34 +228,37 @@ class AimTracker(GeneralTracker):
         ``aim.Image`` (Aim's own matplotlib->plotly conversion needs plotly and fails on most figures).
         Extra kwargs go to ``figure.savefig`` (``dpi=...``), except ``context``/``epoch``.
         """
-        from aim import Figure, Image
-
         track_kwargs = {key: kwargs.pop(key) for key in _TRACK_KEYWORDS if key in kwargs}
         if type(figure).__module__.startswith("plotly"):
-            value = Figure(figure)
+            value = self._sdk.Figure(figure)
         else:
             from PIL import Image as PILImage  # a dependency of aim
 
             buffer = io.BytesIO()
             figure.savefig(buffer, **{"format": "png", **kwargs})
             buffer.seek(0)
-            value = Image(PILImage.open(buffer))
+            value = self._sdk.Image(PILImage.open(buffer))
         self._run.track(value, name=name, step=step, **track_kwargs)
 
     def log_table(self, table_name, columns=None, data=None, dataframe=None, step=None, **kwargs) -> None:
         """Aim has no table type: the table is stored as ``aim.Text`` (a markdown table) so it stays
         visible in Aim's Text explorer, under context ``{"type": "table"}`` (merged with ``context=``).
         """
-        from aim import Text
-
         columns, rows = table_rows(columns, data, dataframe)
         context = {**_TABLE_CONTEXT, **(kwargs.pop("context", None) or {})}
-        self._run.track(Text(markdown_table(columns, rows)), name=table_name, step=step, context=context, **kwargs)
+        self._run.track(
+            self._sdk.Text(markdown_table(columns, rows)), name=table_name, step=step, context=context, **kwargs
+        )
 
     # -- artifacts ---------------------------------------------------------------------------
     def _ensure_artifacts_uri(self) -> None:
-        if self._run.artifacts_uri is None:  # a resumed run keeps the URI it already has
-            self._run.set_artifacts_uri(self.artifacts_uri or "file://" + (self.logging_dir / "aim-artifacts").absolute().as_posix())
+        try:
+            current = self._run.artifacts_uri  # a resumed run keeps the URI it already has
+        except TypeError:  # aim < 3.26 fails on a run without one instead of returning None
+            current = None
+        if current is None:
+            default = "file://" + (self.logging_dir / "aim-artifacts").absolute().as_posix()
+            self._run.set_artifacts_uri(self.artifacts_uri or default)
 
     def log_artifact(self, local_path: str | os.PathLike, artifact_path: str | None = None) -> None:
         """Copy a file to ``<artifacts_uri>/<run hash>/<artifact_path>/<file name>`` and list it on the run."""
@@ -242,7 +274,70 @@ class AimTracker(GeneralTracker):
             raise NotADirectoryError(f"log_artifacts: {root} is not a directory")
         for path in sorted(root.rglob("*")):
             if path.is_file():
-                self._run.log_artifact(str(path), name=_join(artifact_path, path.relative_to(root).as_posix()), block=True)
+                self._run.log_artifact(
+                    str(path), name=_join(artifact_path, path.relative_to(root).as_posix()), block=True
+                )
+
+
+class _Sdk(NamedTuple):
+    Run: type
+    Repo: type
+    Text: type
+    Image: type
+    Figure: type
+
+
+def _load_sdk() -> _Sdk:
+    """Aim's classes from their own modules, tolerating other threads importing aim at the same moment.
+
+    When two threads wait on each other's module locks (``import aim`` in one, ``import
+    aim.storage.context`` in another), Python fails one of the imports (``_DeadlockError``, or
+    ``ImportError`` on a half-initialised module), and ``aim/__init__``'s ``from aim.sdk import *``
+    may then leave the ``aim`` namespace without ``Run`` for good. The defining modules are complete
+    once imported, so they are imported directly, again after a short wait if a cycle broke the import.
+    """
+    for attempt in range(5):
+        try:
+            from aim.sdk.objects.figure import Figure
+            from aim.sdk.objects.image import Image
+            from aim.sdk.objects.text import Text
+            from aim.sdk.repo import Repo
+            from aim.sdk.run import Run
+
+            return _Sdk(Run, Repo, Text, Image, Figure)
+        except (ImportError, RuntimeError) as error:
+            if attempt == 4 or not (isinstance(error, ImportError) or type(error).__name__ == "_DeadlockError"):
+                raise
+            time.sleep(0.05 * (attempt + 1))
+    raise AssertionError("unreachable")
+
+
+def _index_run(repo_path: str, run_hash: str) -> None:
+    """Put one closed run into the repo's index, as ``RepoIndexManager.index`` (``aim storage reindex``)
+    does, without the manager's file-watcher thread. Skipped when another process (``aim up``) holds
+    the index: that process indexes the run itself.
+    """
+    writer = _load_sdk().Repo(repo_path)  # a private Repo object, so its index container is closed below
+    try:
+        index = writer._get_index_tree("meta", 0).view(())
+        meta = writer.request_tree("meta", run_hash, read_only=True, skip_read_optimization=True).subtree("meta")
+        meta.subtree("chunks").subtree(run_hash).finalize(index=index)
+    except Exception as error:
+        notice(f"aim: could not index run {run_hash} ({type(error).__name__}: {error}); reading the index as it is")
+    finally:
+        for container in list(writer.container_pool.values()):
+            container.close()
+
+
+def _fit_int64(value: Any) -> Any:
+    """Integers beyond int64 (seeds, hashes) as strings: Aim's encoder raises OverflowError on them."""
+    if isinstance(value, dict):
+        return {key: _fit_int64(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_fit_int64(item) for item in value]
+    if type(value) is int and not _INT64_MIN <= value <= _INT64_MAX:
+        return str(value)
+    return value
 
 
 def _join(prefix: str | None, name: str) -> str:
