@@ -14,8 +14,9 @@ hatch="$tools_venv/bin/hatch"
 
 if ! "$hatch" --version >/dev/null 2>&1; then
   echo "== installing Hatch into $tools_venv" >&2
-  python3 -m venv "$tools_venv" && "$tools_venv/bin/python" -m pip install -q --disable-pip-version-check 'hatch>=1.18,<1.19' \
-    || { echo "could not install hatch" >&2; exit 1; }
+  python3 -m venv "$tools_venv" \
+    && "$tools_venv/bin/python" -m pip install -q --disable-pip-version-check 'hatch>=1.18,<1.19' 2>&1 | grep -v '^WARNING: Location' >&2
+  "$hatch" --version >/dev/null 2>&1 || { echo "could not install hatch" >&2; exit 1; }
 fi
 export HATCH_VERBOSE=0 PYTHONDONTWRITEBYTECODE=1
 
