@@ -15,7 +15,6 @@ SEPARATOR = "/"
 
 _PLAIN = (float, int, str)
 _PLAIN_TYPES = frozenset(_PLAIN)
-_STR_TYPE = frozenset((str,))
 
 
 def _scalar(value: Any) -> Any:
@@ -71,18 +70,30 @@ def flatten_values(values: Mapping, rejected: dict[str, str]) -> dict[str, Any]:
     return out
 
 
+_known_keys: set[str] = set()  # non-empty str keys already seen: checked once, then by one set lookup
+_MAX_KNOWN_KEYS = 100_000
+
+
+def _plain_keys(values: dict) -> bool:
+    """True when every key is a non-empty ``str``; remembers them so the next call is a C-level check."""
+    if not all(type(key) is str and key for key in values):
+        return False
+    if len(_known_keys) > _MAX_KNOWN_KEYS:
+        _known_keys.clear()
+    _known_keys.update(values)
+    return True
+
+
 def snapshot(values: Mapping) -> tuple[dict[str, Any], dict[str, str] | None]:
     """The caller-side copy ``log`` hands to the backends.
 
-    The common case, a dict of plain numbers and strings under non-empty ``str`` keys, is checked
-    and copied at C speed (set membership over ``map(type, ...)``); anything else takes the
-    flattening path.
+    The common case, a dict of plain numbers and strings under keys seen before, is checked and
+    copied at C speed (set operations over ``map(type, ...)``); anything else takes the flattening path.
     """
     if (
         type(values) is dict
         and _PLAIN_TYPES.issuperset(map(type, values.values()))
-        and _STR_TYPE.issuperset(map(type, values))
-        and "" not in values
+        and (_known_keys.issuperset(values) or _plain_keys(values))
     ):
         return values.copy(), None
     if not isinstance(values, Mapping):

@@ -28,6 +28,7 @@ Record = tuple[str, Any, "int | None", dict]
 MAX_CONSECUTIVE_FAILURES = 5
 MAX_BATCH = 1000
 FLUSH_INTERVAL_SECONDS = 5.0
+LINGER_SECONDS = 0.005
 _CONTROL = ("flush", "finish")
 
 
@@ -177,6 +178,10 @@ class BackendWorker:
             except queue.Empty:
                 first = None
             if first is not None:
+                if first[0] == "log" and self._queue.qsize() < MAX_BATCH:
+                    # Let a few records gather: one batch per wake-up instead of one per record keeps
+                    # this thread off the GIL while the training loop is logging.
+                    time.sleep(LINGER_SECONDS)
                 batch = [first]
                 while len(batch) < MAX_BATCH and self._queue.qsize():
                     batch.append(self._queue.get())
