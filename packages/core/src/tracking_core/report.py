@@ -19,6 +19,10 @@ class BackendReport:
         self.key_map: dict[str, str] = {}
         self.skipped_values: dict[str, str] = {}
         self.notes: list[str] = []
+        #: Seconds the backend's ``start()`` took (SDK import, store creation, login...), in its worker.
+        self.start_seconds: float | None = None
+        #: ``time.monotonic()`` when the backend was ready to take records.
+        self.ready_at: float | None = None
 
     def __repr__(self) -> str:
         return (
@@ -57,9 +61,17 @@ class FinishReport:
         return not self.failed
 
     def __str__(self) -> str:
-        header = ("backend", "state", "delivered", "dropped", "spilled", "errors")
+        header = ("backend", "state", "delivered", "dropped", "spilled", "errors", "start s")
         rows = [header] + [
-            (b.name, b.state, str(b.delivered), str(b.dropped), str(b.spilled), str(b.errors))
+            (
+                b.name,
+                b.state,
+                str(b.delivered),
+                str(b.dropped),
+                str(b.spilled),
+                str(b.errors),
+                "-" if b.start_seconds is None else f"{b.start_seconds:.2f}",
+            )
             for b in self.backends.values()
         ]
         widths = [max(len(row[i]) for row in rows) for i in range(len(header))]

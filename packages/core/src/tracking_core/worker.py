@@ -194,6 +194,7 @@ class BackendWorker:
 
     def _start_backend(self) -> None:
         self.report.state = "starting"
+        began = time.monotonic()
         try:
             self.tracker.start()
         except BaseException as error:
@@ -202,6 +203,8 @@ class BackendWorker:
         else:
             self.report.state = "running"
         finally:
+            self.report.ready_at = time.monotonic()
+            self.report.start_seconds = self.report.ready_at - began
             self.started.set()
 
     def _process(self, batch: list[Record]) -> None:
