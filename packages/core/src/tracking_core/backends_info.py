@@ -10,18 +10,18 @@ from .registry import _registered, installed_entry_points
 #: Where each built-in backend writes with no account and no server.
 EMBEDDED_DEFAULTS = {
     "jsonl": "journal.jsonl under <logging_dir>/<project>/<run>",
-    "tensorboard": "event files under <logging_dir>/<project>",
+    "tensorboard": "event files in <logging_dir>/<project>/<run>",
     "mlflow": "sqlite:///<logging_dir>/mlflow.db",
     "aim": "Aim repo at <logging_dir>",
-    "trackio": "Trackio local store under <logging_dir>",
-    "wandb": "offline run under <logging_dir> (wandb sync)",
-    "comet_ml": "OfflineExperiment zip under <logging_dir>",
-    "clearml": "offline session under <logging_dir>",
-    "swanlab": "offline run under <logging_dir> (swanlab sync)",
+    "trackio": "Trackio store in <logging_dir>/trackio",
+    "wandb": "offline run in <logging_dir>/wandb (wandb sync)",
+    "comet_ml": "offline archive in <logging_dir>/<project>/<run>/comet_ml",
+    "clearml": "offline session in <logging_dir>/clearml/offline",
+    "swanlab": "offline run in <logging_dir>/swanlog (swanlab sync)",
 }
 
 #: The SDK module each built-in backend needs (None: no third-party SDK).
-SDK_MODULES = {"jsonl": None, "comet_ml": "comet_ml"}
+SDK_MODULES = {"jsonl": None}
 
 
 @dataclass
