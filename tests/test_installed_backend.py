@@ -58,3 +58,55 @@ def test_demo_on_the_cell_backend(tmp_path):
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"{CELL}" in result.stdout and "finished" in result.stdout
+
+
+def test_a_journal_replays_into_the_cell_backend(tmp_path):
+    from tracking_core.replay import journal_config, replay_into
+
+    with tracking_core.init(
+        "offline-first", log_with="jsonl", logging_dir=tmp_path / "src", config={"lr": 0.1}
+    ) as source:
+        for step in range(30):
+            source.log({"train/loss": 1.0 / (step + 1)}, step=step)
+    run = tracking_core.Dispatcher(log_with=CELL, logging_dir=tmp_path / "dst")
+    run.init_trackers("offline-first", config=journal_config(source.run_dir))
+    assert replay_into(run, source.run_dir, progress=False) == 30
+    report = run.finish()
+    assert report.ok, str(report)
+    stored = run.trackers[0].read_back_metrics()
+    assert sorted(stored["train/loss"]) == list(range(30))
+    assert abs(stored["train/loss"][29] - 1 / 30) < 1e-6
+
+
+def test_a_failing_neighbour_does_not_disturb_the_cell_backend(tmp_path):
+    class Broken(tracking_core.GeneralTracker):
+        name = "broken"
+        requires_logging_directory = False
+
+        def __init__(self, *args, **kwargs):
+            super().__init__()
+
+        @property
+        def tracker(self):
+            return None
+
+        def log(self, values, step=None, **kwargs):
+            raise ConnectionResetError("peer went away")
+
+        log_batch = log
+
+    tracking_core.register_tracker_class(Broken)
+    try:
+        run = tracking_core.init("neighbours", log_with=[CELL, "broken"], logging_dir=tmp_path / "runs")
+        for step in range(40):
+            run.log({"train/loss": float(step)}, step=step)
+            if step % 8 == 7:
+                run.flush()
+        report = run.finish()
+    finally:
+        from tracking_core import registry
+
+        registry.unregister_tracker_class("broken")
+    assert report.backends[CELL].ok and report.failed == ["broken"]
+    assert report.backends["broken"].spilled == 40
+    assert sorted(run.get_tracker(CELL).read_back_metrics()["train/loss"]) == list(range(40))

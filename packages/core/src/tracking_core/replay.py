@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -45,33 +45,20 @@ def _load_image(path: Path) -> Any:
     return load_png(path)
 
 
-def replay(
-    journal: str | os.PathLike,
-    to: str | Iterable[str],
-    *,
-    logging_dir: str | os.PathLike | None = None,
-    project: str | None = None,
-    progress: bool | None = None,
-    on_record: Callable[[int], None] | None = None,
-) -> FinishReport:
-    """Send every record of ``journal`` to the backends in ``to``; returns their finish report.
-
-    The default ``logging_dir`` is the one the journal was written under, so embedded backends
-    land next to the original run.
-    """
-    path = resolve_journal(journal)
-    header = read_header(path)
-    targets = [name.strip() for name in to.split(",")] if isinstance(to, str) else list(to)
-    if logging_dir is None:
-        logging_dir = path.parent.parent.parent  # <logging_dir>/<project>/<run_id>/journal.jsonl
-    records = list(read_journal(path))
+def journal_config(journal: str | os.PathLike) -> dict:
+    """The configuration a journal recorded (what ``init_trackers`` of a replay should get)."""
     config: dict = {}
-    for record in records:
+    for record in read_journal(resolve_journal(journal)):
         if record["type"] == "config":
             config.update(record.get("values") or {})
-    run = Dispatcher(log_with=targets, logging_dir=logging_dir)
-    run.init_trackers(project or header.get("project") or "replay", config=config or None)
-    bar = ProgressBar(len(records), f"replay -> {','.join(targets)}", enabled=progress)
+    return config
+
+
+def replay_into(run: Dispatcher, journal: str | os.PathLike, progress: bool | None = None) -> int:
+    """Send the records of ``journal`` to an initialised dispatcher; returns how many were sent."""
+    path = resolve_journal(journal)
+    records = [record for record in read_journal(path) if record["type"] not in ("header", "config", "finish")]
+    bar = ProgressBar(len(records), f"replay -> {','.join(t.name for t in run.trackers)}", enabled=progress)
     base = path.parent
     for index, record in enumerate(records, 1):
         kind = record["type"]
@@ -92,6 +79,28 @@ def replay(
             if local and os.path.exists(local):
                 (run.log_artifact if kind == "artifact" else run.log_artifacts)(local, record.get("artifact_path"))
         bar.update(index)
-        if on_record is not None:
-            on_record(index)
+    return len(records)
+
+
+def replay(
+    journal: str | os.PathLike,
+    to: str | Iterable[str],
+    *,
+    logging_dir: str | os.PathLike | None = None,
+    project: str | None = None,
+    progress: bool | None = None,
+) -> FinishReport:
+    """Send every record of ``journal`` to the backends in ``to``; returns their finish report.
+
+    The default ``logging_dir`` is the one the journal was written under, so embedded backends
+    land next to the original run.
+    """
+    path = resolve_journal(journal)
+    header = read_header(path)
+    targets = [name.strip() for name in to.split(",")] if isinstance(to, str) else list(to)
+    if logging_dir is None:
+        logging_dir = path.parent.parent.parent  # <logging_dir>/<project>/<run_id>/journal.jsonl
+    run = Dispatcher(log_with=targets, logging_dir=logging_dir)
+    run.init_trackers(project or header.get("project") or "replay", config=journal_config(path) or None)
+    replay_into(run, path, progress=progress)
     return run.finish()
