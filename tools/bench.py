@@ -83,14 +83,12 @@ def case_floor(steps: int, logging_dir: Path) -> dict:
     return {"latencies": latencies, "finish": time.perf_counter() - started, "init": 0.0}
 
 
-class _Sleeper:
-    """A backend that takes 1 ms per call, like a synchronous SDK round trip."""
-
-
 def _slow_tracker_class():
     from tracking_core import GeneralTracker
 
     class Sleepy(GeneralTracker):
+        """A backend that takes 1 ms per call, like a synchronous SDK round trip."""
+
         name = "sleepy"
         requires_logging_directory = False
 

@@ -34,7 +34,11 @@ def _replay(args: argparse.Namespace) -> int:
     from .replay import replay
 
     report = replay(
-        args.journal, args.to, logging_dir=args.logging_dir, project=args.project, progress=not args.quiet or None
+        args.journal,
+        args.to,
+        logging_dir=args.logging_dir,
+        project=args.project,
+        progress=False if args.quiet else None,
     )
     print(report)
     return 0 if report.ok else 1
