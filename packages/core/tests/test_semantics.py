@@ -362,3 +362,43 @@ def test_each_run_warns_and_reports_anew(memory, tmp_path):
         with pytest.warns(TrackingWarning, match="'none'"):
             run.log({"none": None}, step=0)
         assert "none" in run.finish().rejected_values
+
+
+def test_timestamps_are_taken_at_the_call_for_trackers_that_want_them(tmp_path):
+    import time
+
+    from tracking_core import register_tracker_class
+    from tracking_core.journal import read_journal
+    from tracking_core.replay import replay
+
+    gate = threading.Event()
+
+    class Timed(MemoryTracker):
+        name = "timed"
+        wants_timestamps = True
+        seen: list = []
+
+        def start(self):
+            gate.wait(5)  # records queue while the backend starts
+
+        def log(self, values, step=None, **kwargs):
+            Timed.seen.append(kwargs.get("timestamp"))
+            super().log(values, step)
+
+    register_tracker_class(Timed)
+    run = Dispatcher(log_with=["timed", "jsonl"], logging_dir=tmp_path)
+    run.init_trackers("p")
+    before = time.time()
+    run.log({"a": 1}, step=0)
+    after = time.time()
+    time.sleep(0.05)
+    gate.set()
+    run.finish()
+    assert before <= Timed.seen[0] <= after  # when log() was called, not when it was delivered
+    (stamp,) = [r["time"] for r in read_journal(run.run_dir) if r["type"] == "metrics"]
+    assert before <= stamp <= after
+    Timed.seen.clear()
+    gate.set()
+    replay(run.run_dir, "timed", logging_dir=tmp_path / "again", progress=False)
+    assert Timed.seen == [stamp]  # a replay keeps the original time
+    assert MemoryTracker.runs[-1].metrics == [(0, {"a": 1})]

@@ -449,3 +449,14 @@ def test_remote_tracking_server(tmp_path, monkeypatch, mlflow_server, reader_of)
     assert reader.texts() == {"note": {29: "hi"}} and reader.images() == {"img": [29]}
     assert reader.tables() == {"t": [[1]]}
     assert any((tmp_path / "served").rglob("config.json")), "artifacts did not go through the server"
+
+
+def test_metric_timestamps_are_when_log_was_called(tmp_path, reader_of):
+    run = tracking_core.init("stamps", log_with="mlflow", logging_dir=tmp_path / "logs", on_error="raise")
+    before = int(time.time() * 1000)
+    run.log({"loss": 1.0}, step=0)  # queued for seconds while MLflow starts in the worker
+    after = int(time.time() * 1000)
+    run.finish()
+    reader = reader_of(run.trackers[0])
+    (point,) = reader.client.get_metric_history(reader.run_id, "loss")
+    assert before <= point.timestamp <= after + 1

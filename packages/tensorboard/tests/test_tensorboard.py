@@ -278,3 +278,18 @@ def test_start_in_worker_while_main_thread_imports_the_sdk(tmp_path):
         tmp_path,
     )
     assert out.strip() == "['x']"
+
+
+def test_wall_time_is_when_log_was_called_not_when_it_was_written(tmp_path, event_reader):
+    import time
+
+    run = tracking_core.init("proj", log_with="tensorboard", logging_dir=tmp_path / "logs", on_error="raise")
+    before = time.time()
+    run.log({"loss": 1.0}, step=0)  # queued while the writer starts in its worker
+    after = time.time()
+    time.sleep(0.3)
+    run.log({"loss": 2.0}, step=1)
+    run.finish()
+    events = event_reader(run.trackers[0].log_dir).accumulator.Tensors("loss")
+    assert before <= events[0].wall_time <= after + 1e-3
+    assert events[1].wall_time - events[0].wall_time >= 0.29

@@ -28,6 +28,7 @@ from .values import image_problem, snapshot, snapshot_media
 from .worker import BackendWorker
 
 _EMPTY: dict = {}
+_now = time.time
 DEFAULT_LOGGING_DIR = "runs"
 DEFAULT_FINISH_TIMEOUT = 120.0
 UNWRAP_TIMEOUT = 120.0
@@ -207,7 +208,7 @@ class Dispatcher:
         for worker in self._workers:
             worker.launch()
             if clean_config is not None:
-                worker.put(("config", copy.deepcopy(clean_config), None, _EMPTY))
+                worker.put(("config", copy.deepcopy(clean_config), None, _EMPTY, None))
         self._register_atexit()
         return self
 
@@ -234,8 +235,13 @@ class Dispatcher:
             raise error
 
     # -- the hot path ------------------------------------------------------------------------
-    def log(self, values: dict, step: int | None = None, log_kwargs: dict | None = None) -> None:
-        """Record ``values`` at ``step`` (``None``: the previous step + 1, from 0) on every tracker."""
+    def log(
+        self, values: dict, step: int | None = None, log_kwargs: dict | None = None, *, timestamp: float | None = None
+    ) -> None:
+        """Record ``values`` at ``step`` (``None``: the previous step + 1, from 0) on every tracker.
+
+        ``timestamp`` (Unix seconds) defaults to now; replays pass the original time.
+        """
         if self._pending_error is not None:
             self._raise_pending()
         puts = self._puts
@@ -245,6 +251,8 @@ class Dispatcher:
         flat, rejected = snapshot(values)
         if rejected:
             self._reject(rejected)
+        if timestamp is None:
+            timestamp = _now()
         with self._lock:
             if step is None:
                 step = self._step + 1
@@ -253,9 +261,9 @@ class Dispatcher:
             self._step = step
             if log_kwargs:
                 for worker in self._workers:
-                    worker.put(("log", flat, step, log_kwargs.get(worker.name, _EMPTY)))
+                    worker.put(("log", flat, step, log_kwargs.get(worker.name, _EMPTY), timestamp))
             else:
-                record = ("log", flat, step, _EMPTY)  # one immutable record shared by every queue
+                record = ("log", flat, step, _EMPTY, timestamp)  # one immutable record shared by every queue
                 for put in puts:
                     put(record)
 
@@ -302,7 +310,7 @@ class Dispatcher:
             for worker in self._workers:
                 if has_capability(worker.tracker, capability):
                     kwargs = log_kwargs.get(worker.name, _EMPTY) if log_kwargs else _EMPTY
-                    worker.put((record_for[0], record_for[1], step, kwargs))
+                    worker.put((record_for[0], record_for[1], step, kwargs, None))
                 else:
                     lacking.append(worker.name)
         if lacking:
@@ -396,7 +404,7 @@ class Dispatcher:
         events = []
         for worker in self._workers:
             event = threading.Event()
-            worker.put(("flush", event, None, _EMPTY))
+            worker.put(("flush", event, None, _EMPTY, None))
             events.append(event)
         deadline = None if timeout is None else time.monotonic() + timeout
         done = all(event.wait(None if deadline is None else max(0.0, deadline - time.monotonic())) for event in events)
@@ -412,7 +420,7 @@ class Dispatcher:
         with self._lock:  # no log() can slip in between the finish marker and closing the list
             workers, self._workers, self._puts = self._workers, [], []
         for worker in workers:
-            worker.put(("finish", None, None, _EMPTY))
+            worker.put(("finish", None, None, _EMPTY, None))
         deadline = time.monotonic() + timeout
         for worker in workers:
             if not worker.join(max(0.0, deadline - time.monotonic())):

@@ -5,8 +5,9 @@ Format (``FORMAT_VERSION`` 1), one JSON object per line, each with a ``type``:
 * ``header``  -- first line: ``format`` ("tracking-journal"), ``version``, ``project``, ``run_id``,
   ``created`` (ISO 8601, UTC), ``source`` (``"jsonl"`` or ``"spill:<backend>"``).
 * ``config``  -- ``values``: the sanitised configuration (nested).
-* ``metrics`` -- ``step`` (int) and ``values`` (flat ``{key: number | str}``); NaN/Infinity are
-  written as the bare JSON extensions ``NaN``/``Infinity``, which Python's ``json`` reads back.
+* ``metrics`` -- ``step`` (int), ``values`` (flat ``{key: number | str}``) and ``time`` (Unix
+  seconds when ``log()`` was called; optional); NaN/Infinity are written as the bare JSON
+  extensions ``NaN``/``Infinity``, which Python's ``json`` reads back.
 * ``images``  -- ``step`` and ``images``: ``{key: [path relative to the journal's folder, ...]}``.
 * ``table``   -- ``name``, ``step``, ``columns``, ``data`` (rows).
 * ``figure``  -- ``name``, ``step``, ``path``.

@@ -30,6 +30,13 @@ def table_rows(columns: list | None, data: list | None, dataframe: Any) -> tuple
     return ([str(column) for column in columns] if columns else [f"col{i}" for i in range(width)]), rows
 
 
+def _metrics_record(values: dict, step: int | None, kwargs: dict) -> dict:
+    record = {"type": "metrics", "step": step, "values": values}
+    if kwargs.get("timestamp") is not None:
+        record["time"] = kwargs["timestamp"]
+    return record
+
+
 class JsonlTracker(GeneralTracker):
     """Append-only JSON-lines journal of the run; the default when ``log_with`` is empty.
 
@@ -44,6 +51,7 @@ class JsonlTracker(GeneralTracker):
 
     name = "jsonl"
     requires_logging_directory = False
+    wants_timestamps = True
 
     def __init__(
         self,
@@ -83,11 +91,11 @@ class JsonlTracker(GeneralTracker):
         self._writer.flush()
 
     def log(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
-        self._writer.write({"type": "metrics", "step": step, "values": values})
+        self._writer.write(_metrics_record(values, step, kwargs))
         self._writer.flush()
 
     def log_batch(self, entries: Sequence[tuple[dict, int | None, dict]]) -> None:
-        self._writer.write_many([{"type": "metrics", "step": step, "values": values} for values, step, _ in entries])
+        self._writer.write_many([_metrics_record(values, step, kwargs) for values, step, kwargs in entries])
         self._writer.flush()
 
     def _media_path(self, kind: str, key: str, step: int | None, index: int, suffix: str) -> Path:

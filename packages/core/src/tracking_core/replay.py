@@ -64,7 +64,7 @@ def replay_into(run: Dispatcher, journal: str | os.PathLike, progress: bool | No
         kind = record["type"]
         step = record.get("step")
         if kind == "metrics":
-            run.log(record.get("values") or {}, step=step)
+            run.log(record.get("values") or {}, step=step, timestamp=record.get("time"))
         elif kind == "images":
             images = {
                 key: [_load_image(base / item) for item in items] for key, items in (record.get("images") or {}).items()

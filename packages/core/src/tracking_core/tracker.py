@@ -58,6 +58,9 @@ class GeneralTracker:
     * ``log_batch(entries)`` -- take several ``(values, step, kwargs)`` metric records at once.
     * ``sanitize_key(key)`` -- rewrite metric keys the SDK refuses; the dispatcher warns once
       per key and records the mapping in the finish report.
+    * ``wants_timestamps`` -- ``True`` to get ``timestamp=`` (Unix seconds at the caller's ``log``)
+      in the kwargs of ``log``/``log_batch``, so the SDK stores when a point was logged, not when the
+      worker delivered it.
     * ``run_context`` -- a :class:`RunContext` the dispatcher sets before ``start()`` (``None`` when
       the tracker is used on its own).
     * ``report_notes()`` -- what a person should know about this run in the finish report.
@@ -69,6 +72,7 @@ class GeneralTracker:
     requires_logging_directory: ClassVar[bool]
     main_process_only: ClassVar[bool] = True
     accepts_non_finite: ClassVar[bool] = True
+    wants_timestamps: ClassVar[bool] = False
     run_context: RunContext | None = None
 
     def __init__(self, _blank: bool = False) -> None:

@@ -21,9 +21,10 @@ from .report import BackendReport
 from .tracker import GeneralTracker
 from .values import is_non_finite
 
-# A record is (kind, payload, step, kwargs). Kinds: log, config, images, table, figure, artifact,
-# artifacts, flush (payload: threading.Event), finish.
-Record = tuple[str, Any, "int | None", dict]
+# A record is (kind, payload, step, kwargs, timestamp). Kinds: log, config, images, table, figure,
+# artifact, artifacts, flush (payload: threading.Event), finish. ``timestamp`` is the Unix time at
+# which the caller logged a metric record (None for the other kinds).
+Record = tuple[str, Any, "int | None", dict, "float | None"]
 
 MAX_CONSECUTIVE_FAILURES = 5
 MAX_BATCH = 1000
@@ -32,11 +33,19 @@ LINGER_SECONDS = 0.005
 _CONTROL = ("flush", "finish")
 
 
+def with_timestamp(tracker: GeneralTracker, record: Record) -> dict:
+    """The record's kwargs, plus ``timestamp`` for trackers that asked for it (``wants_timestamps``)."""
+    kwargs = record[3]
+    if record[4] is not None and getattr(tracker, "wants_timestamps", False):
+        return {**kwargs, "timestamp": record[4]}
+    return kwargs
+
+
 def deliver(tracker: GeneralTracker, record: Record, values: Any = None) -> None:
     """Hand one record to a tracker through the contract's methods."""
-    kind, payload, step, kwargs = record
+    kind, payload, step, kwargs, _ = record
     if kind == "log":
-        tracker.log(payload if values is None else values, step=step, **kwargs)
+        tracker.log(payload if values is None else values, step=step, **with_timestamp(tracker, record))
     elif kind == "config":
         tracker.store_init_configuration(payload)
     elif kind == "images":
@@ -239,7 +248,8 @@ class BackendWorker:
             for record in records:
                 self._spill_record(record)
             return
-        entries = [(self._prepare(record[1]), record[2], record[3]) for record in records]
+        tracker = self.tracker
+        entries = [(self._prepare(record[1]), record[2], with_timestamp(tracker, record)) for record in records]
         self._in_flight = records
         if len(entries) == 1:
             values, step, kwargs = entries[0]
@@ -371,7 +381,7 @@ class BackendWorker:
                     self._spill.start()
                     self.report.spill_path = str(getattr(self._spill, "journal_path", ""))
                     if self._config is not None and record[0] != "config":
-                        deliver(self._spill, ("config", self._config, None, {}))
+                        deliver(self._spill, ("config", self._config, None, {}, None))
                 deliver(self._spill, record)
                 self.report.spilled += 1
             except Exception as error:

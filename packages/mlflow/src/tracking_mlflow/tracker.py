@@ -133,6 +133,7 @@ class MLflowTracker(GeneralTracker):
     """
 
     name = "mlflow"
+    wants_timestamps = True
     requires_logging_directory = False
 
     def __init__(
@@ -414,12 +415,14 @@ class MLflowTracker(GeneralTracker):
     def log_batch(self, entries: Sequence[tuple[dict, int | None, dict]]) -> None:
         from mlflow.entities import Metric
 
-        timestamp = int(time.time() * 1000)
+        now = int(time.time() * 1000)
         metrics = []
         for values, step, kwargs in entries:
             step = 0 if step is None else int(step)
+            # when log() was called (the dispatcher's timestamp), not when this worker delivered it
+            timestamp = int(kwargs["timestamp"] * 1000) if kwargs.get("timestamp") is not None else now
             for option in kwargs:
-                if option != "synchronous":
+                if option not in ("synchronous", "timestamp"):
                     warn_once(self.name, option, "unknown log option for MLflow; ignored", reason="log-kwarg")
             for key, value in values.items():
                 key = self._checked_key(key)

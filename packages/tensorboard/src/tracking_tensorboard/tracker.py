@@ -31,7 +31,7 @@ from tracking_core.jsonl import table_rows
 
 #: Text-summary tag holding the run's configuration as exact JSON (hparams keep a flat copy).
 CONFIG_TAG = "config/json"
-_KNOWN_LOG_KWARGS = ("walltime",)
+_KNOWN_LOG_KWARGS = ("walltime", "timestamp")
 
 
 def _new_run_id() -> str:
@@ -103,6 +103,7 @@ class TensorBoardTracker(GeneralTracker):
 
     name = "tensorboard"
     requires_logging_directory = True
+    wants_timestamps = True
 
     def __init__(
         self,
@@ -185,8 +186,8 @@ class TensorBoardTracker(GeneralTracker):
                 if keyword not in _KNOWN_LOG_KWARGS:
                     warn_once(self.name, keyword, "unknown log keyword for tensorboard; ignored", reason="kwarg")
             step = self._next_step(step)
-            if summaries:
-                writer.add_summary(summaries, step, kwargs.get("walltime"))
+            if summaries:  # the dispatcher's timestamp is when log() was called; an explicit walltime wins
+                writer.add_summary(summaries, step, kwargs.get("walltime", kwargs.get("timestamp")))
         self._flush_if_due()
 
     def _flush_if_due(self) -> None:
