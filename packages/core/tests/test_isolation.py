@@ -127,3 +127,34 @@ def test_blocking_mode_isolates_failures_too(failing, tmp_path):
     assert len(MemoryTracker.runs[-1].metrics) == 10  # synchronous: delivered before log() returned
     report = run.finish()
     assert report.backends["failing"].spilled == 10 and report.backends["memory"].ok
+
+
+def test_start_up_that_lost_an_import_race_is_retried(memory, tmp_path, monkeypatch):
+    from tracking_core import worker
+
+    monkeypatch.setattr(worker, "IMPORT_RETRY_DELAY", 0.01)
+
+    class Racy(MemoryTracker):
+        name = "racy"
+        attempts = 0
+
+        def start(self):
+            Racy.attempts += 1
+            if Racy.attempts == 1:
+                raise ImportError("cannot import name 'Run' from partially initialized module 'sdk'")
+            super().start()
+
+    class Broken(MemoryTracker):
+        name = "broken_import"
+
+        def start(self):
+            raise ImportError("No module named 'sdk'")  # a real missing dependency is not retried
+
+    register_tracker_class(Racy)
+    register_tracker_class(Broken)
+    run = Dispatcher(log_with=["racy", "broken_import"], logging_dir=tmp_path)
+    run.init_trackers("p")
+    run.log({"a": 1}, step=0)
+    report = run.finish()
+    assert Racy.attempts == 2 and report.backends["racy"].ok
+    assert report.backends["broken_import"].state == "start_failed"

@@ -30,6 +30,8 @@ MAX_CONSECUTIVE_FAILURES = 5
 MAX_BATCH = 1000
 FLUSH_INTERVAL_SECONDS = 5.0
 LINGER_SECONDS = 0.005
+IMPORT_RETRIES = 2
+IMPORT_RETRY_DELAY = 0.5
 _CONTROL = ("flush", "finish")
 
 
@@ -205,7 +207,7 @@ class BackendWorker:
         self.report.state = "starting"
         began = time.monotonic()
         try:
-            self.tracker.start()
+            self._start_with_import_retry()
         except BaseException as error:
             self._failure(error, "start", [])
             self._quarantine("start_failed")
@@ -215,6 +217,24 @@ class BackendWorker:
             self.report.ready_at = time.monotonic()
             self.report.start_seconds = self.report.ready_at - began
             self.started.set()
+
+    def _start_with_import_retry(self) -> None:
+        """``start()``, retried when it lost an import race with another thread.
+
+        An SDK imported here while the training thread imports it (or a module it shares) can see
+        a partially initialised module; once the other import has finished, a second try works.
+        """
+        for attempt in range(IMPORT_RETRIES + 1):
+            try:
+                self.tracker.start()
+                return
+            except (ImportError, AttributeError) as error:
+                text = str(error)
+                racing = "partially initialized" in text or "circular import" in text
+                if not racing or attempt == IMPORT_RETRIES:
+                    raise
+                logger.info("backend %r: start-up met a concurrent import (%s); retrying", self.name, text)
+                time.sleep(IMPORT_RETRY_DELAY)
 
     def _process(self, batch: list[Record]) -> None:
         """Deliver a drained batch in order, grouping consecutive metric records."""
