@@ -62,10 +62,6 @@ class JournalWriter:
             )
             self.flush()
 
-    @property
-    def directory(self) -> Path:
-        return self.path.parent
-
     def write(self, record: dict) -> None:
         self._file.write(encode(record))
 

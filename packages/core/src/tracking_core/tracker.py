@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import math
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -165,7 +164,3 @@ def has_capability(tracker: GeneralTracker | type, capability: str) -> bool:
 
 def capabilities_of(tracker: GeneralTracker | type) -> list[str]:
     return [capability for capability in CAPABILITIES if has_capability(tracker, capability)]
-
-
-def is_finite_number(value: Any) -> bool:
-    return not (type(value) is float and not math.isfinite(value))
