@@ -38,3 +38,19 @@ def test_every_backend_folder_is_a_matrix_cell():
         "backend"
     ]
     assert set(changed_backends.all_backends(ROOT)) <= set(matrix)
+
+
+def test_oldest_sdk_pins_are_the_packages_lower_bounds():
+    import re
+    import tomllib
+
+    oldest = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["hatch"]["envs"]["oldest"]
+    pins = oldest["overrides"]["matrix"]["backend"]["extra-dependencies"]
+    assert pins, "no oldest-SDK cell"
+    for pin in pins:
+        (backend,) = pin["if"]
+        sdk, version = pin["value"].split("==")
+        package = tomllib.loads((ROOT / "packages" / backend / "pyproject.toml").read_text())["project"]
+        bounds = [re.sub(r"\s", "", dep) for dep in package["dependencies"] if re.match(rf"{sdk}\b", dep)]
+        floor = re.search(r">=([\w.]+)", bounds[0]).group(1)
+        assert version == floor or version.startswith(floor + "."), (pin, bounds)

@@ -3,7 +3,7 @@
 # private virtualenv on first use, then drives the Hatch environments of pyproject.toml.
 #
 #   bash tools/run.sh demo     # the main job: `tracking demo` with every backend, embedded defaults
-#   bash tools/run.sh test     # lint, core alone, one cell per backend, shared tests (what CI runs)
+#   bash tools/run.sh test     # lint, core alone, one cell per backend, shared tests, oldest SDKs (what CI runs)
 #   bash tools/run.sh bench    # tools/bench.py in the all-backends environment
 #   bash tools/run.sh lint
 set -uo pipefail
@@ -26,6 +26,11 @@ backends() {
     name="$(basename "$(dirname "$project")")"
     [ "$name" = core ] || echo "$name"
   done
+}
+
+oldest_cells() {
+  # backends with an `oldest.<backend>` cell: their package tests against the oldest supported SDK
+  "$hatch" env show --json | python3 -c 'import json, sys; print(*[n[7:] for n in json.load(sys.stdin) if n.startswith("oldest.")])'
 }
 
 actionlint() {
@@ -51,6 +56,9 @@ run_tests() {
   for backend in $(backends); do
     step "$backend" "$hatch" run "test.$backend:unit" --junitxml="$reports/$backend-unit.xml"
     step "$backend shared" "$hatch" run "test.$backend:shared" --junitxml="$reports/$backend-shared.xml"
+  done
+  for backend in $(oldest_cells); do
+    step "$backend oldest SDK" "$hatch" run "oldest.$backend:unit" --junitxml="$reports/$backend-oldest.xml"
   done
   python3 "$root/tools/junit_total.py" "$reports"/*.xml
   rm -rf "$reports"

@@ -263,3 +263,26 @@ def test_flushed_data_survives_a_kill(tmp_path: Path) -> None:
     )
     stored = readback.metrics(readback.get_run(tmp_path, result.stdout.strip()))
     assert stored["loss"] == {step: float(step) for step in range(100)}
+
+
+def test_aim_tracking_thread_uses_run_track(tmp_path: Path) -> None:
+    """With Aim's tracking thread on, points go through ``Run.track`` (the batched route needs a synchronous run),
+    and ``finish`` waits for that thread: ``Run.close`` alone leaves it writing to a closed run, hanging the exit.
+    """
+    result = run_script(
+        """
+        import os, sys
+        os.environ["__AIM_ENABLE_TRACKING_THREAD__"] = "1"
+        from tracking_aim import AimTracker
+        tracker = AimTracker("threaded", sys.argv[1])
+        tracker.start()
+        assert tracker._writer is None, "the batched route was used with Aim's tracking thread"
+        tracker.log_batch([({"loss": float(step), "note": "t"}, step, {"timestamp": 1.0}) for step in range(30)])
+        tracker.finish()
+        print(tracker.run_hash)
+    """,
+        str(tmp_path),
+    )
+    run = readback.get_run(tmp_path, result.stdout.strip().splitlines()[-1])
+    assert readback.metrics(run) == {"loss": {step: float(step) for step in range(30)}}
+    assert sorted(readback.sequence(run, "text", "note")) == list(range(30))

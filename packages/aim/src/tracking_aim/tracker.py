@@ -1,7 +1,7 @@
 """``AimTracker``: the tracker contract mapped onto an ``aim.Run`` in an embedded Aim repo.
 
 contract                      -> Aim
-``log`` / ``log_batch``       -> ``run.track({key: number, ...}, step=step)`` (one call per step), strings as ``aim.Text``
+``log`` / ``log_batch``       -> numeric series (one RocksDB write per batch, see ``series_writer``), strings as ``aim.Text``
 ``store_init_configuration``  -> ``run["hparams"] = config`` (nesting kept)
 ``log_images``                -> ``run.track(aim.Image | [aim.Image, ...], name=key, step=step)``
 ``log_figure``                -> matplotlib: ``aim.Image`` (PNG, works offline); plotly: ``aim.Figure`` (interactive)
@@ -23,6 +23,8 @@ from typing import Any, NamedTuple
 from tracking_core import GeneralTracker, flatten_config, notice, stringify, warn_once
 from tracking_core.jsonl import table_rows
 
+from tracking_aim.series_writer import SeriesWriter
+
 #: Run settings that cost threads or capture data nobody asked for; explicit kwargs still win.
 _QUIET_RUN_DEFAULTS = {
     "system_tracking_interval": None,  # else a sampler thread and __system__* metrics every 10 s
@@ -31,6 +33,8 @@ _QUIET_RUN_DEFAULTS = {
 }
 #: kwargs of ``Run.track`` that a caller may pass through ``log_kwargs``.
 _TRACK_KEYWORDS = ("context", "epoch")
+#: ``log`` kwargs understood here: ``Run.track``'s, and the dispatcher's time of the ``log`` call.
+_LOG_KEYWORDS = (*_TRACK_KEYWORDS, "timestamp")
 _TABLE_CONTEXT = {"type": "table"}
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
@@ -67,6 +71,7 @@ class AimTracker(GeneralTracker):
 
     name = "aim"
     requires_logging_directory = True
+    wants_timestamps = True
 
     def __init__(
         self, run_name: str | None = None, /, logging_dir: str | os.PathLike | None = ".", **kwargs: Any
@@ -85,6 +90,7 @@ class AimTracker(GeneralTracker):
         self._closed = False
         self._series_kind: dict[tuple[str, str], str] = {}
         self._sdk: _Sdk | None = None
+        self._writer: SeriesWriter | None = None
 
     @property
     def tracker(self) -> Any:
@@ -108,6 +114,7 @@ class AimTracker(GeneralTracker):
             kwargs.setdefault("experiment", self.project_name)
         run = sdk.Run(**kwargs)
         self._run, self.run_hash = run, run.hash
+        self._writer = SeriesWriter.for_run(run)  # None: a remote repo or tracking thread; Run.track then
         if self.display_name:
             run.name = str(self.display_name)
         if self.description:
@@ -130,17 +137,20 @@ class AimTracker(GeneralTracker):
             self._run["hparams"] = {key: stringify(value) for key, value in flatten_config(values).items()}
 
     def log(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
-        self._track_values(values, step, kwargs)
+        self.log_batch([(values, step, kwargs)])
 
     def log_batch(self, entries: Sequence[tuple[dict, int | None, dict]]) -> None:
-        # Aim's batch unit is one step: ``track`` takes a dict of values for a single step.
-        for values, step, kwargs in entries:
-            self._track_values(values, step, kwargs)
+        try:
+            for values, step, kwargs in entries:
+                self._track_values(values, step, kwargs)
+        finally:  # points already batched are stored even if a later one failed (its batch is spilled whole)
+            self._commit()
 
     def flush(self) -> None:
-        """fsync the run's write-ahead logs (every ``track`` already wrote them; this survives power loss)."""
+        """fsync the run's write-ahead logs (every ``log`` already wrote them; this survives power loss)."""
         if self._run is None or self._closed:
             return
+        self._commit()
         pool = getattr(self._run.repo, "container_pool", None)  # local repos only; a remote repo sends per call
         for config, container in list(pool.items()) if pool is not None else []:
             if getattr(config, "sub", None) == self.run_hash and not getattr(config, "read_only", True):
@@ -149,7 +159,9 @@ class AimTracker(GeneralTracker):
     def finish(self) -> None:
         if self._run is None or self._closed:
             return
+        self._commit()
         self._closed = True
+        _drain_tracking_thread(self._run)
         self._run.close()  # stops Aim's threads, sets end_time, flushes RocksDB and releases the run's locks
 
     def read_back_metrics(self) -> dict[str, dict[int, Any]]:
@@ -188,9 +200,16 @@ class AimTracker(GeneralTracker):
         )
         return True
 
+    def _commit(self) -> None:
+        if self._writer is not None:
+            self._writer.commit()
+
     def _track_values(self, values: dict, step: int | None, kwargs: dict) -> None:
         Text = self._sdk.Text
-        context = kwargs.get("context")
+        context, epoch = kwargs.get("context"), kwargs.get("epoch")
+        for keyword in kwargs:
+            if keyword not in _LOG_KEYWORDS:
+                warn_once(self.name, keyword, "unknown log keyword for aim; ignored", reason="kwarg")
         numbers: dict[str, int | float] = {}
         texts: dict[str, str] = {}
         for key, value in values.items():
@@ -203,10 +222,18 @@ class AimTracker(GeneralTracker):
             if self._kind_conflict(key, kind, context):
                 continue
             (texts if kind == "text" else numbers)[key] = value
+        writer = self._writer
+        if writer is None:
+            if numbers:
+                self._run.track(numbers, step=step, epoch=epoch, context=context)
+            for key, text in texts.items():
+                self._run.track(Text(text), name=key, step=step, epoch=epoch, context=context)
+            return
+        when = kwargs.get("timestamp") or time.time()  # the time of the caller's log(), as Run.track would
         if numbers:
-            self._run.track(numbers, step=step, **kwargs)
+            writer.track(numbers, step, epoch, context, when)
         for key, text in texts.items():
-            self._run.track(Text(text), name=key, step=step, **kwargs)
+            writer.track_with_aim(Text(text), key, step, epoch, context, when)
 
     # -- media -----------------------------------------------------------------------------
     def log_images(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
@@ -310,6 +337,17 @@ def _load_sdk() -> _Sdk:
                 raise
             time.sleep(0.05 * (attempt + 1))
     raise AssertionError("unreachable")
+
+
+def _drain_tracking_thread(run: Any) -> None:
+    """Wait for Aim's optional tracking thread (``__AIM_ENABLE_TRACKING_THREAD__``) to store its backlog.
+
+    ``Run.close`` does not wait for it: the thread then writes to the closed run, fails to reopen its
+    database (RocksDB lock), and the interpreter hangs at exit waiting for that queue.
+    """
+    backlog = getattr(getattr(run.repo, "tracking_queue", None), "_queue", None)
+    if backlog is not None:
+        backlog.join()
 
 
 def _index_run(repo_path: str, run_hash: str) -> None:
