@@ -358,7 +358,20 @@ class Dispatcher:
         self._fan_out("log_table", ("table", payload), step, log_kwargs)
 
     def log_figure(self, figure: Any, name: str, step: int | None = None, log_kwargs: dict | None = None) -> None:
-        self._fan_out("log_figure", ("figure", (figure, name)), step, log_kwargs)
+        """A matplotlib or plotly figure, copied now: it may be changed, reused or closed once this returns."""
+        from .figures import copy_figure  # pickle and copy load only for scripts that log figures
+
+        snapshot, problem = copy_figure(figure)
+        if problem:
+            warn_once(
+                "all backends",
+                name,
+                f"figure could not be copied ({problem}); it is drawn as it is when each backend gets to it, "
+                "so leave it unchanged until flush()",
+                reason="figure-copy",
+                stacklevel=3,
+            )
+        self._fan_out("log_figure", ("figure", (snapshot, name)), step, log_kwargs)
 
     def log_artifact(self, local_path: str | os.PathLike, artifact_path: str | None = None) -> None:
         if not os.path.isfile(local_path):

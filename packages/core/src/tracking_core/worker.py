@@ -56,8 +56,10 @@ def deliver(tracker: GeneralTracker, record: Record, values: Any = None) -> None
         name, columns, data, dataframe = payload
         tracker.log_table(name, columns=columns, data=data, dataframe=dataframe, step=step, **kwargs)
     elif kind == "figure":
+        from .figures import restore_figure
+
         figure, name = payload
-        tracker.log_figure(figure, name, step=step, **kwargs)
+        tracker.log_figure(restore_figure(figure), name, step=step, **kwargs)
     elif kind == "artifact":
         tracker.log_artifact(*payload)
     elif kind == "artifacts":

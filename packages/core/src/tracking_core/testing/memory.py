@@ -25,6 +25,7 @@ class MemoryTracker(GeneralTracker):
         self.metrics: list[tuple[int | None, dict]] = []
         self.images: list[tuple[int | None, dict]] = []
         self.tables: list[tuple[str, list, list, int | None]] = []
+        self.figures: list[tuple[str, int | None, Any]] = []
         self.flushes = 0
         self.threads: set[str] = set()
         self._lock = threading.Lock()
@@ -53,6 +54,9 @@ class MemoryTracker(GeneralTracker):
 
         columns, rows = table_rows(columns, data, dataframe)
         self.tables.append((table_name, columns, rows, step))
+
+    def log_figure(self, figure: Any, name: str, step: int | None = None, **kwargs: Any) -> None:
+        self.figures.append((name, step, figure))
 
     def flush(self) -> None:
         self.flushes += 1
