@@ -116,3 +116,28 @@ def readback_context() -> Any:
     from aim.storage.context import Context
 
     return Context({})
+
+
+def test_a_resumed_run_continues_its_series(tmp_path: Path) -> None:
+    """A resumed run (``run_hash``) starts from the series Aim preloads: steps, last and extremes carry on."""
+    first = AimTracker("resumed", tmp_path)
+    first.start()
+    first.log_batch([({"loss": 10.0 - step, "seen": step}, step, {"timestamp": T0 + step}) for step in range(10)])
+    first.finish()
+
+    again = AimTracker("resumed", tmp_path, run_hash=first.run_hash)
+    again.start()
+    again.log_batch([({"loss": 20.0 - step, "seen": step}, step, {"timestamp": T0 + step}) for step in range(10, 20)])
+    again.log({"loss": 0.5}, step=None)  # the next step of the first series: 20
+    again.finish()
+
+    stored = again.read_back_metrics()
+    assert stored["loss"] == {
+        **{step: 10.0 - step for step in range(10)},
+        **{step: 20.0 - step for step in range(10, 20)},
+        20: 0.5,
+    }
+    assert stored["seen"] == {step: step for step in range(20)}
+    traces = readback.get_run(tmp_path, first.run_hash).meta_run_tree.collect(("traces",))
+    (loss,) = [series["loss"] for series in traces.values() if "loss" in series]
+    assert (loss["last"], loss["last_step"], loss["max"], loss["min"]) == (0.5, 20, 10.0, 0.5)
