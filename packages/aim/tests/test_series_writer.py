@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import math
 import random
@@ -79,18 +80,21 @@ def test_batched_points_are_byte_identical_to_aims_own(tmp_path: Path) -> None:
         writer.track(dict(values), step, epoch, context, when)
         if index % 37 == 0:
             writer.commit()
-    writer.commit()
+    writer.close()
     by_aim.close()
     batched.close()
+    hashes = by_aim.hash, batched.hash
+    del by_aim, batched, writer
+    gc.collect()  # RocksDB closes a database (and its background flushes) only when its handle is freed
 
-    expected, written = stored_records(tmp_path, by_aim.hash), stored_records(tmp_path, batched.hash)
+    expected, written = (stored_records(tmp_path, run_hash) for run_hash in hashes)
     end_time = ("meta", b"meta\xfechunks\xfeH\xfeend_time\xfe")
     differing = {key for key in expected.keys() | written.keys() if expected.get(key) != written.get(key)}
     assert differing == {end_time}, sorted(differing)[:10]
     assert len(written) > 4 * 300 * 4, "the databases hold fewer records than points logged"
 
-    read = series_as_read(tmp_path, batched.hash)
-    assert read == series_as_read(tmp_path, by_aim.hash)
+    read = series_as_read(tmp_path, hashes[1])
+    assert read == series_as_read(tmp_path, hashes[0])
     steps, values, _epochs, times = read["loss", "{}"]
     points = dict(zip(steps, zip(values, times)))
     assert points["10"] == ("9.0", str(T0 + 1000)), "a step written twice should keep the later point"

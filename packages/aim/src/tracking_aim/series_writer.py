@@ -138,6 +138,12 @@ class SeriesWriter:
             database.write(batch)
             batch.clear()
 
+    def close(self) -> None:
+        """Commit, then let go of the run's databases so that closing the run really closes them."""
+        self.commit()
+        self._batches.clear()
+        self._series.clear()
+
     def track_with_aim(self, value: Any, name: str, step: int | None, epoch: Any, context: Any, when: float) -> None:
         """One value through Aim's own tracker, stamped with ``when`` (the time it was logged)."""
         self.commit()  # Aim may write to a series with points still in the batch: keep their order

@@ -159,7 +159,9 @@ class AimTracker(GeneralTracker):
     def finish(self) -> None:
         if self._run is None or self._closed:
             return
-        self._commit()
+        if self._writer is not None:
+            self._writer.close()  # it holds the run's RocksDB handles, which would outlive run.close()
+            self._writer = None
         self._closed = True
         _drain_tracking_thread(self._run)
         self._run.close()  # stops Aim's threads, sets end_time, flushes RocksDB and releases the run's locks
