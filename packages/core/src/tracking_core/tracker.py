@@ -36,12 +36,17 @@ class RunContext(NamedTuple):
 
     ``run_dir`` is ``<logging_dir>/<project>/<run_id>``, where the journal and spill journals live;
     a backend with per-run files may put them there so one folder holds the whole run.
+
+    ``resume`` is set when the run continues an earlier process's run (``init(..., resume=...)``):
+    what this backend's :meth:`GeneralTracker.resume_state` returned then, so ``start()`` reopens
+    the same run in the SDK instead of creating one. ``None`` means start a new run.
     """
 
     project: str
     run_id: str
     run_dir: Path
     logging_dir: Path
+    resume: dict | None = None
 
 
 class GeneralTracker:
@@ -63,6 +68,8 @@ class GeneralTracker:
     * ``run_context`` -- a :class:`RunContext` the dispatcher sets before ``start()`` (``None`` when
       the tracker is used on its own).
     * ``report_notes()`` -- what a person should know about this run in the finish report.
+    * ``resume_state()`` -- the SDK's identity of the run (run id, hash, ...), so a restarted job can
+      continue it: the dispatcher passes it back in ``run_context.resume`` before ``start()``.
     * ``accepts_non_finite`` -- ``False`` when the SDK mangles NaN/inf (they are then dropped with
       one warning per key instead of being stored wrongly).
     """
@@ -120,6 +127,15 @@ class GeneralTracker:
         when the data cannot be read back locally.
         """
         raise NotImplementedError(f"tracker {getattr(self, 'name', type(self).__name__)!r} cannot read its data back")
+
+    def resume_state(self) -> dict | None:
+        """What a later process needs to continue this run in the SDK (JSON-serialisable), or ``None``.
+
+        Called in the worker right after ``start()``; the dispatcher keeps it in the run's
+        ``run.json`` and hands it back as ``run_context.resume`` when the run is resumed. ``None``
+        (the default) means the backend cannot reopen a run: a resumed run gets a new one there.
+        """
+        return None
 
     def report_notes(self) -> list[str]:
         """Lines for the finish report, e.g. "fell back to offline: the server did not answer"."""
