@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -110,3 +111,46 @@ def test_a_failing_neighbour_does_not_disturb_the_cell_backend(tmp_path):
     assert report.backends[CELL].ok and report.failed == ["broken"]
     assert report.backends["broken"].spilled == 40
     assert sorted(run.get_tracker(CELL).read_back_metrics()["train/loss"]) == list(range(40))
+
+
+RESUMED_RUN = """
+import json, sys
+import tracking_core
+resume = sys.argv[2] == "resume"
+run = tracking_core.init("restarted", log_with=[sys.argv[1]], logging_dir="runs", resume=resume)
+for _ in range(10):
+    run.log({"train/loss": 0.5})
+report = run.finish()
+tracker = run.trackers[0]
+try:
+    points = sorted(tracker.read_back_metrics().get("train/loss", {}))
+except NotImplementedError:
+    points = None
+print(json.dumps({"ok": report.ok, "run_id": run.run_id, "notes": report.backends[sys.argv[1]].notes,
+                  "points": points}))
+"""
+
+
+def test_a_restarted_job_continues_its_run_in_the_cell_backend(tmp_path):
+    """Two processes, the second with ``resume=True``: one run with both halves where the backend can
+    reopen its run, else a new backend run and a note saying so; steps carry on either way."""
+
+    def process(mode: str) -> dict:
+        result = subprocess.run(
+            [sys.executable, "-c", RESUMED_RUN, CELL, mode], capture_output=True, text=True, timeout=300, cwd=tmp_path
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+        return json.loads(result.stdout.strip().splitlines()[-1])
+
+    first, second = process("new"), process("resume")
+    assert first["ok"] and second["ok"] and second["run_id"] == first["run_id"]
+    manifest = json.loads((tmp_path / "runs" / "restarted" / first["run_id"] / "run.json").read_text())
+    assert manifest["last_step"] == 19
+    if manifest["backends"][CELL] is not None:
+        assert not [note for note in second["notes"] if "resume" in note], second["notes"]
+        if second["points"] is not None:
+            assert second["points"] == list(range(20)), "the resumed backend run lacks the first process's points"
+    else:
+        assert any("not resumed" in note for note in second["notes"]), second["notes"]
+        if second["points"] is not None:
+            assert second["points"] == list(range(10, 20))

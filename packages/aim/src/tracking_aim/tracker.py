@@ -91,6 +91,7 @@ class AimTracker(GeneralTracker):
         self._series_kind: dict[tuple[str, str], str] = {}
         self._sdk: _Sdk | None = None
         self._writer: SeriesWriter | None = None
+        self._notes: list[str] = []
 
     @property
     def tracker(self) -> Any:
@@ -112,7 +113,7 @@ class AimTracker(GeneralTracker):
         kwargs.setdefault("repo", str(self.logging_dir.absolute()))  # Aim creates <dir>/.aim if missing
         if self.project_name is not None:
             kwargs.setdefault("experiment", self.project_name)
-        run = sdk.Run(**kwargs)
+        run = self._resumed_run(sdk, kwargs) or sdk.Run(**kwargs)
         self._run, self.run_hash = run, run.hash
         self._writer = SeriesWriter.for_run(run)  # None: a remote repo or tracking thread; Run.track then
         if self.display_name:
@@ -128,6 +129,27 @@ class AimTracker(GeneralTracker):
             notice(f"aim: run {run.hash} in the Aim server repo {location}")
         else:
             notice(f"aim: run {run.hash} in the Aim repo {location} (view: aim up --repo {location})")
+
+    def _resumed_run(self, sdk: _Sdk, kwargs: dict) -> Any:
+        """The earlier process's Aim run when the tracking run is resumed (an explicit ``run_hash`` wins).
+
+        Aim reopens a run whose process was killed on its own; a run it cannot reopen (deleted, or
+        still written by a live process) leaves a note and a new run.
+        """
+        resume = self.run_context.resume if self.run_context is not None else None
+        if not resume or "run_hash" in self.run_kwargs:
+            return None
+        try:
+            return sdk.Run(**{**kwargs, "run_hash": resume["run_hash"], "repo": resume.get("repo", kwargs["repo"])})
+        except Exception as error:
+            self._notes.append(f"could not resume Aim run {resume['run_hash']} ({error}); started a new run")
+            return None
+
+    def resume_state(self) -> dict:
+        return {"run_hash": self.run_hash, "repo": self.repo_path}
+
+    def report_notes(self) -> list[str]:
+        return list(self._notes)
 
     def store_init_configuration(self, values: dict) -> None:
         try:

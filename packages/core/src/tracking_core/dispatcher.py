@@ -7,6 +7,7 @@ values, step and config semantics of the whole library are applied here, once.
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import threading
 import time
@@ -19,6 +20,7 @@ from .config import sanitize_config
 from .distributed import get_rank
 from .errors import TrackingError
 from .jsonl import JsonlTracker
+from .manifest import RunManifest, find_run_to_resume
 from .noop import NoOpTracker
 from .notices import logger, notice, reset_warnings, warn_once
 from .registry import LoggerType, get_available_trackers, resolve_tracker_class
@@ -72,6 +74,12 @@ class Dispatcher:
     ``queue_size`` bounds each backend's queue and ``on_full`` is ``"block"`` (lossless, default)
     or ``"drop"`` (counted in the report); ``on_error`` is ``"warn"`` (default) or ``"raise"``
     (the next ``log``/``flush``/``finish`` raises :class:`TrackingError`).
+
+    ``resume=True`` continues the project's most recently used run under ``logging_dir`` (a new run
+    if there is none), ``resume="<run id>"`` that run: the run keeps its folder and id, each backend
+    that can reopens its SDK run (see ``run.json`` in the run folder), and ``step=None`` continues
+    after the last step the earlier process flushed. Pass explicit steps (the checkpoint's global
+    step) when points after the checkpoint were logged before the restart.
     """
 
     def __init__(
@@ -85,11 +93,15 @@ class Dispatcher:
         on_error: str = "warn",
         finish_timeout: float = DEFAULT_FINISH_TIMEOUT,
         flush_interval: float = 5.0,
+        resume: bool | str = False,
     ) -> None:
         if on_full not in ("block", "drop"):
             raise ValueError(f"on_full must be 'block' or 'drop', got {on_full!r}")
         if on_error not in ("warn", "raise"):
             raise ValueError(f"on_error must be 'warn' or 'raise', got {on_error!r}")
+        if not isinstance(resume, (bool, str)) or resume == "":
+            raise ValueError(f"resume must be True, False or a run id, got {resume!r}")
+        self.resume = resume
         self.logging_dir = os.fspath(logging_dir) if logging_dir is not None else None
         self.blocking = blocking
         self.queue_size = queue_size
@@ -112,6 +124,8 @@ class Dispatcher:
         self.project_name: str | None = None
         self.run_id: str | None = None
         self.run_dir: Path | None = None
+        self.resumed = False
+        self._manifest: RunManifest | None = None
 
     # -- set-up ----------------------------------------------------------------------------
     def _resolve(self, log_with: Any) -> list[type | GeneralTracker]:
@@ -173,11 +187,10 @@ class Dispatcher:
         reset_warnings()  # "once" means once per run: a new run in the same process warns again
         init_kwargs = init_kwargs or {}
         self.project_name = str(project_name)
-        self.run_id = _new_run_id()
-        self.run_dir = Path(self.logging_dir or DEFAULT_LOGGING_DIR) / self.project_name / self.run_id
-        context = RunContext(
-            self.project_name, self.run_id, self.run_dir, Path(self.logging_dir or DEFAULT_LOGGING_DIR)
-        )
+        root = Path(self.logging_dir or DEFAULT_LOGGING_DIR)
+        manifest = self._open_manifest(root / self.project_name)
+        self.run_id, self.run_dir = manifest.run_id, manifest.path.parent
+        context = RunContext(self.project_name, self.run_id, self.run_dir, root)
         clean_config = sanitize_config(config) if config is not None else None
         if clean_config is not None:
             import copy  # each backend gets its own copy: one backend mutating it cannot affect another
@@ -191,7 +204,7 @@ class Dispatcher:
                 if isinstance(spec, GeneralTracker)
                 else self._construct(spec, self.project_name, init_kwargs.get(name))
             )
-            tracker.run_context = context
+            tracker.run_context = context._replace(resume=manifest.backends.get(name)) if self.resumed else context
             worker = BackendWorker(
                 tracker,
                 spill_factory=self._spill_factory,
@@ -201,6 +214,7 @@ class Dispatcher:
                 on_full=self.on_full,
                 blocking=self.blocking,
                 flush_interval=self.flush_interval,
+                on_started=self._backend_started,
             )
             self._workers.append(worker)
         self._all_workers = list(self._workers)
@@ -211,6 +225,41 @@ class Dispatcher:
                 worker.put(("config", copy.deepcopy(clean_config), None, _EMPTY, None))
         self._register_atexit()
         return self
+
+    def _open_manifest(self, project_dir: Path) -> RunManifest:
+        """The manifest of the run this dispatcher writes: a resumed run's, or a new one."""
+        run_dir = find_run_to_resume(project_dir, self.resume) if self.resume else None
+        if run_dir is None:
+            if self.resume:
+                notice(f"resume: no earlier run of {self.project_name!r} in {project_dir}; starting a new run")
+            run_id = _new_run_id()
+            manifest = RunManifest(project_dir / run_id, self.project_name, run_id)
+        else:
+            manifest = RunManifest.load(run_dir)
+            self.resumed = True
+            self._step = manifest.last_step
+            notice(f"resume: continuing run {manifest.run_id} of {self.project_name!r} after step {self._step}")
+        if self.rank == 0:
+            self._manifest = manifest
+            manifest.write()
+        return manifest
+
+    def _backend_started(self, worker: BackendWorker) -> None:
+        """In the worker, once its backend is up: keep what a later process needs to resume it."""
+        tracker = worker.tracker
+        if self.resumed and tracker.run_context is not None and tracker.run_context.resume is None:
+            worker.add_note(
+                f"not resumed: the earlier run left no {worker.name} state; this is a new {worker.name} run"
+            )
+        if self._manifest is None:
+            return
+        try:
+            state = tracker.resume_state()
+            json.dumps(state)
+        except Exception as error:
+            logger.warning("backend %r: resume_state() failed (%r); this run cannot resume it", worker.name, error)
+            state = None
+        self._manifest.set_backend(worker.name, state)
 
     def _register_atexit(self) -> None:
         reference = weakref.ref(self)
@@ -421,6 +470,8 @@ class Dispatcher:
             events.append(event)
         deadline = None if timeout is None else time.monotonic() + timeout
         done = all(event.wait(None if deadline is None else max(0.0, deadline - time.monotonic())) for event in events)
+        if done and self._manifest is not None:
+            self._manifest.set_last_step(self._step)
         if self._pending_error is not None:
             self._raise_pending()
         return done
@@ -441,6 +492,8 @@ class Dispatcher:
                 logger.warning(
                     "backend %r did not finish within %.0f s; its pending records were spilled", worker.name, timeout
                 )
+        if self._manifest is not None:
+            self._manifest.set_last_step(self._step)
         self._report = FinishReport(
             backends={worker.name: worker.report for worker in self._all_workers},
             run_dir=str(self.run_dir) if self.run_dir else None,

@@ -13,6 +13,7 @@ Format (``FORMAT_VERSION`` 1), one JSON object per line, each with a ``type``:
 * ``figure``  -- ``name``, ``step``, ``path``.
 * ``artifact`` / ``artifacts`` -- ``local_path`` (absolute), ``artifact_path``.
 * ``finish``  -- written when the run finished cleanly.
+* ``resume``  -- ``time``: a later process continues the run from here (``init(..., resume=...)``).
 
 Readers skip unknown types and a torn last line, so a journal from a killed process reads back up
 to its last flushed record, and newer writers can add record types without breaking older readers.
@@ -46,6 +47,8 @@ class JournalWriter:
     def __init__(self, path: str | os.PathLike, *, project: str, run_id: str, source: str) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self.path.exists():
+            _drop_torn_line(self.path)
         is_new = not self.path.exists() or self.path.stat().st_size == 0
         self._file = open(self.path, "a", encoding="utf-8")
         if is_new:
@@ -79,6 +82,22 @@ class JournalWriter:
         if not self._file.closed:
             self.flush(durable=True)
             self._file.close()
+
+
+def _drop_torn_line(path: Path) -> None:
+    """Cut a last line a killed writer left half-written, so records appended now stay readable."""
+    with open(path, "rb+") as handle:
+        size = handle.seek(0, os.SEEK_END)
+        handle.seek(max(0, size - 1))
+        if handle.read(1) == b"\n":
+            return
+        tail = min(size, 1 << 20)
+        handle.seek(size - tail)
+        cut = handle.read(tail).rfind(b"\n")
+        if cut >= 0 or tail == size:
+            handle.truncate(size - tail + cut + 1)  # cut == -1 with the whole file read: nothing was whole
+        else:  # a torn line over 1 MiB: end it, readers skip it as corrupt
+            handle.write(b"\n")
 
 
 def resolve_journal(path: str | os.PathLike) -> Path:
@@ -149,3 +168,5 @@ class JournalSummary:
                     self.metrics.setdefault(key, []).append((step, value))
             elif kind == "finish":
                 self.finished = True
+            elif kind == "resume":
+                self.finished = False

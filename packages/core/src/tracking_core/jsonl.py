@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -83,8 +84,15 @@ class JsonlTracker(GeneralTracker):
         is_spill = self.journal_name != JOURNAL_NAME
         source = f"spill:{self.journal_name[len('spill-') : -len('.jsonl')]}" if is_spill else "jsonl"
         self._writer = JournalWriter(self.journal_path, project=self.run_name, run_id=self.run_id, source=source)
+        if self.run_context is not None and self.run_context.resume is not None:
+            self._writer.write({"type": "resume", "time": time.time()})
+            self._writer.flush()
         if not is_spill:
             notice(f"jsonl: journal at {self.journal_path} (summary: tracking show {self.run_dir})")
+
+    def resume_state(self) -> dict:
+        """The journal is appended to in place: its folder is the run's, kept on resume."""
+        return {"journal": self.journal_name}
 
     def store_init_configuration(self, values: dict) -> None:
         self._writer.write({"type": "config", "values": values})

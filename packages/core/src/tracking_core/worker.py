@@ -80,8 +80,11 @@ class BackendWorker:
         on_full: str = "block",
         blocking: bool = False,
         flush_interval: float = FLUSH_INTERVAL_SECONDS,
+        on_started: Callable[[BackendWorker], None] | None = None,
     ) -> None:
         self.tracker = tracker
+        self._on_started = on_started
+        self._notes: list[str] = []
         self.name = tracker.name
         self.report = BackendReport(self.name)
         self._spill_factory = spill_factory
@@ -215,6 +218,11 @@ class BackendWorker:
             self._quarantine("start_failed")
         else:
             self.report.state = "running"
+            if self._on_started is not None:
+                try:
+                    self._on_started(self)
+                except Exception as error:  # bookkeeping must never stop a backend that started
+                    logger.warning("backend %r: after start-up: %r", self.name, error)
         finally:
             self.report.ready_at = time.monotonic()
             self.report.start_seconds = self.report.ready_at - began
@@ -388,11 +396,16 @@ class BackendWorker:
         self._close_spill()
         self._finished = True
 
+    def add_note(self, note: str) -> None:
+        """A line for this backend's entry in the finish report (beside the tracker's own notes)."""
+        self._notes.append(note)
+
     def _collect_notes(self) -> None:
         try:
-            self.report.notes = [str(note) for note in self.tracker.report_notes()]
+            own = [str(note) for note in self.tracker.report_notes()]
         except Exception as error:
-            self.report.notes = [f"report_notes() failed: {error!r}"]
+            own = [f"report_notes() failed: {error!r}"]
+        self.report.notes = [*self._notes, *own]
 
     # -- spill -------------------------------------------------------------------------------
     def _spill_record(self, record: Record) -> None:

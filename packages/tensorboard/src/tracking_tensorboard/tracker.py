@@ -140,11 +140,17 @@ class TensorBoardTracker(GeneralTracker):
         if self.run_context is not None and not self._layout_chosen:
             self.run_id = self.run_context.run_id
             self.log_dir = self.logging_dir / self.run_name / (self.run_id + self._comment)
+            resumed_dir = (self.run_context.resume or {}).get("log_dir")
+            if resumed_dir:  # a resumed run adds an event file beside the earlier ones; TensorBoard merges them
+                self.log_dir = Path(resumed_dir)
         from . import _events  # the SDK import happens here, in the backend's worker thread
 
         self._events = _events
         self._writer = _events.EventWriter(self.log_dir, filename_suffix=self.filename_suffix)
         notice(f"tensorboard: event files in {self.log_dir}; view with: tensorboard --logdir {self.log_dir.parent}")
+
+    def resume_state(self) -> dict:
+        return {"log_dir": str(self.log_dir.absolute())}
 
     def store_init_configuration(self, values: dict) -> None:
         events = self._events

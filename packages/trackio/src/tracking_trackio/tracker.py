@@ -3,6 +3,8 @@
 Contract -> SDK:
 
 * ``start``                    -> ``trackio.init(project=<project_name>, **init_kwargs)``; the per-run ``Run`` is kept
+                                  (with ``run_context.resume``: ``name=<saved run>, resume="must"`` in the saved store)
+* ``resume_state``             -> ``{"project", "name", "id", "storage_dir"}`` of that ``Run``
 * ``store_init_configuration`` -> ``run.config.update(...)`` (stored with the run's next metrics row)
 * ``log`` (numbers, strings)   -> ``run.log(values, step=step)``: it only appends to Trackio's queue, which
                                   its own thread writes in batches every 0.5 s (so no ``log_batch`` override)
@@ -167,6 +169,8 @@ class TrackioTracker(GeneralTracker):
         self._config_pending = False
         self._last_step: int | None = None
         self._seen_sdk_failures: set[str] = set()
+        self._notes: list[str] = []
+        self._resumed = False
 
     @property
     def tracker(self) -> Any:
@@ -181,7 +185,11 @@ class TrackioTracker(GeneralTracker):
     def start(self) -> None:
         import trackio
 
-        self.storage_dir = _claim_storage(self._wanted_dir, self.name)
+        saved = self._saved_run()
+        wanted = self._wanted_dir
+        if saved is not None and saved.get("storage_dir") and Path(saved["storage_dir"]).is_dir():
+            wanted = Path(saved["storage_dir"])  # continue where the run's data is, even if logging_dir moved
+        self.storage_dir = _claim_storage(wanted, self.name)
         try:
             _silence_sdk_banner()
             self._context = contextvars.Context()
@@ -189,7 +197,9 @@ class TrackioTracker(GeneralTracker):
             kwargs = {"auto_log_cpu": False, "embed": False, **self.init_kwargs}
             module_config = trackio.config  # init() rebinds the module-global; keep the caller's
             try:
-                self._run = self._in_context(trackio.init, project=self.run_name, **kwargs)
+                self._run = self._resume(trackio, kwargs, saved) if saved is not None else None
+                if self._run is None:
+                    self._run = self._in_context(trackio.init, project=self.run_name, **kwargs)
             finally:
                 trackio.config = module_config
         except BaseException:
@@ -198,12 +208,78 @@ class TrackioTracker(GeneralTracker):
         # `trackio show` in a new shell looks in TRACKIO_DIR or its default: say which dir when it is neither.
         in_default = os.environ.get("TRACKIO_DIR") or self.storage_dir == _sdk_default_dir
         view = "" if in_default else f"TRACKIO_DIR={shlex.quote(str(self.storage_dir))} "
+        what = "resumed run" if self._resumed else "run"
         remote = getattr(self._run, "url", None)  # a Space or server the user chose (kwargs or TRACKIO_* env)
         if remote:
-            notice(f"trackio: run {self._run.name!r} sent to {remote} (local buffer in {self.storage_dir})")
+            notice(f"trackio: {what} {self._run.name!r} sent to {remote} (local buffer in {self.storage_dir})")
         else:
             command = f"{view}trackio show --project {shlex.quote(self.run_name)}"
-            notice(f"trackio: run {self._run.name!r} in {self.storage_dir} (view: {command})")
+            notice(f"trackio: {what} {self._run.name!r} in {self.storage_dir} (view: {command})")
+
+    def _saved_run(self) -> dict | None:
+        """The earlier process's run to continue (``run_context.resume``), unless the user chose a run themselves."""
+        context = getattr(self, "run_context", None)
+        saved = getattr(context, "resume", None)
+        if saved is None:
+            return None
+        if "name" in self.init_kwargs or "resume" in self.init_kwargs:
+            logger.info("trackio: name/resume in init_kwargs win over the saved run %r", saved.get("name"))
+            return None
+        return saved
+
+    def _resume(self, trackio: Any, kwargs: dict, saved: dict) -> Any:
+        """Reopen the saved run with Trackio's own ``resume="must"``; None (and a report note) when it is gone."""
+        name, project = saved.get("name"), saved.get("project", self.run_name)
+        if not isinstance(name, str) or not name:
+            reason = "the saved state names no run"
+        elif project != self.run_name:
+            reason = f"it belongs to project {project!r}, not {self.run_name!r}"
+        else:
+            try:
+                run = self._in_context(trackio.init, project=self.run_name, name=name, resume="must", **kwargs)
+            except ValueError as error:  # Trackio: "Run '<name>' does not exist in project '<project>'"
+                reason = str(error)
+                store = saved.get("storage_dir")
+                if store and not Path(store).is_dir():
+                    reason += f"; its store {store} is gone"
+            else:
+                self._restore_config(run)
+                self._resumed = True
+                if saved.get("id") and run.id != saved["id"]:
+                    self._notes.append(
+                        f"resumed the latest Trackio run named {name!r} (id {run.id}), not the saved id {saved['id']}"
+                    )
+                return run
+        self._notes.append(f"could not resume Trackio run {name!r} ({reason}); started a new run")
+        return None
+
+    def _restore_config(self, run: Any) -> None:
+        """Trackio's resume starts from an empty config and would overwrite the stored one: start from the stored one."""
+        if not getattr(run, "_is_local", True):
+            return  # a Space or server holds the config; nothing to read locally
+        from trackio.sqlite_storage import SQLiteStorage
+
+        try:
+            stored = SQLiteStorage.get_run_config(self.run_name, run_id=run.id)
+        except Exception as error:  # keep logging: the metrics matter more than the config
+            self._notes.append(f"could not read the config of resumed Trackio run {run.name!r} ({error})")
+            return
+        if stored:
+            run.config.update(stored)  # also keeps the run's original _Created
+
+    def resume_state(self) -> dict | None:
+        """What a restarted job passes back (``run_context.resume``) so ``start`` reopens this Trackio run."""
+        if self._run is None:
+            return None
+        return {
+            "project": self.run_name,
+            "name": self._run.name,
+            "id": self._run.id,
+            "storage_dir": str(self.storage_dir),
+        }
+
+    def report_notes(self) -> list[str]:
+        return list(self._notes)
 
     def store_init_configuration(self, values: dict) -> None:
         # The Run's own config dict: Trackio writes it with the run's next metrics row (INSERT OR REPLACE).
@@ -263,7 +339,8 @@ class TrackioTracker(GeneralTracker):
         try:
             if self._config_pending:
                 # Trackio stores the config only alongside a metrics row: write one empty row so it is kept.
-                run.log({}, step=self._last_step if self._last_step is not None else 0)
+                last = self._last_step if self._last_step is not None else getattr(run, "_next_step", 1) - 1
+                run.log({}, step=max(last, 0))  # a resumed run that logged nothing: its last step
             self._in_context(run.finish)
             self._raise_sdk_failures(run)
         finally:

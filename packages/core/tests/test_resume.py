@@ -1,0 +1,110 @@
+"""A restarted job continues its run: same folder and id, backends reopened, steps carried on."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+from tracking_core import Dispatcher, register_tracker_class
+from tracking_core.journal import JournalSummary
+from tracking_core.manifest import MANIFEST_NAME
+from tracking_core.testing import MemoryTracker
+
+
+class ResumableMemory(MemoryTracker):
+    """Stands for an SDK with run ids: it hands out its id and reopens the run it is given."""
+
+    name = "resumable"
+
+    def start(self) -> None:
+        super().start()
+        resume = self.run_context.resume if self.run_context else None
+        self.sdk_run_id = resume["sdk_run_id"] if resume else f"sdk-{os.urandom(3).hex()}"
+
+    def resume_state(self) -> dict:
+        return {"sdk_run_id": self.sdk_run_id}
+
+
+@pytest.fixture
+def trackers(memory):
+    register_tracker_class(ResumableMemory)
+    return ["jsonl", "memory", "resumable"]
+
+
+def run_steps(tmp_path, trackers, steps, **options):
+    run = Dispatcher(log_with=trackers, logging_dir=tmp_path, **options)
+    run.init_trackers("proj", config={"lr": 0.1})
+    for _ in range(steps):
+        run.log({"loss": 1.0})
+    return run, run.finish()
+
+
+def test_resume_continues_the_latest_run(trackers, tmp_path):
+    first, _ = run_steps(tmp_path, trackers, 5)
+    manifest = json.loads((first.run_dir / MANIFEST_NAME).read_text())
+    assert manifest["last_step"] == 4 and manifest["run_id"] == first.run_id
+    assert manifest["backends"]["jsonl"] == {"journal": "journal.jsonl"} and manifest["backends"]["memory"] is None
+    sdk_run_id = manifest["backends"]["resumable"]["sdk_run_id"]
+
+    second, report = run_steps(tmp_path, trackers, 5, resume=True)
+    assert second.resumed and (second.run_id, second.run_dir) == (first.run_id, first.run_dir)
+    resumable = next(t for t in second.trackers if t.name == "resumable")
+    assert resumable.sdk_run_id == sdk_run_id, "the backend did not get its earlier state back"
+    assert resumable.series("loss") == {step: 1.0 for step in range(5, 10)}, "step=None did not carry on"
+    assert any("not resumed" in note for note in report.backends["memory"].notes), report.backends["memory"].notes
+    assert not report.backends["resumable"].notes
+    journal = JournalSummary(first.run_dir)
+    assert [step for step, _ in journal.metrics["loss"]] == list(range(10)) and journal.finished
+    assert journal.counts["resume"] == 1 and journal.counts["header"] == 1
+    assert len(list((tmp_path / "proj").iterdir())) == 1, "resuming created another run folder"
+
+
+def test_resume_by_id_and_the_most_recently_used_run(trackers, tmp_path):
+    older, _ = run_steps(tmp_path, trackers, 2)
+    time.sleep(0.01)
+    newer, _ = run_steps(tmp_path, trackers, 2)
+    again, _ = run_steps(tmp_path, trackers, 1, resume=older.run_id)
+    assert again.run_id == older.run_id
+    latest, _ = run_steps(tmp_path, trackers, 1, resume=True)
+    assert latest.run_id == older.run_id != newer.run_id, "resume=True should take the run used last"
+
+
+def test_resume_errors_and_fresh_starts(trackers, tmp_path):
+    fresh, _ = run_steps(tmp_path, trackers, 1, resume=True)  # nothing to resume yet: a new run
+    assert not fresh.resumed and (fresh.run_dir / MANIFEST_NAME).is_file()
+    with pytest.raises(FileNotFoundError, match=rf"no run 'missing'.*{fresh.run_id}"):
+        Dispatcher(log_with=trackers, logging_dir=tmp_path, resume="missing").init_trackers("proj")
+    with pytest.raises(ValueError, match="resume must be"):
+        Dispatcher(log_with=trackers, logging_dir=tmp_path, resume=1)
+
+
+def test_resume_after_the_process_was_killed(tmp_path):
+    """SIGKILL after a flush, with a half-written journal line: the next process picks up cleanly."""
+    script = textwrap.dedent(
+        """
+        import os, signal, sys
+        import tracking_core
+        run = tracking_core.init("proj", log_with="jsonl", logging_dir=sys.argv[1])
+        for step in range(10):
+            run.log({"loss": float(step)})
+        assert run.flush(timeout=30)
+        journal = run.trackers[0].journal_path
+        with open(journal, "a") as handle:
+            handle.write('{"type":"metrics","step":10,"val')  # killed mid-write
+        os.kill(os.getpid(), signal.SIGKILL)
+        """
+    )
+    killed = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert killed.returncode == -9, killed.stderr
+    run = Dispatcher(log_with="jsonl", logging_dir=tmp_path, resume=True)
+    run.init_trackers("proj")
+    run.log({"loss": 10.0})
+    assert run.finish().ok
+    journal = JournalSummary(run.run_dir)
+    assert journal.metrics["loss"] == [(step, float(step)) for step in range(11)]
+    assert journal.finished and journal.counts["resume"] == 1, journal.counts  # nothing glued to the torn line

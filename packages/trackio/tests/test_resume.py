@@ -1,0 +1,207 @@
+"""Resuming a Trackio run from ``resume_state()`` in a later tracker: same run, one series, config kept."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tracking_core import RunContext
+from tracking_trackio import TrackioTracker
+from tracking_trackio.tracker import _runs_per_dir
+
+from .test_contract import read_config, trackio_db
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+@pytest.fixture(autouse=True)
+def _clean_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    monkeypatch.delenv("TRACKIO_DIR", raising=False)
+    monkeypatch.chdir(tmp_path)
+    yield
+    assert not _runs_per_dir, f"a test left a trackio storage claim behind: {dict(_runs_per_dir)}"
+
+
+def loss(step: int) -> float:
+    return 1 / (step + 1)
+
+
+def resumed_tracker(project: str, logging_dir: Path, state: dict | None, **kwargs: Any) -> TrackioTracker:
+    """A tracker as the dispatcher sets it up for a resumed run: the state after its trip through run.json."""
+    tracker = TrackioTracker(project, logging_dir=logging_dir, **kwargs)
+    restored = json.loads(json.dumps(state))
+    tracker.run_context = RunContext(project, "run-1", logging_dir / project / "run-1", logging_dir, resume=restored)
+    return tracker
+
+
+def read_runs(logging_dir: Path, project: str) -> dict[tuple[str, str], dict[int, float]]:
+    """``{(run_id, run_name): {step: loss}}`` from the project's store, decoded with Trackio's value decoder."""
+    from trackio.utils import deserialize_values
+
+    with sqlite3.connect(trackio_db(logging_dir, project)) as connection:
+        rows = connection.execute("SELECT run_id, run_name, step, metrics FROM metrics ORDER BY id").fetchall()
+    connection.close()
+    runs: dict[tuple[str, str], dict[int, float]] = {}
+    for run_id, run_name, step, metrics in rows:
+        series = runs.setdefault((run_id, run_name), {})
+        value = deserialize_values(json.loads(metrics)).get("loss")
+        if value is not None:
+            assert step not in series, f"step {step} stored twice"
+            series[step] = value
+    return runs
+
+
+def test_resume_in_process_continues_the_same_run(tmp_path: Path) -> None:
+    logs = tmp_path / "runs"
+    first = TrackioTracker("resume", logging_dir=logs)
+    first.start()
+    first.store_init_configuration({"lr": 0.1, "opt": {"name": "adam"}})
+    for step in range(10):
+        first.log({"loss": loss(step)}, step=step)
+    first.finish()
+    state = first.resume_state()
+    assert state == {
+        "project": "resume",
+        "name": first.tracker.name,
+        "id": first.tracker.id,
+        "storage_dir": str(logs.resolve() / "trackio"),
+    }
+
+    second = resumed_tracker("resume", logs, state)
+    second.start()
+    assert (second.tracker.name, second.tracker.id) == (first.tracker.name, first.tracker.id)
+    for step in range(10, 20):
+        second.log({"loss": loss(step)}, step=step)
+    second.finish()
+
+    assert second.report_notes() == []
+    assert read_runs(logs, "resume") == {(state["id"], state["name"]): {s: loss(s) for s in range(20)}}
+    assert second.read_back_metrics() == {"loss": {s: loss(s) for s in range(20)}}
+    config = read_config(logs, "resume")  # exactly one config row: the resumed run did not add or blank one
+    assert config["lr"] == 0.1 and config["opt"] == {"name": "adam"}
+    assert config["_Created"] == first.tracker.config["_Created"]  # the run's creation time, not the resume's
+
+
+def test_resume_after_the_first_process_was_killed(tmp_path: Path) -> None:
+    code = """
+        import json, os, signal
+        from tracking_trackio import TrackioTracker
+        tracker = TrackioTracker("killed", logging_dir="runs")
+        tracker.start()
+        tracker.store_init_configuration({"lr": 0.1})
+        for step in range(10):
+            tracker.log({"loss": 1 / (step + 1)}, step=step)
+        tracker.flush()
+        print(json.dumps(tracker.resume_state()), flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+    """
+    environment = {key: value for key, value in os.environ.items() if not key.startswith(("TRACKIO_", "HF_"))}
+    environment.update(HOME=str(tmp_path / "home"), PYTHONDONTWRITEBYTECODE="1")
+    killed = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        cwd=tmp_path,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    state = json.loads(killed.stdout.strip().splitlines()[-1])
+
+    tracker = resumed_tracker("killed", tmp_path / "runs", state)
+    tracker.start()
+    assert tracker.tracker.id == state["id"]
+    for step in range(10, 20):
+        tracker.log({"loss": loss(step)})  # no step: Trackio counts on from the stored run's last step
+    tracker.finish()
+    assert tracker.report_notes() == []
+    assert read_runs(tmp_path / "runs", "killed") == {(state["id"], state["name"]): {s: loss(s) for s in range(20)}}
+
+    # Trackio's own API in a fresh process sees one run with all 20 points and its config.
+    check = """
+        import json, trackio
+        from trackio.sqlite_storage import SQLiteStorage
+        runs = list(trackio.Api().runs("killed"))
+        logs = SQLiteStorage.get_logs("killed", runs[0].name)
+        print(json.dumps({"runs": [r.name for r in runs], "lr": runs[0].config.get("lr"),
+                          "steps": sorted(row["step"] for row in logs if "loss" in row)}))
+    """
+    environment["TRACKIO_DIR"] = state["storage_dir"]
+    seen = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(check)],
+        cwd=tmp_path,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert json.loads(seen.stdout.strip().splitlines()[-1]) == {
+        "runs": [state["name"]],
+        "lr": 0.1,
+        "steps": list(range(20)),
+    }
+
+
+@pytest.mark.parametrize("case", ["run-gone", "store-gone", "other-project", "no-name"])
+def test_unknown_saved_run_starts_a_new_run_with_a_note(tmp_path: Path, case: str) -> None:
+    logs = tmp_path / "runs"
+    if case == "run-gone":  # the store and project exist, the run does not
+        existing = TrackioTracker("lost", logging_dir=logs, name="someone-else")
+        existing.start()
+        existing.log({"loss": 9.0}, step=0)
+        existing.finish()
+    state = {"project": "lost", "name": "ghost", "id": "0" * 32, "storage_dir": str(logs.resolve() / "trackio")}
+    if case == "store-gone":
+        state["storage_dir"] = str(tmp_path / "deleted" / "trackio")
+    elif case == "other-project":
+        state["project"] = "another-project"
+    elif case == "no-name":
+        state = {}
+
+    tracker = resumed_tracker("lost", logs, state)
+    tracker.start()
+    tracker.log({"loss": loss(0)}, step=0)
+    tracker.finish()
+
+    assert tracker.tracker.name != "ghost" and tracker.tracker.id != "0" * 32
+    notes = tracker.report_notes()
+    assert len(notes) == 1 and notes[0].startswith("could not resume Trackio run"), notes
+    assert notes[0].endswith("; started a new run")
+    if case != "no-name":
+        assert "'ghost'" in notes[0]
+    if case == "store-gone":
+        assert "is gone" in notes[0]
+    runs = read_runs(logs, "lost")  # the new run lands in logging_dir as usual
+    assert runs[(tracker.tracker.id, tracker.tracker.name)] == {0: loss(0)}
+    assert not (tmp_path / "deleted").exists()
+
+
+@pytest.mark.parametrize("explicit", [{"name": "chosen"}, {"resume": "never"}])
+def test_explicit_choice_in_kwargs_wins_over_the_saved_run(tmp_path: Path, explicit: dict) -> None:
+    logs = tmp_path / "runs"
+    first = TrackioTracker("choice", logging_dir=logs)
+    first.start()
+    first.log({"loss": loss(0)}, step=0)
+    first.finish()
+
+    second = resumed_tracker("choice", logs, first.resume_state(), **explicit)
+    second.start()
+    second.log({"loss": loss(1)}, step=1)
+    second.finish()
+
+    assert second.tracker.id != first.tracker.id
+    assert second.tracker.name == explicit.get("name", second.tracker.name)
+    assert second.report_notes() == []
+    assert read_runs(logs, "choice") == {
+        (first.tracker.id, first.tracker.name): {0: loss(0)},
+        (second.tracker.id, second.tracker.name): {1: loss(1)},
+    }
