@@ -4,7 +4,8 @@
 contract                   MLflow call (all on ``self.client``, never the fluent global active run)
 =========================  ===========================================================================
 ``start``                  ``get_experiment_by_name`` / ``create_experiment`` + ``create_run``
-                           (or ``update_run(status="RUNNING")`` to resume ``run_id``)
+                           (or ``update_run(status="RUNNING")`` to resume ``run_id`` or the run
+                           saved by ``resume_state`` in an earlier process)
 ``store_init_configuration`` ``log_batch(params=...)`` (flattened, stringified, truncated) and
                            ``log_dict(config, "config.json")`` with the exact nested config
 ``log`` / ``log_batch``    ``log_batch(metrics=...)`` in chunks of the SDK's per-request limits;
@@ -30,9 +31,11 @@ import os
 import re
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from tracking_core import GeneralTracker, flatten_config, notice, stringify, warn_once
 from tracking_core.jsonl import table_rows
@@ -55,6 +58,12 @@ _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off", ""}
 # hold start-up and every later call. Applied only for http(s) URIs and only where the user set nothing.
 _HTTP_DEFAULTS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_TIMEOUT": "15"}
 _EMBEDDED_EXPERIMENT = "tracking"
+# Error codes of a store that failed to answer (not of a missing run): a new run there would fail the same way.
+_UNREACHABLE_CODES = {"INTERNAL_ERROR", "TEMPORARILY_UNAVAILABLE", "REQUEST_LIMIT_EXCEEDED"}
+
+
+class _DeletedRun(ValueError):
+    """The run exists but is deleted: MLflow refuses to log to it or to set its status."""
 
 
 def _parse_bool(name: str, raw: str) -> bool:
@@ -96,6 +105,41 @@ def _chunks(items: list, size: int) -> Iterator[list]:
         yield items[start : start + size]
 
 
+def _without_password(uri: str) -> str:
+    """``uri`` minus a password (``postgresql://user:secret@host/db``): it is saved in ``run.json``."""
+    parts = urlsplit(uri)
+    if parts.password is None:
+        return uri
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{parts.username}@{host}" if parts.username else host))
+
+
+def _local_store(uri: str) -> Path | None:
+    """The file or folder behind a local store URI; opening a missing one would create an empty store."""
+    if uri.startswith("sqlite:///"):
+        path = uri[len("sqlite:///") :].partition("?")[0]
+        return Path(path) if path and path != ":memory:" else None
+    if uri.startswith("file:"):
+        return Path(urllib.request.url2pathname(urlsplit(uri).path))
+    return None
+
+
+def _unreachable(error: Exception) -> bool:
+    if isinstance(error, _DeletedRun):
+        return False
+    code = getattr(error, "error_code", None)
+    return code is None or code in _UNREACHABLE_CODES
+
+
+def _why_not_resumed(error: Exception, uri: str) -> str:
+    if isinstance(error, _DeletedRun):
+        return "it is deleted"
+    if getattr(error, "error_code", None) == "RESOURCE_DOES_NOT_EXIST":
+        return f"it is not in {_without_password(uri)}"
+    message = (str(error).strip().splitlines() or [""])[0]
+    return f"{type(error).__name__}: {message[:200]}"
+
+
 class MLflowTracker(GeneralTracker):
     """Logs a run to MLflow through a per-run ``MlflowClient``; works with no server by default.
 
@@ -127,6 +171,10 @@ class MLflowTracker(GeneralTracker):
     ``MLFLOW_TRUNCATE_LONG_VALUES``. ``MLFLOW_DISABLE_TELEMETRY`` is set to ``true`` when neither it nor
     ``DO_NOT_TRACK`` is set. ``MLFLOW_ENABLE_ASYNC_LOGGING`` is not used: calls are synchronous in the
     dispatcher's worker thread.
+
+    Resuming: ``resume_state()`` saves the run id and tracking URI; a later process given it in
+    ``run_context.resume`` reopens that run, or starts a new one (with a report note) when it is gone.
+    An explicit ``run_id`` / ``MLFLOW_RUN_ID`` wins over the saved state.
 
     ``tracker`` is the ``mlflow.entities.Run`` created at start (``tracker.info.run_id``); ``client`` is
     the ``MlflowClient`` bound to this run's tracking URI.
@@ -170,6 +218,8 @@ class MLflowTracker(GeneralTracker):
         self._finished = False
         self._key_ok: Any = None
         self._keys: dict[str, str] = {}
+        self._resumed = False  # params already in the run are immutable: store_init_configuration skips them
+        self._notes: list[str] = []
 
     @staticmethod
     def _caller_active_run_id() -> str | None:
@@ -202,21 +252,71 @@ class MLflowTracker(GeneralTracker):
         if "MLFLOW_DISABLE_TELEMETRY" not in os.environ and "DO_NOT_TRACK" not in os.environ:
             os.environ["MLFLOW_DISABLE_TELEMETRY"] = "true"
         import mlflow
-        from mlflow import MlflowClient
 
         self._read_sdk_rules()
         uri, embedded = self._resolve_tracking_uri(mlflow)
+        saved = self._saved_run()
+        if saved and self.run_id and saved[0] != self.run_id:
+            self._notes.append(
+                f"MLflow run {self.run_id} was chosen explicitly; the saved run {saved[0]} was not resumed"
+            )
+        opened = self._reopen(*saved, uri, embedded) if saved and not self.run_id else None
+        if isinstance(opened, tuple):
+            uri, client, run = opened
+        else:
+            client = self._client_for(uri, embedded)
+            run = self._resume(client, self.run_id) if self.run_id else self._create_run(client, embedded)
+            if opened:
+                self._notes.append(f"could not resume MLflow run {opened}; started a new run {run.info.run_id}")
+        self._client, self._run = client, run
+        self.tracking_uri = uri
+        self._announce(client, run, uri, embedded)
+
+    def _client_for(self, uri: str, embedded: bool) -> Any:
+        from mlflow import MlflowClient
+
         if uri.startswith(("http://", "https://")):
             # MLflow reads these from the environment at each request; there is no per-client setting.
             for variable, value in _HTTP_DEFAULTS.items():
                 os.environ.setdefault(variable, value)
         if embedded:
             os.makedirs(self.logging_dir, exist_ok=True)
-        client = MlflowClient(tracking_uri=uri)
-        run = self._resume(client) if self.run_id else self._create_run(client, embedded)
-        self._client, self._run = client, run
-        self.tracking_uri = uri
-        self._announce(client, run, uri, embedded)
+        return MlflowClient(tracking_uri=uri)  # opening a sqlite store creates and migrates it
+
+    def _saved_run(self) -> tuple[str, str | None] | None:
+        """``(run id, tracking URI)`` from ``run_context.resume``: what ``resume_state`` saved earlier."""
+        state = self.run_context.resume if self.run_context is not None else None
+        if not isinstance(state, dict):
+            return None
+        run_id, uri = state.get("run_id"), state.get("tracking_uri")
+        if not isinstance(run_id, str) or not run_id:
+            self._notes.append(f"the saved MLflow state {state!r} names no run; a new run was started")
+            return None
+        return run_id, uri if isinstance(uri, str) and uri else None
+
+    def _reopen(self, run_id: str, saved_uri: str | None, uri: str, embedded: bool) -> tuple[str, Any, Any] | str:
+        """The saved run reopened, ``(uri, client, run)``; or ``"<id> (<reason>)"`` when a new run is needed.
+
+        The saved URI is used unless the user chose one now: the embedded store's path depends on
+        ``logging_dir``, which a restarted job may spell differently. Only a store that fails to answer
+        where the new run would go raises: a new run there would fail the same way, after more retries.
+        """
+        where = saved_uri if embedded and saved_uri else uri
+        store = _local_store(where)
+        if store is not None and not store.exists():
+            reason = f"its store {store} no longer exists"
+        else:
+            try:
+                client = self._client_for(where, False)
+                return where, client, self._resume(client, run_id)
+            except Exception as error:
+                if where == uri and _unreachable(error):
+                    raise
+                reason = _why_not_resumed(error, where)
+        warn_once(
+            self.name, run_id, f"could not resume this MLflow run ({reason}); a new run is started", reason="resume"
+        )
+        return f"{run_id} ({reason})"
 
     def _resolve_tracking_uri(self, mlflow: Any) -> tuple[str, bool]:
         if self.tracking_uri:
@@ -291,19 +391,24 @@ class MLflowTracker(GeneralTracker):
             raise ValueError(f"MLflow experiment {name!r} is deleted; restore it or choose another experiment name")
         return experiment.experiment_id
 
-    def _resume(self, client: Any) -> Any:
-        run = client.get_run(self.run_id)  # raises when the run does not exist
+    def _resume(self, client: Any, run_id: str) -> Any:
+        run = client.get_run(run_id)  # raises when the run does not exist
+        if run.info.lifecycle_stage != "active":
+            raise _DeletedRun(
+                f"MLflow run {run_id} is deleted; restore it with `mlflow runs restore --run-id {run_id}`"
+            )
         if run.info.status != "RUNNING":
-            client.update_run(self.run_id, status="RUNNING")
+            client.update_run(run_id, status="RUNNING")
         if self.tags:
-            self._log_tags(client, self.tags)
-        return client.get_run(self.run_id)
+            self._log_tags(client, run_id, self.tags)
+        self._resumed = True
+        return client.get_run(run_id)
 
-    def _log_tags(self, client: Any, tags: dict[str, str]) -> None:
+    def _log_tags(self, client: Any, run_id: str, tags: dict[str, str]) -> None:
         from mlflow.entities import RunTag
 
         for chunk in _chunks(list(tags.items()), self.limits["MAX_PARAMS_TAGS_PER_BATCH"]):
-            client.log_batch(self.run_id, tags=[RunTag(k, v) for k, v in chunk], synchronous=True)
+            client.log_batch(run_id, tags=[RunTag(k, v) for k, v in chunk], synchronous=True)
 
     def _announce(self, client: Any, run: Any, uri: str, embedded: bool) -> None:
         info = run.info
@@ -322,6 +427,24 @@ class MLflowTracker(GeneralTracker):
             return
         self._client.set_terminated(self.active_run_id, "FINISHED")
         self._finished = True
+
+    def resume_state(self) -> dict | None:
+        """The run id plus the store holding it: the embedded store's path depends on ``logging_dir``.
+
+        ``experiment_id`` is informational. A password in the tracking URI is left out (the state is
+        saved in ``run.json``); such a store is found again through the URI the user sets on restart.
+        """
+        if self._run is None:
+            return None
+        info = self._run.info
+        return {
+            "run_id": info.run_id,
+            "tracking_uri": _without_password(str(self.tracking_uri)),
+            "experiment_id": info.experiment_id,
+        }
+
+    def report_notes(self) -> list[str]:
+        return list(self._notes)
 
     def read_back_metrics(self) -> dict[str, dict[int, float]]:
         """Every metric series of this run, read with a fresh ``MlflowClient`` (``get_metric_history``)."""
@@ -370,7 +493,7 @@ class MLflowTracker(GeneralTracker):
         from mlflow.entities import Param
 
         limit = self.limits["MAX_PARAM_VAL_LENGTH"]
-        existing = dict(self._run.data.params) if self.run_id else {}
+        existing = dict(self._run.data.params) if self._resumed else {}
         params: dict[str, str] = {}
         for key, value in flatten_config(values).items():
             text = stringify(value)
