@@ -15,19 +15,10 @@ from typing import Any
 import pytest
 from tracking_core import RunContext
 from tracking_trackio import TrackioTracker
-from tracking_trackio.tracker import _runs_per_dir
 
 from .test_contract import read_config, trackio_db
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
-
-
-@pytest.fixture(autouse=True)
-def _clean_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
-    monkeypatch.delenv("TRACKIO_DIR", raising=False)
-    monkeypatch.chdir(tmp_path)
-    yield
-    assert not _runs_per_dir, f"a test left a trackio storage claim behind: {dict(_runs_per_dir)}"
 
 
 def loss(step: int) -> float:

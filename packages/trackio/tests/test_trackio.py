@@ -18,19 +18,10 @@ from tracking_core import Dispatcher, TrackingWarning
 from tracking_core.config import sanitize_config
 from tracking_core.testing.contract import contract_config
 from tracking_trackio import TrackioTracker
-from tracking_trackio.tracker import _runs_per_dir
 
 from .test_contract import read_config, read_rows, trackio_db
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
-
-
-@pytest.fixture(autouse=True)
-def _clean_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
-    monkeypatch.delenv("TRACKIO_DIR", raising=False)
-    monkeypatch.chdir(tmp_path)
-    yield
-    assert not _runs_per_dir, f"a test left a trackio storage claim behind: {dict(_runs_per_dir)}"
 
 
 def run_python(code: str, tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
