@@ -3,12 +3,34 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
 from tracking_core.testing import ContractRun, TrackerContract
+
+
+def run_python(code: str, tmp_path: Path, returncode: int = 0, **env: str) -> subprocess.CompletedProcess:
+    """Run ``code`` in a fresh interpreter (trackio not yet imported) with HOME in ``tmp_path/home``."""
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    environment = {key: value for key, value in os.environ.items() if not key.startswith(("TRACKIO_", "HF_"))}
+    environment.update(HOME=str(home), MPLCONFIGDIR=str(tmp_path / "mpl"), PYTHONDONTWRITEBYTECODE="1", **env)
+    result = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        cwd=tmp_path,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == returncode, f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}"
+    return result
 
 
 def trackio_db(logging_dir: Path, project: str) -> Path:

@@ -3,12 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import sqlite3
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +12,7 @@ import pytest
 from tracking_core import RunContext
 from tracking_trackio import TrackioTracker
 
-from .test_contract import read_config, trackio_db
+from .test_contract import read_config, run_python, trackio_db
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -94,17 +90,7 @@ def test_resume_after_the_first_process_was_killed(tmp_path: Path) -> None:
         print(json.dumps(tracker.resume_state()), flush=True)
         os.kill(os.getpid(), signal.SIGKILL)
     """
-    environment = {key: value for key, value in os.environ.items() if not key.startswith(("TRACKIO_", "HF_"))}
-    environment.update(HOME=str(tmp_path / "home"), PYTHONDONTWRITEBYTECODE="1")
-    killed = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        cwd=tmp_path,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    killed = run_python(code, tmp_path, returncode=-signal.SIGKILL)
     state = json.loads(killed.stdout.strip().splitlines()[-1])
 
     tracker = resumed_tracker("killed", tmp_path / "runs", state)
@@ -125,16 +111,7 @@ def test_resume_after_the_first_process_was_killed(tmp_path: Path) -> None:
         print(json.dumps({"runs": [r.name for r in runs], "lr": runs[0].config.get("lr"),
                           "steps": sorted(row["step"] for row in logs if "loss" in row)}))
     """
-    environment["TRACKIO_DIR"] = state["storage_dir"]
-    seen = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(check)],
-        cwd=tmp_path,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
+    seen = run_python(check, tmp_path, TRACKIO_DIR=state["storage_dir"])
     assert json.loads(seen.stdout.strip().splitlines()[-1]) == {
         "runs": [state["name"]],
         "lr": 0.1,

@@ -4,11 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import sqlite3
-import subprocess
-import sys
-import textwrap
 import threading
 import warnings
 from pathlib import Path
@@ -19,27 +15,9 @@ from tracking_core.config import sanitize_config
 from tracking_core.testing.contract import contract_config
 from tracking_trackio import TrackioTracker
 
-from .test_contract import read_config, read_rows, trackio_db
+from .test_contract import read_config, read_rows, run_python, trackio_db
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
-
-
-def run_python(code: str, tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
-    """Run ``code`` in a fresh interpreter (trackio not yet imported) with HOME in ``tmp_path/home``."""
-    home = tmp_path / "home"
-    home.mkdir(exist_ok=True)
-    environment = {key: value for key, value in os.environ.items() if not key.startswith(("TRACKIO_", "HF_"))}
-    environment.update(HOME=str(home), MPLCONFIGDIR=str(tmp_path / "mpl"), PYTHONDONTWRITEBYTECODE="1", **env)
-    result = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        cwd=tmp_path,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.returncode == 0, f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}"
-    return result
 
 
 def finish_ok(dispatcher: Dispatcher) -> None:
