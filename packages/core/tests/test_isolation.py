@@ -130,9 +130,9 @@ def test_blocking_mode_isolates_failures_too(failing, tmp_path):
 
 
 def test_start_up_that_lost_an_import_race_is_retried(memory, tmp_path, monkeypatch):
-    from tracking_core import worker
+    from tracking_core import delivery
 
-    monkeypatch.setattr(worker, "IMPORT_RETRY_DELAY", 0.01)
+    monkeypatch.setattr(delivery, "IMPORT_RETRY_DELAY", 0.01)
 
     class Racy(MemoryTracker):
         name = "racy"

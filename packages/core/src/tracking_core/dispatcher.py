@@ -6,25 +6,27 @@ values, step and config semantics of the whole library are applied here, once.
 
 from __future__ import annotations
 
-import atexit
 import json
 import os
 import threading
 import time
-import weakref
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from . import lifecycle
 from .config import sanitize_config
+from .delivery import Delivery, RetryPolicy
 from .distributed import get_rank
 from .errors import TrackingError
 from .jsonl import JsonlTracker
-from .manifest import RunManifest, find_run_to_resume
 from .noop import NoOpTracker
 from .notices import logger, notice, reset_warnings, warn_once
+from .record import Record, new_record
 from .registry import LoggerType, get_available_trackers, resolve_tracker_class
-from .report import FinishReport
+from .report import BackendReport, FinishReport
+from .session import RunSession
+from .spill import SpillJournal, spill_name
 from .tracker import GeneralTracker, RunContext, has_capability
 from .values import image_problem, snapshot, snapshot_media
 from .worker import BackendWorker
@@ -33,6 +35,7 @@ _EMPTY: dict = {}
 _now = time.time
 DEFAULT_LOGGING_DIR = "runs"
 DEFAULT_FINISH_TIMEOUT = 120.0
+DEFAULT_FLUSH_INTERVAL = 1.0
 UNWRAP_TIMEOUT = 120.0
 TrackerSpec = str | LoggerType | GeneralTracker | type
 
@@ -43,10 +46,6 @@ def _names(log_with: Any) -> list[Any]:
     if isinstance(log_with, (str, LoggerType, GeneralTracker, type)):
         return [log_with]
     return list(log_with)
-
-
-def _new_run_id() -> str:
-    return time.strftime("%Y%m%d-%H%M%S") + "-" + os.urandom(3).hex()
 
 
 def _accepted_keywords(cls: type) -> set[str]:
@@ -92,7 +91,8 @@ class Dispatcher:
         on_full: str = "block",
         on_error: str = "warn",
         finish_timeout: float = DEFAULT_FINISH_TIMEOUT,
-        flush_interval: float = 5.0,
+        flush_interval: float = DEFAULT_FLUSH_INTERVAL,
+        retry_backoff: tuple[float, float] = (1.0, 300.0),
         resume: bool | str = False,
     ) -> None:
         if on_full not in ("block", "drop"):
@@ -101,6 +101,13 @@ class Dispatcher:
             raise ValueError(f"on_error must be 'warn' or 'raise', got {on_error!r}")
         if not isinstance(resume, (bool, str)) or resume == "":
             raise ValueError(f"resume must be True, False or a run id, got {resume!r}")
+        if not (isinstance(flush_interval, (int, float)) and flush_interval > 0):
+            raise ValueError(f"flush_interval must be a positive number of seconds, got {flush_interval!r}")
+        first, longest = retry_backoff
+        if not (0 < first <= longest):
+            raise ValueError(
+                f"retry_backoff must be (first, longest) seconds with 0 < first <= longest, got {retry_backoff!r}"
+            )
         self.resume = resume
         self.logging_dir = os.fspath(logging_dir) if logging_dir is not None else None
         self.blocking = blocking
@@ -108,7 +115,8 @@ class Dispatcher:
         self.on_full = on_full
         self.on_error = on_error
         self.finish_timeout = finish_timeout
-        self.flush_interval = flush_interval
+        self.flush_interval = float(flush_interval)
+        self.retry = RetryPolicy(float(first), float(longest))
         self.rank = get_rank()
         self._specs = self._resolve(log_with)
         self._workers: list[BackendWorker] = []  # emptied by finish()
@@ -116,16 +124,19 @@ class Dispatcher:
         self._all_workers: list[BackendWorker] = []
         self._skipped: dict[str, NoOpTracker] = {}
         self._step = -1
+        self._seq = -1
         self._lock = threading.Lock()
         self._pending_error: TrackingError | None = None
         self._rejected: dict[str, str] = {}
         self._initialized = False
+        self._in_forked_child = False
         self._report: FinishReport | None = None
         self.project_name: str | None = None
         self.run_id: str | None = None
         self.run_dir: Path | None = None
         self.resumed = False
-        self._manifest: RunManifest | None = None
+        self._session: RunSession | None = None
+        self._replay_sources: list[Path] | None = None
 
     # -- set-up ----------------------------------------------------------------------------
     def _resolve(self, log_with: Any) -> list[type | GeneralTracker]:
@@ -176,7 +187,7 @@ class Dispatcher:
 
     def _spill_factory(self, backend: str) -> GeneralTracker:
         return JsonlTracker(
-            self.project_name or "run", run_dir=self.run_dir, run_id=self.run_id, journal_name=f"spill-{backend}.jsonl"
+            self.project_name or "run", run_dir=self.run_dir, run_id=self.run_id, journal_name=spill_name(backend)
         )
 
     def init_trackers(self, project_name: str, config: Any = None, init_kwargs: dict | None = None) -> Dispatcher:
@@ -188,8 +199,16 @@ class Dispatcher:
         init_kwargs = init_kwargs or {}
         self.project_name = str(project_name)
         root = Path(self.logging_dir or DEFAULT_LOGGING_DIR)
-        manifest = self._open_manifest(root / self.project_name)
-        self.run_id, self.run_dir = manifest.run_id, manifest.path.parent
+        session = RunSession(
+            root / self.project_name,
+            self.project_name,
+            self.resume,
+            writes=self.rank == 0,
+            replay=self._replay_sources is not None,
+        )
+        self._session = session
+        self.run_id, self.run_dir, self.resumed = session.run_id, session.run_dir, session.resumed
+        self._step, self._seq = session.last_step, session.last_seq
         context = RunContext(self.project_name, self.run_id, self.run_dir, root)
         clean_config = sanitize_config(config) if config is not None else None
         if clean_config is not None:
@@ -204,75 +223,78 @@ class Dispatcher:
                 if isinstance(spec, GeneralTracker)
                 else self._construct(spec, self.project_name, init_kwargs.get(name))
             )
-            tracker.run_context = context._replace(resume=manifest.backends.get(name)) if self.resumed else context
-            worker = BackendWorker(
-                tracker,
-                spill_factory=self._spill_factory,
-                on_error=self.on_error,
-                error_sink=self._store_error,
-                queue_size=self.queue_size,
-                on_full=self.on_full,
-                blocking=self.blocking,
-                flush_interval=self.flush_interval,
-                on_started=self._backend_started,
+            tracker.run_context = context._replace(resume=session.resume_state(name)) if self.resumed else context
+            self._workers.append(
+                BackendWorker(
+                    tracker,
+                    self._delivery_for,
+                    queue_size=self.queue_size,
+                    on_full=self.on_full,
+                    blocking=self.blocking,
+                )
             )
-            self._workers.append(worker)
         self._all_workers = list(self._workers)
         self._puts = [worker.put for worker in self._workers]
+        if clean_config is not None:
+            self._seq += 1
         for worker in self._workers:
             worker.launch()
             if clean_config is not None:
-                worker.put(("config", copy.deepcopy(clean_config), None, _EMPTY, None))
-        self._register_atexit()
+                worker.put(Record("config", copy.deepcopy(clean_config), None, _EMPTY, None, self._seq))
+        lifecycle.watch(self)
         return self
 
-    def _open_manifest(self, project_dir: Path) -> RunManifest:
-        """The manifest of the run this dispatcher writes: a resumed run's, or a new one."""
-        run_dir = find_run_to_resume(project_dir, self.resume) if self.resume else None
-        if run_dir is None:
-            if self.resume:
-                notice(f"resume: no earlier run of {self.project_name!r} in {project_dir}; starting a new run")
-            run_id = _new_run_id()
-            manifest = RunManifest(project_dir / run_id, self.project_name, run_id)
+    def _delivery_for(self, tracker: GeneralTracker, report: BackendReport) -> Delivery:
+        session, name = self._session, tracker.name
+        assert session is not None
+        if self._replay_sources is not None:
+            backlog, before = self._replay_sources, float("inf")
         else:
-            manifest = RunManifest.load(run_dir)
-            self.resumed = True
-            self._step = manifest.last_step
-            notice(f"resume: continuing run {manifest.run_id} of {self.project_name!r} after step {self._step}")
-        if self.rank == 0:
-            self._manifest = manifest
-            manifest.write()
-        return manifest
+            backlog, before = session.backlog(name), self._seq + 1
+        return Delivery(
+            tracker,
+            report,
+            spill=SpillJournal(lambda: self._spill_factory(name)),
+            on_error=self.on_error,
+            error_sink=self._store_error,
+            flush_interval=self.flush_interval,
+            retry=self.retry,
+            on_started=lambda: self._backend_started(tracker, report),
+            on_progress=session.progress,
+            cursor=session.cursor(name),
+            backlog_paths=backlog,
+            backlog_before=before,
+        )
 
-    def _backend_started(self, worker: BackendWorker) -> None:
+    def _backend_started(self, tracker: GeneralTracker, report: BackendReport) -> None:
         """In the worker, once its backend is up: keep what a later process needs to resume it."""
-        tracker = worker.tracker
         if self.resumed and tracker.run_context is not None and tracker.run_context.resume is None:
-            worker.add_note(
-                f"not resumed: the earlier run left no {worker.name} state; this is a new {worker.name} run"
+            report.notes.append(
+                f"not resumed: the earlier run left no {tracker.name} state; this is a new {tracker.name} run"
             )
-        if self._manifest is None:
+        if self._session is None or not self._session.writes:
             return
         try:
             state = tracker.resume_state()
             json.dumps(state)
         except Exception as error:
-            logger.warning("backend %r: resume_state() failed (%r); this run cannot resume it", worker.name, error)
+            logger.warning("backend %r: resume_state() failed (%r); this run cannot resume it", tracker.name, error)
             state = None
-        self._manifest.set_backend(worker.name, state)
+        self._session.backend_started(tracker.name, state)
 
-    def _register_atexit(self) -> None:
-        reference = weakref.ref(self)
+    # -- process lifecycle -------------------------------------------------------------------------
+    def _finish_at_exit(self) -> None:
+        """The interpreter is exiting and this run was never finished: deliver what is queued first."""
+        if self._report is None and self._initialized and not self._in_forked_child:
+            self.finish()
 
-        def finish_at_exit() -> None:
-            dispatcher = reference()
-            if dispatcher is not None and dispatcher._report is None:
-                try:
-                    dispatcher.finish(timeout=min(dispatcher.finish_timeout, 30.0))
-                except Exception:
-                    pass
-
-        atexit.register(finish_at_exit)
+    def _forked(self) -> None:
+        """In a forked child: the workers are the parent's; this copy must stay out of their way."""
+        self._in_forked_child = True
+        self._lock = threading.Lock()  # a copy of a lock the parent may have held at fork time
+        self._workers, self._puts, self._all_workers = [], [], []
+        self._session = None
+        self._report = FinishReport(backends={}, run_dir=str(self.run_dir) if self.run_dir else None)
 
     def _store_error(self, error: TrackingError) -> None:
         if self._pending_error is None:
@@ -291,8 +313,6 @@ class Dispatcher:
 
         ``timestamp`` (Unix seconds) defaults to now; replays pass the original time.
         """
-        if self._pending_error is not None:
-            self._raise_pending()
         puts = self._puts
         if not puts:
             self._not_running("log")
@@ -308,13 +328,16 @@ class Dispatcher:
             elif type(step) is not int or step < self._step:
                 step = self._checked_step(step)
             self._step = step
+            self._seq = seq = self._seq + 1
             if log_kwargs:
                 for worker in self._workers:
-                    worker.put(("log", flat, step, log_kwargs.get(worker.name, _EMPTY), timestamp))
+                    worker.put(Record("log", flat, step, log_kwargs.get(worker.name, _EMPTY), timestamp, seq))
             else:
-                record = ("log", flat, step, _EMPTY, timestamp)  # one immutable record shared by every queue
+                record = new_record(Record, ("log", flat, step, _EMPTY, timestamp, seq))  # shared by every queue
                 for put in puts:
                     put(record)
+        if self._pending_error is not None:  # a past failure; this call's record is already queued
+            self._raise_pending()
 
     def _checked_step(self, step: Any) -> int:
         step = int(step)
@@ -341,27 +364,36 @@ class Dispatcher:
             self._rejected[key] = reason
 
     def _not_running(self, what: str) -> None:
-        if self._report is not None:
+        if self._in_forked_child:
+            warn_once(
+                "dispatcher",
+                what,
+                f"{what}() in a process forked from the one that started run {self.run_id} is ignored: "
+                "its backends live in the parent (log from the parent, or start a run in the child)",
+                reason="forked",
+            )
+        elif self._report is not None:
             warn_once("dispatcher", what, f"{what}() after finish() is ignored", reason="after-finish")
         elif not self._initialized and self.rank == 0:
             raise RuntimeError(f"{what}() before init_trackers(): call init_trackers(project_name) first")
 
     # -- optional capabilities ---------------------------------------------------------------
     def _fan_out(self, capability: str, record_for: Any, step: Any, log_kwargs: dict | None) -> None:
-        if self._pending_error is not None:
-            self._raise_pending()
         if not self._workers:
             self._not_running(capability)
             return
         with self._lock:
             step = self._current_step(step)
+            self._seq = seq = self._seq + 1
             lacking = []
             for worker in self._workers:
                 if has_capability(worker.tracker, capability):
                     kwargs = log_kwargs.get(worker.name, _EMPTY) if log_kwargs else _EMPTY
-                    worker.put((record_for[0], record_for[1], step, kwargs, None))
+                    worker.put(Record(record_for[0], record_for[1], step, kwargs, None, seq))
                 else:
                     lacking.append(worker.name)
+        if self._pending_error is not None:
+            self._raise_pending()
         if lacking:
             warn_once(
                 ", ".join(lacking),
@@ -451,7 +483,7 @@ class Dispatcher:
                         logger.warning("backend %r has not started after %.0f s", name, UNWRAP_TIMEOUT)
                     return worker.tracker.tracker
                 return worker.tracker
-        if name in self._skipped or self.rank != 0:
+        if name in self._skipped or self.rank != 0 or self._in_forked_child:
             noop = self._skipped.get(name) or NoOpTracker(name)
             return noop.tracker if unwrap else noop
         raise ValueError(
@@ -460,18 +492,16 @@ class Dispatcher:
 
     # -- synchronisation ---------------------------------------------------------------------
     def flush(self, timeout: float | None = None) -> bool:
-        """Wait until everything logged so far reached every healthy backend and was flushed there."""
+        """Wait until everything logged so far is durable in every healthy backend (or in its spill)."""
         if self._pending_error is not None:
             self._raise_pending()
         events = []
         for worker in self._workers:
             event = threading.Event()
-            worker.put(("flush", event, None, _EMPTY, None))
+            worker.put(Record("flush", event, None, _EMPTY, None, None))
             events.append(event)
         deadline = None if timeout is None else time.monotonic() + timeout
         done = all(event.wait(None if deadline is None else max(0.0, deadline - time.monotonic())) for event in events)
-        if done and self._manifest is not None:
-            self._manifest.set_last_step(self._step)
         if self._pending_error is not None:
             self._raise_pending()
         return done
@@ -484,7 +514,7 @@ class Dispatcher:
         with self._lock:  # no log() can slip in between the finish marker and closing the list
             workers, self._workers, self._puts = self._workers, [], []
         for worker in workers:
-            worker.put(("finish", None, None, _EMPTY, None))
+            worker.put(Record("finish", None, None, _EMPTY, None, None))
         deadline = time.monotonic() + timeout
         for worker in workers:
             if not worker.join(max(0.0, deadline - time.monotonic())):
@@ -492,8 +522,9 @@ class Dispatcher:
                 logger.warning(
                     "backend %r did not finish within %.0f s; its pending records were spilled", worker.name, timeout
                 )
-        if self._manifest is not None:
-            self._manifest.set_last_step(self._step)
+        if self._session is not None:
+            self._session.close(self._step)
+        lifecycle.forget(self)
         self._report = FinishReport(
             backends={worker.name: worker.report for worker in self._all_workers},
             run_dir=str(self.run_dir) if self.run_dir else None,

@@ -17,3 +17,15 @@ class BackendNotInstalledError(ImportError):
 
 class TrackingWarning(UserWarning):
     """Bad input that was handled (dropped, renamed, converted) rather than crashing the run."""
+
+
+class PartialDelivery(Exception):
+    """Raised by a tracker's ``log_batch`` that stored only the first ``delivered`` entries.
+
+    Chain it to the real error (``raise PartialDelivery(n) from error``): the worker counts those
+    entries as stored and retries or spills exactly the rest, so nothing is stored twice.
+    """
+
+    def __init__(self, delivered: int) -> None:
+        super().__init__(f"{delivered} entries were stored before the batch failed")
+        self.delivered = delivered

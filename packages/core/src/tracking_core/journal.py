@@ -5,8 +5,9 @@ Format (``FORMAT_VERSION`` 1), one JSON object per line, each with a ``type``:
 * ``header``  -- first line: ``format`` ("tracking-journal"), ``version``, ``project``, ``run_id``,
   ``created`` (ISO 8601, UTC), ``source`` (``"jsonl"`` or ``"spill:<backend>"``).
 * ``config``  -- ``values``: the sanitised configuration (nested).
-* ``metrics`` -- ``step`` (int), ``values`` (flat ``{key: number | str}``) and ``time`` (Unix
-  seconds when ``log()`` was called; optional); NaN/Infinity are written as the bare JSON
+* ``metrics`` -- ``step`` (int), ``values`` (flat ``{key: number | str}``), ``time`` (Unix
+  seconds when ``log()`` was called; optional) and ``seq`` (optional: the record's position in the
+  run, see :mod:`tracking_core.record`; media, table and artifact records carry it too); NaN/Infinity are written as the bare JSON
   extensions ``NaN``/``Infinity``, which Python's ``json`` reads back.
 * ``images``  -- ``step`` and ``images``: ``{key: [path relative to the journal's folder, ...]}``.
 * ``table``   -- ``name``, ``step``, ``columns``, ``data`` (rows).
@@ -28,6 +29,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from .appendfile import AppendFile
+
 FORMAT = "tracking-journal"
 FORMAT_VERSION = 1
 JOURNAL_NAME = "journal.jsonl"
@@ -42,7 +45,12 @@ def encode(record: dict) -> str:
 
 
 class JournalWriter:
-    """Appends records to one journal file; ``flush(durable=True)`` also fsyncs."""
+    """Appends records to one journal file.
+
+    ``flush()`` hands the records written since the last flush to the OS (they survive the process
+    being killed) or, when the disk is full or the file was deleted, raises and keeps none of them;
+    ``flush(durable=True)`` also fsyncs (they survive the machine going down).
+    """
 
     def __init__(self, path: str | os.PathLike, *, project: str, run_id: str, source: str) -> None:
         self.path = Path(path)
@@ -50,7 +58,7 @@ class JournalWriter:
         if self.path.exists():
             _drop_torn_line(self.path)
         is_new = not self.path.exists() or self.path.stat().st_size == 0
-        self._file = open(self.path, "a", encoding="utf-8")
+        self._file = AppendFile(self.path)
         if is_new:
             self.write(
                 {
@@ -72,16 +80,10 @@ class JournalWriter:
         self._file.write("".join(encode(record) for record in records))
 
     def flush(self, durable: bool = False) -> None:
-        if self._file.closed:
-            return
-        self._file.flush()  # in the OS now: survives the process being killed
-        if durable:
-            os.fsync(self._file.fileno())  # on the disk: survives the machine going down
+        self._file.flush(durable=durable)
 
     def close(self) -> None:
-        if not self._file.closed:
-            self.flush(durable=True)
-            self._file.close()
+        self._file.close()
 
 
 def _drop_torn_line(path: Path) -> None:

@@ -35,6 +35,12 @@ def _metrics_record(values: dict, step: int | None, kwargs: dict) -> dict:
     record = {"type": "metrics", "step": step, "values": values}
     if kwargs.get("timestamp") is not None:
         record["time"] = kwargs["timestamp"]
+    return _with_seq(record, kwargs)
+
+
+def _with_seq(record: dict, kwargs: dict) -> dict:
+    if kwargs.get("seq") is not None:
+        record["seq"] = kwargs["seq"]
     return record
 
 
@@ -53,6 +59,7 @@ class JsonlTracker(GeneralTracker):
     name = "jsonl"
     requires_logging_directory = False
     wants_timestamps = True
+    wants_record_ids = True  # each line keeps its record's ``seq``: the cursor of resume and replay
 
     def __init__(
         self,
@@ -94,8 +101,8 @@ class JsonlTracker(GeneralTracker):
         """The journal is appended to in place: its folder is the run's, kept on resume."""
         return {"journal": self.journal_name}
 
-    def store_init_configuration(self, values: dict) -> None:
-        self._writer.write({"type": "config", "values": values})
+    def store_init_configuration(self, values: dict, seq: int | None = None) -> None:
+        self._writer.write(_with_seq({"type": "config", "values": values}, {"seq": seq}))
         self._writer.flush()
 
     def log(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
@@ -123,32 +130,30 @@ class JsonlTracker(GeneralTracker):
                 path = self._media_path("images", key, step, index, ".png")
                 path.write_bytes(encode_png(image))
                 stored.setdefault(key, []).append(path.relative_to(self.run_dir).as_posix())
-        self._writer.write({"type": "images", "step": step, "images": stored})
+        self._writer.write(_with_seq({"type": "images", "step": step, "images": stored}, kwargs))
         self._writer.flush()
 
     def log_table(self, table_name, columns=None, data=None, dataframe=None, step=None, **kwargs) -> None:
         columns, rows = table_rows(columns, data, dataframe)
-        self._writer.write({"type": "table", "name": table_name, "step": step, "columns": columns, "data": rows})
+        record = {"type": "table", "name": table_name, "step": step, "columns": columns, "data": rows}
+        self._writer.write(_with_seq(record, kwargs))
         self._writer.flush()
 
     def log_figure(self, figure: Any, name: str, step: int | None = None, **kwargs: Any) -> None:
         path = self._media_path("figures", name, step, 0, ".png")
-        figure.savefig(path, **kwargs)
-        self._writer.write(
-            {"type": "figure", "name": name, "step": step, "path": path.relative_to(self.run_dir).as_posix()}
-        )
+        figure.savefig(path, **{key: value for key, value in kwargs.items() if key != "seq"})
+        record = {"type": "figure", "name": name, "step": step, "path": path.relative_to(self.run_dir).as_posix()}
+        self._writer.write(_with_seq(record, kwargs))
         self._writer.flush()
 
-    def log_artifact(self, local_path, artifact_path=None) -> None:
-        self._writer.write(
-            {"type": "artifact", "local_path": os.path.abspath(local_path), "artifact_path": artifact_path}
-        )
+    def log_artifact(self, local_path, artifact_path=None, seq: int | None = None) -> None:
+        record = {"type": "artifact", "local_path": os.path.abspath(local_path), "artifact_path": artifact_path}
+        self._writer.write(_with_seq(record, {"seq": seq}))
         self._writer.flush()
 
-    def log_artifacts(self, local_dir, artifact_path=None) -> None:
-        self._writer.write(
-            {"type": "artifacts", "local_path": os.path.abspath(local_dir), "artifact_path": artifact_path}
-        )
+    def log_artifacts(self, local_dir, artifact_path=None, seq: int | None = None) -> None:
+        record = {"type": "artifacts", "local_path": os.path.abspath(local_dir), "artifact_path": artifact_path}
+        self._writer.write(_with_seq(record, {"seq": seq}))
         self._writer.flush()
 
     def read_back_metrics(self) -> dict[str, dict[int, Any]]:

@@ -1,14 +1,20 @@
-"""``run.json``: what a later process needs to continue a run (``init(..., resume=...)``).
+"""``run.json``: what a later process needs to continue a run, replay into it, or list it.
 
-A job restarted from a checkpoint should keep writing to the same run in every backend, not scatter
-its history over new ones. The dispatcher writes ``<logging_dir>/<project>/<run_id>/run.json`` when
-the run starts, adds each backend's :meth:`~tracking_core.GeneralTracker.resume_state` once the
-backend is up, and the last step at every ``flush()``/``finish()``::
+The dispatcher writes ``<logging_dir>/<project>/<run_id>/run.json`` when the run starts, adds each
+backend's :meth:`~tracking_core.GeneralTracker.resume_state` once the backend is up, and each
+backend's progress after every flush (once a second while data flows)::
 
-    {"format": "tracking-run", "version": 1, "project": "...", "run_id": "...",
-     "last_step": 41, "backends": {"mlflow": {"run_id": "..."}, "tensorboard": {...}, "wandb": null}}
+    {"format": "tracking-run", "version": 2, "project": "...", "run_id": "...", "started": 1764500000.0,
+     "last_step": 41, "last_seq": 57,
+     "backends": {"mlflow": {"run_id": "..."}, "tensorboard": {...}, "wandb": null},
+     "progress": {"mlflow": {"seq": 57, "step": 41}, "tensorboard": {"seq": 50, "step": 36}}}
 
-Writes replace the file atomically, so a process killed at any moment leaves the previous version.
+``progress[backend].seq`` is the backend's cursor: it durably holds every record up to that
+``seq`` (see :mod:`tracking_core.record`). ``last_step`` is the last step any backend holds
+durably (the step a resumed run carries on after); ``replay_of`` marks a run made by
+``tracking replay --new-run``, which ``resume=True`` never picks. Writes replace the file
+atomically, so a process killed at any moment leaves the previous version. Version 1 files
+(without progress) still load.
 """
 
 from __future__ import annotations
@@ -16,23 +22,43 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 MANIFEST_NAME = "run.json"
 FORMAT = "tracking-run"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 
 class RunManifest:
     """The manifest of one run; every change is written through at once (from any thread)."""
 
-    def __init__(self, run_dir: Path, project: str, run_id: str, backends: dict | None = None, last_step: int = -1):
+    def __init__(
+        self,
+        run_dir: Path,
+        project: str,
+        run_id: str,
+        backends: dict | None = None,
+        last_step: int = -1,
+        *,
+        progress: dict | None = None,
+        last_seq: int = -1,
+        started: float | None = None,
+        opened: float | None = None,
+        extra: dict | None = None,
+    ) -> None:
         self.path = Path(run_dir) / MANIFEST_NAME
         self.project = project
         self.run_id = run_id
         self.backends: dict[str, Any] = dict(backends or {})
+        self.progress: dict[str, dict[str, int]] = {name: dict(value) for name, value in (progress or {}).items()}
         self.last_step = last_step
+        self.last_seq = last_seq
+        self.started = time.time() if started is None else started
+        #: when a training process last opened the run (new or resumed; a replay does not count)
+        self.opened = self.started if opened is None else opened
+        self.extra: dict[str, Any] = dict(extra or {})
         self._lock = threading.Lock()
 
     @classmethod
@@ -42,12 +68,40 @@ class RunManifest:
         if data.get("format") != FORMAT:
             raise ValueError(f"{path} is not a tracking run manifest")
         if int(data.get("version", 0)) > FORMAT_VERSION:
-            raise ValueError(f"{path} uses run manifest version {data['version']}; this tracking-core reads 1")
-        return cls(path.parent, data["project"], data["run_id"], data.get("backends"), int(data.get("last_step", -1)))
+            raise ValueError(
+                f"{path} uses run manifest version {data['version']}; this tracking-core reads up to {FORMAT_VERSION}"
+            )
+        known = {
+            "format", "version", "project", "run_id", "backends", "last_step", "progress", "last_seq", "started", "opened"
+        }  # fmt: skip
+        return cls(
+            path.parent,
+            data["project"],
+            data["run_id"],
+            data.get("backends"),
+            int(data.get("last_step", -1)),
+            progress=data.get("progress"),
+            last_seq=int(data.get("last_seq", -1)),
+            started=data.get("started") or path.stat().st_mtime,
+            opened=data.get("opened") or path.stat().st_mtime,
+            extra={key: value for key, value in data.items() if key not in known},
+        )
+
+    def cursor(self, backend: str) -> int | None:
+        """The highest ``seq`` ``backend`` holds durably; ``None`` when this run never recorded it."""
+        entry = self.progress.get(backend)
+        return None if entry is None else int(entry.get("seq", -1))
 
     def set_backend(self, name: str, state: Any) -> None:
         with self._lock:
             self.backends[name] = state
+            self._write()
+
+    def set_progress(self, backend: str, seq: int, step: int) -> None:
+        with self._lock:
+            self.progress[backend] = {"seq": seq, "step": step}
+            self.last_step = max(self.last_step, step)
+            self.last_seq = max(self.last_seq, seq)
             self._write()
 
     def set_last_step(self, step: int) -> None:
@@ -66,8 +120,13 @@ class RunManifest:
             "version": FORMAT_VERSION,
             "project": self.project,
             "run_id": self.run_id,
+            "started": self.started,
+            "opened": self.opened,
             "last_step": self.last_step,
+            "last_seq": self.last_seq,
             "backends": self.backends,
+            "progress": self.progress,
+            **self.extra,
         }
         self.path.parent.mkdir(parents=True, exist_ok=True)
         temporary = self.path.with_name(f".{MANIFEST_NAME}.{os.getpid()}.{threading.get_ident()}")
@@ -75,10 +134,24 @@ class RunManifest:
         os.replace(temporary, self.path)
 
 
+def _opened(manifest_path: Path) -> float | None:
+    """When a training process last opened the run; ``None`` for a replay's copy or an unreadable file."""
+    try:
+        data = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or "replay_of" in data:
+        return None
+    opened = data.get("opened")
+    return float(opened) if isinstance(opened, (int, float)) else manifest_path.stat().st_mtime
+
+
 def find_run_to_resume(project_dir: Path, resume: bool | str) -> Path | None:
     """The run folder ``resume`` names: a run id, or (``True``) the project's most recently used run.
 
     ``None`` when ``resume=True`` finds no earlier run; a run id that has no manifest is an error.
+    Runs written by ``tracking replay --new-run`` are copies, never the run a job resumes, and a
+    replay into a run does not make it the most recently used one.
     """
     if isinstance(resume, str):
         run_dir = project_dir / resume
@@ -89,7 +162,8 @@ def find_run_to_resume(project_dir: Path, resume: bool | str) -> Path | None:
                 + (f" (runs there: {', '.join(known[-5:])})" if known else " (no runs there)")
             )
         return run_dir
-    manifests = list(project_dir.glob(f"*/{MANIFEST_NAME}"))
-    if not manifests:
+    opened = {path: _opened(path) for path in project_dir.glob(f"*/{MANIFEST_NAME}")}
+    candidates = [(when, path) for path, when in opened.items() if when is not None]
+    if not candidates:
         return None
-    return max(manifests, key=lambda path: path.stat().st_mtime_ns).parent
+    return max(candidates)[1].parent

@@ -4,8 +4,16 @@ from __future__ import annotations
 
 
 class BackendReport:
-    """Counts for one backend. ``state`` is one of: pending, starting, running, finished,
-    quarantined, start_failed, finish_failed, timed_out."""
+    """Counts for one backend, in records (one ``log``/media/config call each).
+
+    ``delivered``: durable in the backend's storage (counted when the backend's flush returned);
+    ``spilled``: in the spill journal and not delivered, i.e. what the backend still owes;
+    ``recovered``: delivered from the spill journal after the backend failed and came back (also
+    counted in ``delivered``); ``dropped``: lost (``on_full="drop"``, or the spill itself failed).
+
+    ``state`` is one of: pending, starting, running, retrying (failed; records wait in the spill
+    until a retry gets through), quarantined (failed repeatedly, retried at longer intervals, or
+    still owing records at finish), finished, start_failed, finish_failed, timed_out."""
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -14,6 +22,7 @@ class BackendReport:
         self.dropped = 0
         self.spilled = 0
         self.errors = 0
+        self.recovered = 0
         self.spill_path: str | None = None
         self.last_error: str | None = None
         self.key_map: dict[str, str] = {}
@@ -27,13 +36,13 @@ class BackendReport:
     def __repr__(self) -> str:
         return (
             f"BackendReport({self.name!r}, state={self.state!r}, delivered={self.delivered}, "
-            f"dropped={self.dropped}, spilled={self.spilled}, errors={self.errors})"
+            f"dropped={self.dropped}, spilled={self.spilled}, recovered={self.recovered}, errors={self.errors})"
         )
 
     @property
     def ok(self) -> bool:
         """Everything handed to this backend arrived and the backend closed cleanly."""
-        return self.state == "finished" and self.dropped == 0 and self.spilled == 0 and self.errors == 0
+        return self.state == "finished" and self.dropped == 0 and self.spilled == 0
 
 
 class FinishReport:
@@ -61,7 +70,7 @@ class FinishReport:
         return not self.failed
 
     def __str__(self) -> str:
-        header = ("backend", "state", "delivered", "dropped", "spilled", "errors", "start s")
+        header = ("backend", "state", "delivered", "dropped", "spilled", "recovered", "errors", "start s")
         rows = [header] + [
             (
                 b.name,
@@ -69,6 +78,7 @@ class FinishReport:
                 str(b.delivered),
                 str(b.dropped),
                 str(b.spilled),
+                str(b.recovered),
                 str(b.errors),
                 "-" if b.start_seconds is None else f"{b.start_seconds:.2f}",
             )
@@ -80,9 +90,10 @@ class FinishReport:
         for backend in self.backends.values():
             for note in backend.notes:
                 lines.append(f"{backend.name}: {note}")
-            if backend.spill_path:
+            if backend.spill_path and backend.spilled:
                 lines.append(
-                    f"{backend.name}: undelivered records in {backend.spill_path} (tracking replay {backend.spill_path} --to {backend.name})"
+                    f"{backend.name}: {backend.spilled} undelivered records in {backend.spill_path} "
+                    f"(tracking replay {backend.spill_path} delivers them to the same {backend.name} run)"
                 )
             if backend.last_error:
                 lines.append(f"{backend.name}: last error: {backend.last_error}")

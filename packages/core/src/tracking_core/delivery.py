@@ -1,0 +1,562 @@
+"""``Delivery``: how one backend's records reach it exactly once, whatever the backend does.
+
+One instance per backend, driven by its worker thread (or, with ``blocking=True``, by the caller
+under a lock). It decides, record by record:
+
+* **stored or not.** A call that returned stored its records; with backends that buffer
+  (``flush`` overridden), they count as delivered only once ``flush`` returned. ``PartialDelivery``
+  tells how much of a failed batch was stored.
+* **refused values vs. a backend that is down.** A value error (the SDK refuses a key or a value)
+  costs only what it refuses: the batch is retried record by record, a record key by key (halving),
+  and the refused keys are skipped with one warning and a report entry. Any other error means the
+  backend is down: the records it did not store, and every record after them, go to its spill
+  journal, in order.
+* **coming back.** While records wait in the spill, the backend is retried with exponential
+  backoff; when a retry gets through, the spill is delivered from the backend's cursor on, in
+  order (new records keep going to the spill meanwhile, so the loop never waits), then live
+  delivery resumes. The same reading delivers a resumed run's backlog and a replay.
+* **progress.** After every flush the backend's cursor (the highest ``seq`` it holds durably)
+  and its last durable step are published, for ``run.json``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterable, Iterator
+from itertools import islice
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from .errors import PartialDelivery, TrackingError
+from .mapping import BackendValues
+from .notices import logger, warn_once
+from .record import Record, call_kwargs, deliver
+from .report import BackendReport
+from .spill import SpillJournal, SpillReader, backlog
+from .tracker import GeneralTracker
+
+MAX_CONSECUTIVE_FAILURES = 5
+MAX_BATCH = 1000
+IMPORT_RETRIES = 2
+IMPORT_RETRY_DELAY = 0.5
+
+LIVE, SPILLING, RECOVERING, CATCHING_UP = "live", "spilling", "recovering", "catching up"
+
+
+class RetryPolicy(NamedTuple):
+    """When a failed backend is tried again: ``first`` seconds after the first failure, doubling up to ``longest``."""
+
+    first: float = 1.0
+    longest: float = 300.0
+
+    def delay(self, failures: int) -> float:
+        return min(self.longest, self.first * 2 ** max(0, failures - 1))
+
+
+def is_refusal(error: BaseException) -> bool:
+    """True when the backend answered but refused what it was given (not when it is down)."""
+    if isinstance(error, (OSError, MemoryError, RecursionError)):
+        return False
+    code = getattr(error, "error_code", None)  # MLflow's MlflowException, among others
+    if isinstance(code, str) and code:
+        return "INVALID" in code or "BAD_REQUEST" in code
+    return isinstance(error, (ValueError, TypeError, ArithmeticError, UnicodeError, KeyError, IndexError))
+
+
+class Delivery:
+    def __init__(
+        self,
+        tracker: GeneralTracker,
+        report: BackendReport,
+        *,
+        spill: SpillJournal,
+        on_error: str = "warn",
+        error_sink: Callable[[TrackingError], None] | None = None,
+        flush_interval: float = 1.0,
+        retry: RetryPolicy = RetryPolicy(),  # noqa: B008 - immutable
+        on_started: Callable[[], None] | None = None,
+        on_progress: Callable[[str, int, int], None] | None = None,
+        cursor: int = -1,
+        backlog_paths: Iterable[Path] = (),
+        backlog_before: float = float("inf"),
+    ) -> None:
+        self.tracker = tracker
+        self.name = tracker.name
+        self.report = report
+        self.values = BackendValues(tracker, report)
+        self._spill = spill
+        self._spill_lock = threading.Lock()
+        self._on_error = on_error
+        self._error_sink = error_sink
+        self._flush_interval = flush_interval
+        self._retry = retry
+        self._on_started = on_started
+        self._on_progress = on_progress
+        self._confirms_at_flush = type(tracker).flush is not GeneralTracker.flush
+        self.mode = LIVE
+        self.started = False
+        self.abandoned = False
+        self.finished = False
+        self.cursor = cursor
+        self.durable_step = -1
+        self.config: Any = None
+        self.in_flight: list[Record] = []
+        self._unconfirmed: list[Record] = []
+        self._dirty = False
+        self._last_flush = time.monotonic()
+        self._failures = 0
+        self._can_retry_start = True
+        self._next_retry = float("inf")
+        self._reported_errors: set[type] = set()
+        self._reader: SpillReader | None = None
+        self._backlog_paths = list(backlog_paths)
+        self._backlog_before = backlog_before
+        self._backlog: Iterator[Record] | None = None
+        self._recovering_since_failures = 0
+        self._published: tuple[int, int] | None = None
+
+    # -- start-up ----------------------------------------------------------------------------
+    def start(self) -> None:
+        self.report.state = "starting"
+        began = time.monotonic()
+        try:
+            self._start_with_import_retry()
+        except BaseException as error:
+            if isinstance(error, ImportError) and "partially initialized" not in str(error):
+                self._can_retry_start = False  # a missing package does not come back by itself
+            self._failed(error, "start", [])
+        else:
+            self._started()
+        finally:
+            self.report.ready_at = time.monotonic()
+            self.report.start_seconds = self.report.ready_at - began
+
+    def _started(self) -> None:
+        self.started = True
+        if self.mode == LIVE:
+            self.report.state = "running"
+        if self._on_started is not None:
+            try:
+                self._on_started()
+            except Exception as error:  # bookkeeping must never stop a backend that started
+                logger.warning("backend %r: after start-up: %r", self.name, error)
+        if self._backlog_paths and self.mode == LIVE:
+            self._backlog = backlog(self._backlog_paths, self.cursor, self._backlog_before)
+            self.mode = CATCHING_UP
+
+    def _start_with_import_retry(self) -> None:
+        """``start()``, retried when it lost an import race with another thread.
+
+        An SDK imported here while the training thread imports it (or a module it shares) can see
+        a partially initialised module; once the other import has finished, a second try works.
+        """
+        for attempt in range(IMPORT_RETRIES + 1):
+            try:
+                self.tracker.start()
+                return
+            except (ImportError, AttributeError) as error:
+                text = str(error)
+                racing = "partially initialized" in text or "circular import" in text
+                if not racing or attempt == IMPORT_RETRIES:
+                    raise
+                logger.info("backend %r: start-up met a concurrent import (%s); retrying", self.name, text)
+                time.sleep(IMPORT_RETRY_DELAY)
+
+    # -- records -----------------------------------------------------------------------------
+    def handle(self, batch: list[Record]) -> None:
+        """Deliver (or spill) a drained batch in order, grouping consecutive metric records."""
+        index = 0
+        while index < len(batch) and not self.abandoned:
+            record = batch[index]
+            kind = record.kind
+            if kind == "log":
+                end = index + 1
+                while end < len(batch) and batch[end].kind == "log":
+                    end += 1
+                self._take(batch[index:end])
+                index = end
+                continue
+            index += 1
+            if kind == "flush":
+                self.flush()
+                record.payload.set()
+            elif kind == "finish":
+                self.finish()
+            else:
+                if kind == "config":
+                    self.config = record
+                self._take([record])
+
+    def _take(self, records: list[Record]) -> None:
+        if self.mode != LIVE:
+            for record in records:
+                self._spill_record(record)
+        elif records[0].kind == "log":
+            self._deliver_metrics(records)
+        else:
+            self._deliver_one(records[0])
+
+    def _unseen(self, records: list[Record]) -> list[Record]:
+        cursor = self.cursor
+        return [record for record in records if record.seq is None or record.seq > cursor]
+
+    def _deliver_metrics(self, records: list[Record]) -> None:
+        records = self._unseen(records)
+        if not records:
+            return
+        tracker = self.tracker
+        entries = [
+            (self.values.prepare(record.payload), record.step, call_kwargs(tracker, record)) for record in records
+        ]
+        self.in_flight = records
+        if len(entries) == 1:
+            values, step, kwargs = entries[0]
+            done, error = self._attempt(tracker.log, values, step=step, **kwargs)
+        else:
+            done, error = self._attempt(tracker.log_batch, entries)
+        self.in_flight = []
+        if self.abandoned:
+            return
+        if error is None:
+            self._stored(records)
+            return
+        self._stored(records[:done])
+        rest = records[done:]
+        if not is_refusal(error):
+            self._failed(error, "log" if len(entries) == 1 else "log_batch", rest)
+            return
+        self._refusal_seen(error)
+        for index, record in enumerate(rest):
+            remainder, failure = self._store_isolating(record)
+            if failure is not None:
+                self._failed(failure, "log", [remainder, *rest[index + 1 :]])
+                return
+
+    def _store_isolating(self, record: Record) -> tuple[Record, BaseException | None]:
+        """Store one metric record, skipping only the keys the backend refuses (found by halving)."""
+        payload = record.payload
+        groups = [list(payload)]
+        while groups:
+            group = groups.pop(0)
+            values = self.values.prepare({key: payload[key] for key in group})
+            kwargs = call_kwargs(self.tracker, record)
+            _, error = self._attempt(self.tracker.log, values, step=record.step, **kwargs)
+            if error is None:
+                continue
+            if not is_refusal(error):
+                rest = [key for part in (group, *groups) for key in part]
+                return record._replace(payload={key: payload[key] for key in rest}), error
+            if len(group) == 1:
+                self._refuse(group[0], error)
+            else:
+                half = len(group) // 2
+                groups[0:0] = [group[:half], group[half:]]
+        self._stored([record])
+        return record, None
+
+    def _deliver_one(self, record: Record) -> None:
+        if not self._unseen([record]):
+            return
+        self.in_flight = [record]
+        _, error = self._attempt(deliver, self.tracker, record)
+        self.in_flight = []
+        if self.abandoned:
+            return
+        if error is None:
+            self._stored([record])
+        elif is_refusal(error):
+            self._refusal_seen(error)
+            what = record.payload[0] if record.kind == "table" else record.kind
+            self._refuse(str(what), error)
+            self._stored([record])  # nothing of it can be stored: retrying would fail the same way
+        else:
+            self._failed(error, record.kind, [record])
+
+    def _attempt(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[int, BaseException | None]:
+        """Call into the backend; returns (entries stored before a failure, the failure or None)."""
+        try:
+            function(*args, **kwargs)
+        except PartialDelivery as partial:
+            return partial.delivered, partial.__cause__ or partial
+        except BaseException as error:
+            if (
+                isinstance(error, (KeyboardInterrupt, SystemExit))
+                and threading.current_thread() is threading.main_thread()
+            ):
+                raise
+            return 0, error
+        return 0, None
+
+    # -- accounting ----------------------------------------------------------------------------
+    def _stored(self, records: list[Record]) -> None:
+        if not records:
+            return
+        self._failures = 0
+        self._dirty = True
+        if self._confirms_at_flush:
+            self._unconfirmed.extend(records)
+        else:
+            self._confirm(records)
+
+    def _confirm(self, records: list[Record]) -> None:
+        report, spilled_through = self.report, self._spill.last_seq
+        report.delivered += len(records)
+        for record in records:
+            if record.seq is not None:
+                if self._spill.first_seq <= record.seq <= spilled_through:
+                    report.spilled -= 1
+                    report.recovered += 1
+                if record.seq > self.cursor:
+                    self.cursor = record.seq
+            if record.kind == "log" and record.step is not None and record.step > self.durable_step:
+                self.durable_step = record.step
+
+    def _refuse(self, key: str, error: BaseException) -> None:
+        reason = f"refused by the backend ({type(error).__name__}: {error})"[:300]
+        warn_once(self.name, key, f"{reason}; only this value is skipped", reason="refused")
+        self.report.skipped_values[key] = reason
+
+    def _refusal_seen(self, error: BaseException) -> None:
+        logger.debug("backend %r refused a value (%r); isolating it", self.name, error)
+
+    def _failed(self, error: BaseException, what: str, records: list[Record]) -> None:
+        """The backend is down (or broken): what it did not store, and everything after, waits in the spill."""
+        report = self.report
+        report.errors += 1
+        report.last_error = f"{what}: {type(error).__name__}: {error}"
+        self._failures += 1
+        if type(error) not in self._reported_errors:
+            self._reported_errors.add(type(error))
+            logger.warning(
+                "backend %r failed in %s (%s: %s); the run goes on, its records wait in its spill journal "
+                "and are delivered when it answers again\n%s",
+                self.name,
+                what,
+                type(error).__name__,
+                error,
+                "".join(traceback.format_exception(type(error), error, error.__traceback__)).rstrip(),
+            )
+        if self._error_sink is not None and self._on_error == "raise":
+            wrapped = TrackingError(self.name, f"{what} failed: {type(error).__name__}: {error}")
+            wrapped.__cause__ = error
+            self._error_sink(wrapped)
+        if self._unconfirmed and what != "flush":
+            self._settle_unconfirmed()
+        for record in records:
+            self._spill_record(record)
+        self.mode = SPILLING
+        self._reader = None
+        self._backlog = None
+        can_retry = self.started or self._can_retry_start
+        self._next_retry = time.monotonic() + self._retry.delay(self._failures) if can_retry else float("inf")
+        if not self.started:
+            report.state = "start_failed"
+        elif self._failures >= MAX_CONSECUTIVE_FAILURES:
+            if report.state != "quarantined":
+                logger.warning(
+                    "backend %r is quarantined after %d failures in a row: retried every %.0f s at most",
+                    self.name,
+                    self._failures,
+                    self._retry.longest,
+                )
+            report.state = "quarantined"
+        else:
+            report.state = "retrying"
+
+    def _settle_unconfirmed(self) -> None:
+        """Before records go to the spill, find out whether the ones buffered before them were stored."""
+        _, error = self._attempt(self.tracker.flush)
+        moved, self._unconfirmed = self._unconfirmed, []
+        if error is None:
+            self._confirm(moved)
+        else:
+            for record in moved:
+                self._spill_record(record)
+
+    def _spill_record(self, record: Record) -> None:
+        if record.kind in ("flush", "finish"):
+            return
+        with self._spill_lock:
+            if self._spill.holds(record) or (record.seq is not None and record.seq <= self.cursor):
+                return  # already waiting in the spill, or already held by the backend
+            try:
+                self._spill.append(record, config=self.config.payload if self.config is not None else None)
+                self.report.spilled += 1
+                self.report.spill_path = str(self._spill.path)
+            except Exception as error:
+                self.report.dropped += 1
+                warn_once(
+                    self.name, "*", f"could not write the spill journal ({error!r}); a record was lost", reason="spill"
+                )
+
+    # -- time: flushes, retries, backlogs ----------------------------------------------------------
+    def wait_time(self) -> float | None:
+        """Seconds the worker may sleep on its queue before ``tick`` has work; ``None``: until a record comes."""
+        if self.mode in (RECOVERING, CATCHING_UP):
+            return 0.0
+        now = time.monotonic()
+        due = float("inf")
+        if self._dirty:
+            due = self._last_flush + self._flush_interval
+        if self.mode == SPILLING:
+            due = min(due, self._next_retry)
+        return None if due == float("inf") else max(0.0, due - now)
+
+    def tick(self) -> None:
+        if self.abandoned or self.finished:
+            return
+        now = time.monotonic()
+        if self.mode == SPILLING and now >= self._next_retry:
+            self._retry_backend()
+        if self.mode in (RECOVERING, CATCHING_UP):
+            self._deliver_backlog()
+        if self._dirty and now - self._last_flush >= self._flush_interval:
+            self.flush()
+
+    def _retry_backend(self) -> None:
+        if not self.started:
+            _, error = self._attempt(self.tracker.start)
+            if error is not None:
+                self._failed(error, "start", [])
+                return
+            self._started()
+        self._recovering_since_failures = self._failures
+        self._reader = SpillReader(self._spill.path) if self._spill.path is not None else None
+        self.mode = RECOVERING
+
+    def _deliver_backlog(self) -> None:
+        """One batch of the backlog (resume, replay) or of the spill (recovery)."""
+        if self.mode == CATCHING_UP:
+            records = list(islice(self._backlog, MAX_BATCH)) if self._backlog is not None else []
+            if not records:
+                self._backlog = None
+                has_spill = self._spill.path is not None and self.report.spilled > 0
+                self.mode = RECOVERING if has_spill else LIVE
+                self._reader = SpillReader(self._spill.path) if has_spill else None
+                return
+        else:
+            records = self._reader.read(MAX_BATCH) if self._reader is not None else []
+            if not records:
+                self._back_to_live()
+                return
+        was = self.mode
+        self.mode = LIVE  # deliver through the live path; a failure switches to SPILLING
+        index = 0
+        while index < len(records) and self.mode == LIVE and not self.abandoned:
+            record = records[index]
+            if record.kind == "config":
+                self.config = record
+            end = index + 1
+            if record.kind == "log":
+                while end < len(records) and records[end].kind == "log":
+                    end += 1
+            self._take(records[index:end])
+            index = end
+        if self.mode == SPILLING and was == CATCHING_UP and self._backlog is not None:
+            for record in [*records[index:], *self._backlog]:  # keep the order: the rest waits in the spill
+                self._spill_record(record)
+            self._backlog = None
+        elif self.mode == LIVE:
+            self.mode = was
+
+    def _back_to_live(self) -> None:
+        self.mode = LIVE
+        self._reader = None
+        if self.started and self.report.state in ("retrying", "quarantined", "start_failed"):
+            self.report.state = "running"
+            self.report.notes.append(
+                f"recovered after {self._recovering_since_failures} failed attempt(s); "
+                "the records that waited in its spill journal were delivered in order"
+            )
+            logger.warning("backend %r answers again; its spilled records were delivered", self.name)
+
+    def flush(self) -> None:
+        """Flush the backend (counting what it buffered as delivered) and the spill."""
+        if self.started and self.mode != SPILLING and (self._dirty or self._unconfirmed):
+            _, error = self._attempt(self.tracker.flush)
+            if self.abandoned:
+                return
+            if error is None:
+                moved, self._unconfirmed = self._unconfirmed, []
+                self._confirm(moved)
+            else:
+                moved, self._unconfirmed = self._unconfirmed, []
+                self._failed(error, "flush", moved)
+        with self._spill_lock:
+            try:
+                self._spill.flush()
+            except Exception as error:
+                logger.warning("backend %r: flushing its spill journal failed: %r", self.name, error)
+        self._dirty = False
+        self._last_flush = time.monotonic()
+        self.publish_progress()
+
+    def publish_progress(self) -> None:
+        if self._on_progress is None:
+            return
+        progress = (self.cursor, self.durable_step)
+        if progress != self._published:
+            self._published = progress
+            try:
+                self._on_progress(self.name, *progress)
+            except Exception as error:  # run.json is bookkeeping: never stop delivery for it
+                logger.warning("backend %r: could not record its progress: %r", self.name, error)
+
+    # -- the end -----------------------------------------------------------------------------------
+    def finish(self) -> None:
+        if self.mode == SPILLING and (self.started or self._can_retry_start):
+            self._retry_backend()  # one last try before closing: the backend may be back
+        while self.mode in (RECOVERING, CATCHING_UP) and not self.abandoned:
+            self._deliver_backlog()
+        if self.abandoned:
+            return
+        if self.mode == LIVE and self.started:
+            self.flush()
+        if self.mode == LIVE and self.started:
+            _, error = self._attempt(self.tracker.finish)
+            if error is None:
+                moved, self._unconfirmed = self._unconfirmed, []
+                self._confirm(moved)
+                self.report.state = "finished"
+            else:
+                self._failed(error, "finish", [])
+                self.report.state = "finish_failed"
+                moved, self._unconfirmed = self._unconfirmed, []
+                for record in moved:
+                    self._spill_record(record)
+        elif self.started:
+            self.report.state = "quarantined"
+        self._collect_notes()
+        self._close_spill()
+        self.publish_progress()
+        self.finished = True
+
+    def _collect_notes(self) -> None:
+        try:
+            own = [str(note) for note in self.tracker.report_notes()]
+        except Exception as error:
+            own = [f"report_notes() failed: {error!r}"]
+        self.report.notes.extend(own)
+
+    def abandon(self, pending: list[Record]) -> None:
+        """The backend did not finish in time: everything it has not stored goes to the spill."""
+        self.abandoned = True
+        self.report.state = "timed_out"
+        owed = [*self._unconfirmed, *self.in_flight, *pending]
+        self._unconfirmed = []
+        numbered = sorted((record for record in owed if record.seq is not None), key=lambda record: record.seq)
+        for record in [*numbered, *(record for record in owed if record.seq is None)]:
+            if record.kind in ("flush", "finish"):
+                if record.kind == "flush":
+                    record.payload.set()
+                continue
+            self._spill_record(record)
+        self._collect_notes()
+        self._close_spill()
+        self.publish_progress()
+
+    def _close_spill(self) -> None:
+        with self._spill_lock:
+            self._spill.close()

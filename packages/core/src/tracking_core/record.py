@@ -1,0 +1,110 @@
+"""``Record``: one call of the public API on its way to a backend, and how it is handed over.
+
+The dispatcher makes one record per call and shares it between every backend's queue, so a record
+is immutable. ``seq`` numbers the data records of a run (metrics, media, artifacts) in the order
+they were logged; the journal and the spill journals store it, and ``run.json`` keeps, per backend,
+the highest ``seq`` the backend holds durably, which is what makes recovery, resume and replay
+deliver each record exactly once.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from .tracker import GeneralTracker
+
+
+class Record(NamedTuple):
+    #: log, config, images, table, figure, artifact, artifacts; control kinds: flush (payload: an
+    #: Event to set), finish.
+    kind: str
+    payload: Any
+    step: int | None
+    #: the caller's per-backend ``log_kwargs``
+    kwargs: dict
+    #: Unix time of the caller's ``log()`` (metrics only)
+    timestamp: float | None
+    #: position in the run's stream of data records; ``None`` for config and control records
+    seq: int | None = None
+
+
+#: ``new_record(Record, (kind, payload, step, kwargs, timestamp, seq))`` builds a record at C speed
+#: (the generated ``Record.__new__`` is a Python function: it would double the caller's cost).
+new_record = tuple.__new__
+
+CONTROL_KINDS = frozenset(("flush", "finish"))
+_EMPTY: dict = {}
+
+
+def call_kwargs(tracker: GeneralTracker, record: Record) -> dict:
+    """The record's kwargs plus what the tracker asked for: ``timestamp`` and ``seq``."""
+    kwargs = record.kwargs
+    extra = {}
+    if record.timestamp is not None and tracker.wants_timestamps:
+        extra["timestamp"] = record.timestamp
+    if record.seq is not None and getattr(tracker, "wants_record_ids", False):
+        extra["seq"] = record.seq
+    return {**kwargs, **extra} if extra else kwargs
+
+
+def deliver(tracker: GeneralTracker, record: Record, values: dict | None = None) -> None:
+    """Hand one record to a tracker through the contract's methods."""
+    kind, payload, step = record.kind, record.payload, record.step
+    if kind == "log":
+        tracker.log(payload if values is None else values, step=step, **call_kwargs(tracker, record))
+    elif kind == "config":
+        if record.seq is not None and getattr(tracker, "wants_record_ids", False):
+            tracker.store_init_configuration(payload, seq=record.seq)  # type: ignore[call-arg]
+        else:
+            tracker.store_init_configuration(payload)
+    elif kind == "images":
+        tracker.log_images(payload, step=step, **call_kwargs(tracker, record))
+    elif kind == "table":
+        name, columns, data, dataframe = payload
+        tracker.log_table(
+            name, columns=columns, data=data, dataframe=dataframe, step=step, **call_kwargs(tracker, record)
+        )
+    elif kind == "figure":
+        from .figures import restore_figure
+
+        figure, name = payload
+        tracker.log_figure(restore_figure(figure), name, step=step, **call_kwargs(tracker, record))
+    elif kind in ("artifact", "artifacts"):
+        method = tracker.log_artifact if kind == "artifact" else tracker.log_artifacts
+        wants_id = record.seq is not None and getattr(tracker, "wants_record_ids", False)
+        method(*payload, **({"seq": record.seq} if wants_id else {}))
+    else:  # pragma: no cover - internal misuse
+        raise ValueError(f"unknown record kind {kind!r}")
+
+
+def record_from_entry(entry: dict, base: Path) -> Record | None:
+    """The record a journal line describes (``None`` for lines that carry no data).
+
+    Media come back from the files the journal points to; a figure comes back as the PNG the
+    journal rendered, so it is delivered as an image.
+    """
+    kind, step, seq = entry.get("type"), entry.get("step"), entry.get("seq")
+    if kind == "metrics":
+        return Record("log", entry.get("values") or {}, step, _EMPTY, entry.get("time"), seq)
+    if kind == "config":
+        return Record("config", entry.get("values") or {}, None, _EMPTY, None, seq)
+    if kind == "images":
+        from .png import load_png
+
+        images = {key: [load_png(base / item) for item in items] for key, items in (entry.get("images") or {}).items()}
+        return Record("images", images, step, _EMPTY, None, seq)
+    if kind == "figure":
+        from .png import load_png
+
+        return Record("images", {entry["name"]: load_png(base / entry["path"])}, step, _EMPTY, None, seq)
+    if kind == "table":
+        payload = (entry["name"], entry.get("columns"), entry.get("data"), None)
+        return Record("table", payload, step, _EMPTY, None, seq)
+    if kind in ("artifact", "artifacts"):
+        local = entry.get("local_path")
+        if not local or not os.path.exists(local):
+            return None
+        return Record(kind, (local, entry.get("artifact_path")), None, _EMPTY, None, seq)
+    return None

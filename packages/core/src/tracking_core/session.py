@@ -1,0 +1,94 @@
+"""``RunSession``: the run a dispatcher writes to — its folder, its ``run.json``, where it carries on.
+
+A new run gets a fresh id. A resumed run (``resume=True`` or a run id) keeps its folder and id and
+carries on after the last record and step that any backend, the journal or a spill journal holds;
+each backend that reopened its earlier run first catches up, from the journal and its own spill,
+on the records it did not hold when the earlier process died (its cursor in ``run.json``).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from .journal import JOURNAL_NAME
+from .manifest import RunManifest, find_run_to_resume
+from .notices import notice
+from .spill import journal_tail, spill_name
+
+
+def new_run_id() -> str:
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + os.urandom(3).hex()
+
+
+class RunSession:
+    def __init__(self, project_dir: Path, project: str, resume: bool | str, *, writes: bool, replay: bool = False):
+        run_dir = find_run_to_resume(project_dir, resume) if resume else None
+        self.resumed = run_dir is not None
+        if run_dir is None:
+            if resume:
+                notice(f"resume: no earlier run of {project!r} in {project_dir}; starting a new run")
+            run_id = new_run_id()
+            self.manifest = RunManifest(project_dir / run_id, project, run_id)
+            self.last_seq = self.last_step = -1
+        else:
+            self.manifest = RunManifest.load(run_dir)
+            self.last_seq, self.last_step = self._where_it_stopped()
+            if not replay:
+                notice(f"resume: continuing run {self.manifest.run_id} of {project!r} after step {self.last_step}")
+        self.writes = writes
+        if writes:
+            if not replay:
+                self.manifest.opened = time.time()
+            self.manifest.write()
+
+    @property
+    def run_id(self) -> str:
+        return self.manifest.run_id
+
+    @property
+    def run_dir(self) -> Path:
+        return self.manifest.path.parent
+
+    def _where_it_stopped(self) -> tuple[int, int]:
+        """The last seq and step of the earlier process: run.json, or a journal that got further."""
+        last_seq, last_step = self.manifest.last_seq, self.manifest.last_step
+        for path in [self.run_dir / JOURNAL_NAME, *sorted(self.run_dir.glob(spill_name("*")))]:
+            seq, step = journal_tail(path)
+            last_seq, last_step = max(last_seq, seq), max(last_step, step)
+        return last_seq, last_step
+
+    # -- per backend --------------------------------------------------------------------------
+    def resume_state(self, backend: str) -> dict | None:
+        return self.manifest.backends.get(backend) if self.resumed else None
+
+    def cursor(self, backend: str) -> int:
+        cursor = self.manifest.cursor(backend) if self.resumed else None
+        return -1 if cursor is None else cursor
+
+    def backlog(self, backend: str) -> list[Path]:
+        """Where a resumed backend finds the records it missed: the journal and its own spill.
+
+        Only for a backend that reopened its earlier run and whose cursor is known; a backend
+        starting a new run gets the new records only.
+        """
+        if not self.resumed or self.resume_state(backend) is None or self.manifest.cursor(backend) is None:
+            return []
+        paths = [self.run_dir / spill_name(backend)]
+        if backend != "jsonl":
+            paths.insert(0, self.run_dir / JOURNAL_NAME)
+        return [path for path in paths if path.is_file()]
+
+    def backend_started(self, backend: str, state: Any) -> None:
+        if self.writes:
+            self.manifest.set_backend(backend, state)
+
+    def progress(self, backend: str, seq: int, step: int) -> None:
+        if self.writes:
+            self.manifest.set_progress(backend, seq, step)
+
+    def close(self, last_step: int) -> None:
+        if self.writes:
+            self.manifest.set_last_step(max(last_step, self.manifest.last_step))
