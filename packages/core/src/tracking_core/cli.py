@@ -39,6 +39,7 @@ def _replay(args: argparse.Namespace) -> int:
         logging_dir=args.logging_dir,
         project=args.project,
         progress=False if args.quiet else None,
+        new_run=args.new_run,
     )
     print(report)
     return 0 if report.ok else 1
@@ -63,12 +64,18 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--backends", default=None, help="comma-separated subset (default: all installed)")
     demo.set_defaults(handler=_demo)
 
-    replay = commands.add_parser("replay", help="push a journal (or spill journal) into backends")
+    replay = commands.add_parser(
+        "replay",
+        help="deliver a journal (or spill journal) to backends",
+        description="Deliver a journal or spill journal to backends. By default each backend reopens the run it "
+        "had (run.json) and gets only the records it does not hold yet, so replaying twice stores nothing twice.",
+    )
     replay.add_argument("journal", help="journal file or run directory")
-    replay.add_argument("--to", required=True, help="backend name(s), comma-separated")
-    replay.add_argument("--logging-dir", default=None, help="default: the journal's own logging dir")
-    replay.add_argument("--project", default=None, help="default: the journal's project")
-    replay.add_argument("--quiet", action="store_true", help="no progress bar")
+    replay.add_argument("--to", default=None, help="backend name(s), comma-separated (default: a spill's own backend)")
+    replay.add_argument("--new-run", action="store_true", help="copy into a new run instead of the original one")
+    replay.add_argument("--logging-dir", default=None, help="with --new-run: where (default: the journal's)")
+    replay.add_argument("--project", default=None, help="with --new-run: project name (default: the journal's)")
+    replay.add_argument("--quiet", action="store_true", help="no progress output")
     replay.set_defaults(handler=_replay)
 
     show = commands.add_parser("show", help="summary table of a journal")

@@ -1,48 +1,72 @@
-"""Push a journal (the run journal or a spill journal) into other backends after the fact."""
+"""Push a journal (the run journal or a spill journal) into backends after the fact.
+
+By default a replay completes the *original* run: each backend reopens the run it had (the state
+``run.json`` kept) and gets exactly the records it does not hold yet (those past its cursor), so
+replaying twice, or replaying after the backend recovered on its own, stores nothing twice.
+``new_run=True`` copies the journal into a new run instead (marked ``replay_of``, which
+``resume=True`` never picks).
+"""
 
 from __future__ import annotations
 
 import os
+import re
 import sys
+import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 from .dispatcher import Dispatcher
 from .journal import read_header, read_journal, resolve_journal
+from .manifest import MANIFEST_NAME, RunManifest
+from .notices import notice
+from .record import record_from_entry
 from .report import FinishReport
 
+_SEQ = re.compile(rb'"seq":(\d+)')
 
-class ProgressBar:
-    """A one-line progress bar on stderr; silent when stderr is not a terminal unless forced."""
 
-    def __init__(self, total: int, label: str, enabled: bool | None = None, width: int = 30) -> None:
+class Progress:
+    """Progress of long work on stderr: a bar on a terminal, a line every few seconds in a log.
+
+    Both show the rate and the time left, from what was really done (delivered), not queued.
+    """
+
+    def __init__(self, total: int, label: str, enabled: bool | None = None, every: float = 5.0, width: int = 30):
         self.total = max(total, 1)
         self.label = label
+        self.enabled = True if enabled is None else enabled
+        self.terminal = sys.stderr.isatty()
+        self.every = every
         self.width = width
-        self.enabled = sys.stderr.isatty() if enabled is None else enabled
-        self._last = -1
+        self._began = time.monotonic()
+        self._last_line = self._began
+        self._last_percent = -1
 
-    def update(self, done: int) -> None:
+    def update(self, done: int, final: bool = False) -> None:
         if not self.enabled:
             return
+        now = time.monotonic()
+        elapsed = max(now - self._began, 1e-9)
+        rate = done / elapsed
+        left = (self.total - done) / rate if rate > 0 else float("inf")
+        eta = "-" if left == float("inf") else f"{left:.0f} s"
         percent = min(100, done * 100 // self.total)
-        if percent == self._last and done != self.total:
-            return
-        self._last = percent
-        filled = self.width * percent // 100
-        sys.stderr.write(
-            f"\r{self.label} [{'#' * filled}{'.' * (self.width - filled)}] {percent:3d}% {done}/{self.total}"
-        )
-        if done >= self.total:
-            sys.stderr.write("\n")
+        text = f"{self.label}: {done}/{self.total} records delivered ({percent}%, {rate:,.0f}/s, ETA {eta})"
+        if self.terminal:
+            if percent == self._last_percent and not final:
+                return
+            self._last_percent = percent
+            filled = self.width * percent // 100
+            sys.stderr.write(f"\r[{'#' * filled}{'.' * (self.width - filled)}] {text}" + ("\n" if final else ""))
+        elif final or now - self._last_line >= self.every:
+            self._last_line = now
+            sys.stderr.write(text + "\n")
         sys.stderr.flush()
 
 
-def _load_image(path: Path) -> Any:
-    from .png import load_png
-
-    return load_png(path)
+#: Kept for callers of the first release.
+ProgressBar = Progress
 
 
 def journal_config(journal: str | os.PathLike) -> dict:
@@ -55,52 +79,110 @@ def journal_config(journal: str | os.PathLike) -> dict:
 
 
 def replay_into(run: Dispatcher, journal: str | os.PathLike, progress: bool | None = None) -> int:
-    """Send the records of ``journal`` to an initialised dispatcher; returns how many were sent."""
+    """Send the records of ``journal`` to an initialised dispatcher, as new records; returns how many."""
     path = resolve_journal(journal)
-    records = [record for record in read_journal(path) if record["type"] not in ("header", "config", "finish")]
-    bar = ProgressBar(len(records), f"replay -> {','.join(t.name for t in run.trackers)}", enabled=progress)
-    base = path.parent
-    for index, record in enumerate(records, 1):
-        kind = record["type"]
-        step = record.get("step")
-        if kind == "metrics":
-            run.log(record.get("values") or {}, step=step, timestamp=record.get("time"))
-        elif kind == "images":
-            images = {
-                key: [_load_image(base / item) for item in items] for key, items in (record.get("images") or {}).items()
-            }
-            run.log_images(images, step=step)
-        elif kind == "table":
-            run.log_table(record["name"], columns=record.get("columns"), data=record.get("data"), step=step)
-        elif kind == "figure":
-            run.log_images({record["name"]: _load_image(base / record["path"])}, step=step)
-        elif kind in ("artifact", "artifacts"):
-            local = record.get("local_path")
-            if local and os.path.exists(local):
-                (run.log_artifact if kind == "artifact" else run.log_artifacts)(local, record.get("artifact_path"))
-        bar.update(index)
-    return len(records)
+    entries = [entry for entry in read_journal(path) if entry["type"] not in ("header", "config", "finish")]
+    bar = Progress(len(entries), f"replay -> {','.join(t.name for t in run.trackers)}", enabled=progress)
+    for index, entry in enumerate(entries, 1):
+        record = record_from_entry(entry, path.parent)
+        if record is not None:
+            if record.kind == "log":
+                run.log(record.payload, step=record.step, timestamp=record.timestamp)
+            elif record.kind == "images":
+                run.log_images(record.payload, step=record.step)
+            elif record.kind == "table":
+                name, columns, data, _ = record.payload
+                run.log_table(name, columns=columns, data=data, step=record.step)
+            elif record.kind == "artifact":
+                run.log_artifact(*record.payload)
+            elif record.kind == "artifacts":
+                run.log_artifacts(*record.payload)
+        bar.update(index, final=index == len(entries))
+    return len(entries)
+
+
+def _targets(to: str | Iterable[str] | None, header: dict) -> list[str]:
+    if to is None:
+        source = str(header.get("source", ""))
+        if source.startswith("spill:"):
+            return [source[len("spill:") :]]
+        raise ValueError("replay: name the backends to replay into with --to (a spill journal names its own)")
+    return [name.strip() for name in to.split(",") if name.strip()] if isinstance(to, str) else list(to)
+
+
+def _numbered(path: Path) -> list[int]:
+    """The ``seq`` of every record in a journal (one pass over the bytes, no JSON parsing)."""
+    with open(path, "rb") as handle:
+        return [int(match.group(1)) for line in handle if (match := _SEQ.search(line))]
 
 
 def replay(
     journal: str | os.PathLike,
-    to: str | Iterable[str],
+    to: str | Iterable[str] | None = None,
     *,
     logging_dir: str | os.PathLike | None = None,
     project: str | None = None,
     progress: bool | None = None,
+    new_run: bool = False,
 ) -> FinishReport:
-    """Send every record of ``journal`` to the backends in ``to``; returns their finish report.
+    """Deliver ``journal`` to the backends in ``to`` (default: a spill journal's own backend).
 
-    The default ``logging_dir`` is the one the journal was written under, so embedded backends
-    land next to the original run.
+    Into the original run (its ``run.json`` next to the journal) unless ``new_run`` is set, a
+    ``logging_dir`` other than the journal's is given, or the journal predates record numbering;
+    then into a new run under ``logging_dir`` (default: the journal's own logging dir).
     """
     path = resolve_journal(journal)
     header = read_header(path)
-    targets = [name.strip() for name in to.split(",")] if isinstance(to, str) else list(to)
+    targets = _targets(to, header)
+    run_dir = path.parent
+    seqs = _numbered(path)
+    if logging_dir is not None and Path(logging_dir).resolve() != run_dir.parent.parent.resolve():
+        new_run = True  # the original run lives where it is: another folder means a copy
+    if not new_run and not (run_dir / MANIFEST_NAME).is_file():
+        notice(f"replay: no {MANIFEST_NAME} next to {path}; replaying into a new run")
+        new_run = True
+    if not new_run and not seqs:
+        notice(f"replay: {path} has no record numbers (written by an older tracking-core); replaying into a new run")
+        new_run = True
+    if new_run:
+        return _replay_into_new_run(path, header, targets, logging_dir, project, progress)
+
+    manifest = RunManifest.load(run_dir)
+    run = Dispatcher(log_with=targets, logging_dir=run_dir.parent.parent, resume=manifest.run_id)
+    run._replay_sources = [path]
+    run.init_trackers(manifest.project)
+    owed = {name: sum(seq > (manifest.cursor(name) or -1) for seq in seqs) for name in targets}
+    label = f"replay {path.name} -> {','.join(targets)}"
+    bar = Progress(max(owed.values(), default=0), label, enabled=progress)
+    workers = list(run._all_workers)
+    for worker in workers:
+        worker.started.wait()
+    while not all(worker.delivery.mode == "live" or worker.delivery.finished for worker in workers):
+        if all(worker.started.is_set() for worker in workers) and all(
+            worker.delivery.mode == "spilling" for worker in workers
+        ):
+            break  # every target is down: finish() makes one more attempt, then reports
+        bar.update(min(worker.report.delivered for worker in workers) if workers else 0)
+        time.sleep(0.2)
+    report = run.finish()
+    bar.update(min((backend.delivered for backend in report.backends.values()), default=0), final=True)
+    return report
+
+
+def _replay_into_new_run(
+    path: Path,
+    header: dict,
+    targets: list[str],
+    logging_dir: str | os.PathLike | None,
+    project: str | None,
+    progress: bool | None,
+) -> FinishReport:
     if logging_dir is None:
         logging_dir = path.parent.parent.parent  # <logging_dir>/<project>/<run_id>/journal.jsonl
     run = Dispatcher(log_with=targets, logging_dir=logging_dir)
     run.init_trackers(project or header.get("project") or "replay", config=journal_config(path) or None)
+    if run._session is not None and run._session.writes:
+        run._session.manifest.extra["replay_of"] = str(header.get("run_id") or path)
+        run._session.manifest.write()
     replay_into(run, path, progress=progress)
     return run.finish()
