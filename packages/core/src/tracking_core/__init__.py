@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from .__about__ import __version__
 from .distributed import get_rank, get_world_size, is_main_process
-from .errors import BackendNotInstalledError, TrackingError, TrackingWarning
+from .errors import BackendNotInstalledError, PartialDelivery, TrackingError, TrackingWarning
 from .registry import LoggerType, get_available_trackers, register_tracker_class
 from .tracker import CAPABILITIES, GeneralTracker, RunContext, capabilities_of, has_capability, on_main_process
 
@@ -63,6 +63,7 @@ __all__ = [
     "JsonlTracker",
     "LoggerType",
     "NoOpTracker",
+    "PartialDelivery",
     "RunContext",
     "TrackingError",
     "TrackingWarning",

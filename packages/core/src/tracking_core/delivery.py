@@ -45,6 +45,11 @@ IMPORT_RETRY_DELAY = 0.5
 LIVE, SPILLING, RECOVERING, CATCHING_UP = "live", "spilling", "recovering", "catching up"
 
 
+#: Words in an SDK's error that blame the value, whatever the exception's type (MLflow wraps SQLite's
+#: "Python int too large to convert to SQLite INTEGER" in an INTERNAL_ERROR, for one).
+_VALUE_HINTS = ("too large to convert", "out of range", "overflow")
+
+
 class RetryPolicy(NamedTuple):
     """When a failed backend is tried again: ``first`` seconds after the first failure, doubling up to ``longest``."""
 
@@ -59,6 +64,9 @@ def is_refusal(error: BaseException) -> bool:
     """True when the backend answered but refused what it was given (not when it is down)."""
     if isinstance(error, (OSError, MemoryError, RecursionError)):
         return False
+    text = str(error).lower()
+    if any(hint in text for hint in _VALUE_HINTS):
+        return True
     code = getattr(error, "error_code", None)  # MLflow's MlflowException, among others
     if isinstance(code, str) and code:
         return "INVALID" in code or "BAD_REQUEST" in code
@@ -224,6 +232,12 @@ class Delivery:
             return
         self._stored(records[:done])
         rest = records[done:]
+        if not is_refusal(error) and done and rest:
+            # The backend stored what came before in this very call: this record is the problem, not the backend.
+            self._retry_suspect(rest[0])
+            if len(rest) > 1 and self.mode == LIVE:
+                self._deliver_metrics(rest[1:])
+            return
         if not is_refusal(error):
             self._failed(error, "log" if len(entries) == 1 else "log_batch", rest)
             return
@@ -233,6 +247,23 @@ class Delivery:
             if failure is not None:
                 self._failed(failure, "log", [remainder, *rest[index + 1 :]])
                 return
+
+    def _retry_suspect(self, record: Record) -> None:
+        """One more try of a record the backend failed on right after storing the ones before it.
+
+        A second failure makes it a record the backend cannot take (skipped, with a warning and a
+        report entry) rather than an outage, so it cannot block everything behind it.
+        """
+        kwargs = call_kwargs(self.tracker, record)
+        _, error = self._attempt(self.tracker.log, self.values.prepare(record.payload), step=record.step, **kwargs)
+        if error is None:
+            self._stored([record])
+            return
+        remainder, failure = self._store_isolating(record) if is_refusal(error) else (record, error)
+        if failure is not None:
+            for key in remainder.payload:
+                self._refuse(key, failure)
+            self._stored([record])
 
     def _store_isolating(self, record: Record) -> tuple[Record, BaseException | None]:
         """Store one metric record, skipping only the keys the backend refuses (found by halving)."""

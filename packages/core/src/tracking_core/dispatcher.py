@@ -48,6 +48,21 @@ def _names(log_with: Any) -> list[Any]:
     return list(log_with)
 
 
+MAX_STEP = 2**63 - 1  # every backend stores steps as signed 64-bit integers
+
+
+def checked_step(step: Any) -> int:
+    """``step`` as an int, or an error naming it: a step is a whole number from 0 to 2**63 - 1."""
+    if isinstance(step, float) and step.is_integer():
+        step = int(step)
+    elif isinstance(step, bool) or not hasattr(step, "__index__"):
+        raise TypeError(f"step must be a whole number (or None for the next step), got {step!r}")
+    step = step.__index__()
+    if not 0 <= step <= MAX_STEP:
+        raise ValueError(f"step must be between 0 and 2**63 - 1, got {step}")
+    return step
+
+
 def _accepted_keywords(cls: type) -> set[str]:
     import inspect  # only at init_trackers: keeps `import tracking_core` fast
 
@@ -325,7 +340,7 @@ class Dispatcher:
         with self._lock:
             if step is None:
                 step = self._step + 1
-            elif type(step) is not int or step < self._step:
+            elif type(step) is not int or not 0 <= self._step <= step <= MAX_STEP:
                 step = self._checked_step(step)
             self._step = step
             self._seq = seq = self._seq + 1
@@ -340,7 +355,7 @@ class Dispatcher:
             self._raise_pending()
 
     def _checked_step(self, step: Any) -> int:
-        step = int(step)
+        step = checked_step(step)
         if step < self._step:
             warn_once(
                 "dispatcher",
@@ -353,7 +368,7 @@ class Dispatcher:
 
     def _current_step(self, step: Any) -> int:
         # Media logged without a step belongs to the step of the last metrics.
-        return max(self._step, 0) if step is None else int(step)
+        return max(self._step, 0) if step is None else checked_step(step)
 
     def _reject(self, rejected: dict[str, str]) -> None:
         for key, reason in rejected.items():

@@ -38,6 +38,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from tracking_core import GeneralTracker, flatten_config, notice, stringify, warn_once
+from tracking_core.errors import PartialDelivery
 from tracking_core.jsonl import table_rows
 
 # The SDK's limits (mlflow 3.x values); start() reads the installed SDK's own from mlflow.utils.validation.
@@ -540,6 +541,7 @@ class MLflowTracker(GeneralTracker):
 
         now = int(time.time() * 1000)
         metrics = []
+        ends = []  # len(metrics) after each entry
         for values, step, kwargs in entries:
             step = 0 if step is None else int(step)
             # when log() was called (the dispatcher's timestamp), not when this worker delivered it
@@ -556,9 +558,17 @@ class MLflowTracker(GeneralTracker):
                 if math.isinf(value):
                     warn_once(self.name, key, "MLflow stores infinity as +/-1.8e308 (the largest float)", reason="inf")
                 metrics.append(Metric(key, value, timestamp, step))
+            ends.append(len(metrics))
         size = min(self.limits["MAX_METRICS_PER_BATCH"], self.limits["MAX_ENTITIES_PER_BATCH"])
+        stored = 0
         for chunk in _chunks(metrics, size):
-            self._client.log_batch(self.active_run_id, metrics=chunk, synchronous=True)
+            try:
+                self._client.log_batch(self.active_run_id, metrics=chunk, synchronous=True)
+            except Exception as error:
+                # entries whose metrics all went out in earlier chunks are stored: say so, and
+                # the dispatcher retries or spills exactly the rest
+                raise PartialDelivery(sum(end <= stored for end in ends)) from error
+            stored += len(chunk)
 
     # -- media and files ----------------------------------------------------------------------
     def log_images(self, values: dict, step: int | None = None, **kwargs: Any) -> None:

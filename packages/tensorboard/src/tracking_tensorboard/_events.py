@@ -25,18 +25,19 @@ from tensorboard.plugins.hparams import plugin_data_pb2 as hparams_data
 from tensorboard.plugins.image import metadata as image_metadata
 from tensorboard.plugins.text import metadata as text_metadata
 from tensorboard.summary.writer.record_writer import RecordWriter
+from tracking_core.appendfile import AppendFile
 
 Value = summary_pb2.Summary.Value
 
 _file_counter = itertools.count()
-_BUFFER_BYTES = 1 << 16
 
 
 class EventWriter:
     """One append-only event file, written synchronously by the calling thread.
 
     The tracker's worker thread is already off the training loop, so this writer has no thread or
-    queue of its own: records go into a buffered file and reach the disk on ``flush()``/``close()``.
+    queue of its own: records are kept in memory and reach the disk on ``flush()``/``close()``,
+    all of them or (disk full, file deleted) none, so the tracker counts exactly what is stored.
     Thread-safe, so code holding ``get_tracker("tensorboard", unwrap=True)`` may write alongside.
     """
 
@@ -46,7 +47,7 @@ class EventWriter:
         # TensorBoard only reads files whose name contains "tfevents"; keep the conventional pattern.
         name = f"events.out.tfevents.{int(time.time()):010d}.{socket.gethostname()}.{os.getpid()}.{next(_file_counter)}"
         self.path = self.log_dir / (name + filename_suffix)
-        self._file = open(self.path, "wb", buffering=_BUFFER_BYTES)
+        self._file = AppendFile(self.path)
         self._records = RecordWriter(self._file)
         self._lock = threading.Lock()
         self.add_event(event_pb2.Event(wall_time=time.time(), file_version="brain.Event:2"))
@@ -73,18 +74,13 @@ class EventWriter:
         self.add_summary([text_value(tag, text)], global_step, walltime)
 
     def flush(self) -> None:
-        """Hand buffered records to the OS and fsync, so a crash after this loses nothing."""
+        """Write the pending records and fsync, so a crash after this loses nothing; raises if it cannot."""
         with self._lock:
-            if not self._file.closed:
-                self._file.flush()
-                os.fsync(self._file.fileno())
+            self._file.flush(durable=True)
 
     def close(self) -> None:
         with self._lock:
-            if not self._file.closed:
-                self._file.flush()
-                os.fsync(self._file.fileno())
-                self._file.close()
+            self._file.close()
 
 
 # -- summary values -----------------------------------------------------------------------------
