@@ -233,7 +233,8 @@ class Delivery:
         self._stored(records[:done])
         rest = records[done:]
         if not is_refusal(error) and done and rest:
-            # The backend stored what came before in this very call: this record is the problem, not the backend.
+            # The backend stored what came before in this very call: retry at once from the record it failed on.
+            self._note_error(error, "log_batch")
             self._retry_suspect(rest[0])
             if len(rest) > 1 and self.mode == LIVE:
                 self._deliver_metrics(rest[1:])
@@ -355,24 +356,8 @@ class Delivery:
     def _failed(self, error: BaseException, what: str, records: list[Record]) -> None:
         """The backend is down (or broken): what it did not store, and everything after, waits in the spill."""
         report = self.report
-        report.errors += 1
-        report.last_error = f"{what}: {type(error).__name__}: {error}"
+        self._note_error(error, what)
         self._failures += 1
-        if type(error) not in self._reported_errors:
-            self._reported_errors.add(type(error))
-            logger.warning(
-                "backend %r failed in %s (%s: %s); the run goes on, its records wait in its spill journal "
-                "and are delivered when it answers again\n%s",
-                self.name,
-                what,
-                type(error).__name__,
-                error,
-                "".join(traceback.format_exception(type(error), error, error.__traceback__)).rstrip(),
-            )
-        if self._error_sink is not None and self._on_error == "raise":
-            wrapped = TrackingError(self.name, f"{what} failed: {type(error).__name__}: {error}")
-            wrapped.__cause__ = error
-            self._error_sink(wrapped)
         if self._unconfirmed and what != "flush":
             self._settle_unconfirmed()
         for record in records:
@@ -396,6 +381,27 @@ class Delivery:
         else:
             report.state = "retrying"
 
+    def _note_error(self, error: BaseException, what: str) -> None:
+        """Count the error, warn once per error type (with the traceback), and queue it for ``on_error='raise'``."""
+        report = self.report
+        report.errors += 1
+        report.last_error = f"{what}: {type(error).__name__}: {error}"
+        if type(error) not in self._reported_errors:
+            self._reported_errors.add(type(error))
+            logger.warning(
+                "backend %r failed in %s (%s: %s); the run goes on, its records wait in its spill journal "
+                "and are delivered when it answers again\n%s",
+                self.name,
+                what,
+                type(error).__name__,
+                error,
+                "".join(traceback.format_exception(type(error), error, error.__traceback__)).rstrip(),
+            )
+        if self._error_sink is not None and self._on_error == "raise":
+            wrapped = TrackingError(self.name, f"{what} failed: {type(error).__name__}: {error}")
+            wrapped.__cause__ = error
+            self._error_sink(wrapped)
+
     def _settle_unconfirmed(self) -> None:
         """Before records go to the spill, find out whether the ones buffered before them were stored."""
         _, error = self._attempt(self.tracker.flush)
@@ -413,7 +419,7 @@ class Delivery:
             if self._spill.holds(record) or (record.seq is not None and record.seq <= self.cursor):
                 return  # already waiting in the spill, or already held by the backend
             try:
-                self._spill.append(record, config=self.config.payload if self.config is not None else None)
+                self._spill.append(record, config=self.config)
                 self.report.spilled += 1
                 self.report.spill_path = str(self._spill.path)
             except Exception as error:

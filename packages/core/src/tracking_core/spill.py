@@ -12,7 +12,6 @@ import heapq
 import json
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
 
 from .record import Record, deliver, record_from_entry
 from .tracker import GeneralTracker
@@ -37,15 +36,15 @@ class SpillJournal:
     def holds(self, record: Record) -> bool:
         return record.seq is not None and record.seq <= self.last_seq
 
-    def append(self, record: Record, config: Any = None) -> None:
-        """Write ``record`` (raises when the spill itself cannot be written)."""
+    def append(self, record: Record, config: Record | None = None) -> None:
+        """Write ``record``, after ``config`` when the spill starts with it (raises when it cannot write)."""
         if self._journal is None:
             journal = self._factory()
             journal.start()
             self._journal = journal
             self.path = Path(getattr(journal, "journal_path", ""))
             if config is not None and record.kind != "config":
-                deliver(journal, Record("config", config, None, {}, None, None))
+                deliver(journal, config)  # a replay into another backend needs it; its seq keeps it out of recovery
         deliver(self._journal, record)
         if record.seq is not None:
             self.last_seq = record.seq

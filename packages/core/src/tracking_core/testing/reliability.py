@@ -1,0 +1,50 @@
+"""Counting what a fault cost: records sent, delivered, spilled, lost and duplicated.
+
+Reliability tests read back what a backend stored (with its own reader) and hand the steps to
+:func:`tally`; the figures are kept for the end of the test session, where the pytest plugin
+:mod:`tracking_core.testing.pytest_plugin` prints them as one table.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+
+FIGURES: list[dict] = []
+
+
+def tally(
+    scenario: str, backend: str, sent: Iterable[int], stored: Iterable[int], spilled: Iterable[int] = ()
+) -> dict:
+    """Compare the steps sent with the steps stored (and still waiting in a spill journal).
+
+    ``lost``: sent, neither stored nor spilled. ``duplicated``: stored more than once, or both
+    stored and spilled.
+    """
+    sent_steps = list(sent)
+    stored_count = Counter(stored)
+    spilled_count = Counter(spilled)
+    expected = set(sent_steps)
+    figures = {
+        "scenario": scenario,
+        "backend": backend,
+        "sent": len(sent_steps),
+        "delivered": sum(1 for step in stored_count if step in expected),
+        "spilled": sum(1 for step in spilled_count if step in expected and step not in stored_count),
+        "lost": len(expected - set(stored_count) - set(spilled_count)),
+        "duplicated": sum(count - 1 for count in stored_count.values())
+        + sum(count - 1 for count in spilled_count.values())
+        + len(set(stored_count) & set(spilled_count)),
+    }
+    FIGURES.append(figures)
+    return figures
+
+
+def table(rows: list[dict] | None = None) -> str:
+    rows = FIGURES if rows is None else rows
+    columns = ("scenario", "backend", "sent", "delivered", "spilled", "lost", "duplicated")
+    cells = [columns] + [tuple(str(row[column]) for column in columns) for row in rows]
+    widths = [max(len(line[index]) for line in cells) for index in range(len(columns))]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip() for line in cells]
+    lines.insert(1, "  ".join("-" * width for width in widths))
+    return "\n".join(lines)
