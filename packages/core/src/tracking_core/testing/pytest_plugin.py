@@ -8,7 +8,9 @@ from .reliability import FIGURES, table
 
 
 def pytest_configure(config: Any) -> None:
-    config.addinivalue_line("markers", "reliability: a fault scenario that counts what it cost (points lost/duplicated)")
+    config.addinivalue_line(
+        "markers", "reliability: a fault scenario that counts what it cost (points lost/duplicated)"
+    )
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

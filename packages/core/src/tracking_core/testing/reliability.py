@@ -13,9 +13,7 @@ from collections.abc import Iterable
 FIGURES: list[dict] = []
 
 
-def tally(
-    scenario: str, backend: str, sent: Iterable[int], stored: Iterable[int], spilled: Iterable[int] = ()
-) -> dict:
+def tally(scenario: str, backend: str, sent: Iterable[int], stored: Iterable[int], spilled: Iterable[int] = ()) -> dict:
     """Compare the steps sent with the steps stored (and still waiting in a spill journal).
 
     ``lost``: sent, neither stored nor spilled. ``duplicated``: stored more than once, or both
