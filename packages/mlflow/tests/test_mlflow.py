@@ -6,13 +6,11 @@ import copy
 import json
 import math
 import os
-import socket
 import subprocess
 import sys
 import textwrap
 import threading
 import time
-import urllib.request
 import warnings
 from pathlib import Path
 
@@ -21,18 +19,14 @@ import tracking_core
 from tracking_core import TrackingWarning
 from tracking_mlflow import MLflowTracker
 
+from .mlflow_server import MlflowServer, free_port
+
 
 def _started(tmp_path: Path, *args, **kwargs) -> MLflowTracker:
     kwargs.setdefault("logging_dir", tmp_path / "logs")
     tracker = MLflowTracker(*args, **kwargs)
     tracker.start()
     return tracker
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 # -- where data goes ------------------------------------------------------------------------------
@@ -311,6 +305,8 @@ def test_no_sdk_import_at_construction_and_no_telemetry_file(tmp_path):
         f"""
         import sys
         from tracking_mlflow import MLflowTracker
+
+from .mlflow_server import MlflowServer, free_port
         tracker = MLflowTracker("telemetry", logging_dir={str(tmp_path / "logs")!r})
         assert "mlflow" not in sys.modules, "constructing the tracker imported mlflow"
         tracker.start()
@@ -346,7 +342,7 @@ def test_start_in_worker_while_main_thread_imports_mlflow(tmp_path):
 
 
 def test_unreachable_server_fails_fast_and_spills(tmp_path, monkeypatch):
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"http://127.0.0.1:{_free_port()}")  # nothing listens: refused
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"http://127.0.0.1:{free_port()}")  # nothing listens: refused
     import mlflow  # noqa: F401 - measure the connection attempts, not the import
 
     started = time.monotonic()
@@ -368,60 +364,13 @@ def test_unreachable_server_fails_fast_and_spills(tmp_path, monkeypatch):
 
 @pytest.fixture
 def mlflow_server(tmp_path):
-    """A real `mlflow server` on 127.0.0.1 with a sqlite store in tmp; killed at teardown."""
+    """A real `mlflow server` on 127.0.0.1 with a sqlite store in tmp; stopped at teardown."""
     pytest.importorskip("flask", reason="`mlflow server` needs full mlflow (pip install mlflow)")
-    port = _free_port()
-    log = open(tmp_path / "server.log", "w")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
-    env.update(MLFLOW_DISABLE_TELEMETRY="true", MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false")  # no huey workers
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "mlflow",
-            "server",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--workers",
-            "1",
-            "--backend-store-uri",
-            f"sqlite:///{tmp_path}/server.db",
-            "--artifacts-destination",
-            str(tmp_path / "served"),
-        ],
-        cwd=tmp_path,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    url = f"http://127.0.0.1:{port}"
+    server = MlflowServer(tmp_path)
     try:
-        deadline = time.monotonic() + 45
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                pytest.fail("mlflow server did not come up:\n" + (tmp_path / "server.log").read_text()[-3000:])
-            time.sleep(0.3)
-        yield url
+        yield server.start()
     finally:
-        try:
-            os.killpg(process.pid, 15)  # the server's own process group (it may fork workers)
-        except ProcessLookupError:
-            pass
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, 9)
-            process.wait(10)
-        log.close()
+        server.stop()
 
 
 @pytest.mark.mlflow_server

@@ -1,0 +1,126 @@
+"""Delivery guarantees with the real backend of this cell: a script that never calls ``finish()``, and a
+job killed with SIGKILL and resumed. What the backend holds is read back with its own reader and
+counted (sent / delivered / spilled / lost / duplicated; the table prints at the end of the session).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from tracking_core.testing.reliability import tally
+
+CELL = os.environ.get("TRACKING_BACKEND") or "jsonl"
+pytestmark = pytest.mark.reliability
+
+# Registered before tracking_core is imported, so it runs after every other exit hook: the run
+# was finished by the library's own hook (or not at all) by then.
+FORGETFUL = """
+import atexit, json, sys
+
+def read_back():
+    run = globals().get("run")
+    report = run._report if run is not None else None
+    out = {"finished": report is not None}
+    if report is not None:
+        out["delivered"] = {name: b.delivered for name, b in report.backends.items()}
+        out["states"] = {name: b.state for name, b in report.backends.items()}
+        for name in report.backends:
+            try:
+                out[name] = sorted(run.get_tracker(name).read_back_metrics().get("train/loss", {}))
+            except NotImplementedError:
+                out[name] = None
+    sys.stdout.write(json.dumps(out) + "\\n")
+    sys.stdout.flush()
+
+atexit.register(read_back)
+import tracking_core
+run = tracking_core.init("forgot", log_with=[sys.argv[1], "jsonl"], logging_dir="runs", config={"lr": 0.1})
+for step in range(200):
+    run.log({"train/loss": 1.0 / (step + 1)}, step=step)
+if sys.argv[2] == "raise":
+    raise RuntimeError("the training loop crashed")
+"""
+
+
+@pytest.mark.parametrize("ending", ["normal", "raise"])
+def test_a_run_never_finished_reaches_the_backend(tmp_path, ending):
+    """The script ends right after its loop, while the backend may still be starting."""
+    result = subprocess.run(
+        [sys.executable, "-c", FORGETFUL, CELL, ending], capture_output=True, text=True, timeout=300, cwd=tmp_path
+    )
+    assert result.returncode == (0 if ending == "normal" else 1), result.stdout + result.stderr
+    assert "can't register atexit" not in result.stderr, result.stderr
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    assert out["finished"], result.stderr
+    for name in {CELL, "jsonl"}:
+        assert out["states"][name] == "finished", (out, result.stderr)
+        assert out["delivered"][name] == 201, out  # config + 200 points
+        if out[name] is not None:
+            figures = tally(f"no finish(), {ending} exit", name, range(200), out[name])
+            assert figures["lost"] == 0 and figures["duplicated"] == 0, figures
+
+
+KILLED = """
+import json, sys, time, tracking_core
+resume = sys.argv[2] == "resume"
+run = tracking_core.init("killed", log_with=[sys.argv[1], "jsonl"], logging_dir="runs", resume=resume)
+first, last = run._step + 1, int(sys.argv[3])
+for step in range(first, last):
+    run.log({"train/loss": 1.0 / (step + 1)})
+    if step == first + 100:
+        print("ready", flush=True)
+    time.sleep(0.003)
+report = run.finish()
+tracker = run.get_tracker(sys.argv[1])
+try:
+    points = sorted(tracker.read_back_metrics().get("train/loss", {}))
+except NotImplementedError:
+    points = None
+print(json.dumps({"first": first, "points": points, "resumed": run.resumed, "ok": report.ok,
+                  "notes": report.backends[sys.argv[1]].notes}), flush=True)
+"""
+
+
+def test_a_job_killed_with_sigkill_resumes_without_losing_or_repeating_points(tmp_path):
+    process = subprocess.Popen(
+        [sys.executable, "-c", KILLED, CELL, "new", "1000000"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert process.stdout is not None
+    deadline = time.monotonic() + 240
+    while process.stdout.readline().strip() != "ready":
+        assert time.monotonic() < deadline and process.poll() is None, "the first process never got going"
+    time.sleep(1.5)  # past at least one background flush
+    process.send_signal(signal.SIGKILL)
+    process.wait(60)
+    (run_dir,) = (tmp_path / "runs" / "killed").iterdir()
+    manifest = json.loads((run_dir / "run.json").read_text())
+    written = sum(1 for line in (run_dir / "journal.jsonl").read_text().splitlines() if '"metrics"' in line)
+    target = written + 100
+    result = subprocess.run(
+        [sys.executable, "-c", KILLED, CELL, "resume", str(target)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    assert out["resumed"] and out["first"] == written, (out, manifest)
+    if out["points"] is None:
+        return
+    if manifest["backends"].get(CELL) is None:  # the backend cannot reopen its run: a new one, from the resume on
+        assert any("not resumed" in note for note in out["notes"]), out["notes"]
+        figures = tally("SIGKILL, resume (new backend run)", CELL, range(written, target), out["points"])
+    else:
+        figures = tally("SIGKILL, then resume=True", CELL, range(target), out["points"])
+    assert figures["lost"] == 0 and figures["duplicated"] == 0, figures
