@@ -16,7 +16,7 @@ import pytest
 from tracking_core import RunContext, TrackingWarning
 from tracking_core.notices import reset_warnings
 from tracking_wandb import WandBTracker
-from tracking_wandb.transaction_log import iter_records, find_log, read_run
+from tracking_wandb.transaction_log import find_log, iter_records, read_run
 
 
 @pytest.fixture(autouse=True)
@@ -80,7 +80,9 @@ def test_resume_in_process(tmp_path: Path) -> None:
     assert run_record(second.run_dir).run_id == first.run.id
     assert second.read_back_metrics() == {"loss": {s: loss(s) for s in range(20)}}
     notes = second.report_notes()
-    assert notes == [f"offline run {first.run.id} in 2 folders (upload together: wandb sync {first.run_dir} {second.run_dir})"]
+    assert notes == [
+        f"offline run {first.run.id} in 2 folders (upload together: wandb sync {first.run_dir} {second.run_dir})"
+    ]
 
     third = tracker_for(logs, second.resume_state())  # a second restart keeps collecting the folders
     log_loss(third, range(20, 25))
