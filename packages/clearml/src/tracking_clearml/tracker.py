@@ -4,7 +4,9 @@ How the contract maps onto the SDK (``task`` is the ``clearml.Task``, ``logger``
 
 ==========================  ===============================================================================
 ``start``                   ``Task.init`` (an offline session under ``logging_dir`` unless credentials exist),
-                            or the task the application already created (``Task.current_task()``)
+                            or the task the application already created (``Task.current_task()``); with
+                            ``run_context.resume``: ``Task.init(reuse_last_task_id=<saved id>, continue_last_task=0)``
+``resume_state``            ``{"task_id", "mode", "session_dir"}`` (the offline session folder, else None)
 ``store_init_configuration`` ``task.connect(config, name="General")`` (Hyperparameters) and the exact config
                             as JSON with ``task.set_configuration_object("config", ...)``
 ``log``, numbers            ``logger.report_scalar(title, series, value, iteration=step)``;
@@ -260,6 +262,7 @@ class ClearMLTracker(GeneralTracker):
         kwargs = {**QUIET_INIT, **self.init_kwargs}
         kwargs.setdefault("project_name", os.environ.get("CLEARML_PROJECT") or self.run_name)
         kwargs.setdefault("task_name", os.environ.get("CLEARML_TASK") or self.run_name)
+        cache_dir = self._continue_saved_task(kwargs, cache_dir)
         with _cache_dir(cache_dir):
             self._task = Task.init(**kwargs)
         self._logger = self._task.get_logger()
@@ -271,6 +274,54 @@ class ClearMLTracker(GeneralTracker):
             )
         else:
             notice(f"clearml: task {self._task.id} at {self._task.get_output_log_web_page()}")
+
+    def _continue_saved_task(self, kwargs: dict, cache_dir: Path | None) -> Path | None:
+        """Point ``Task.init`` at the task saved by ``resume_state`` in an earlier process; returns the cache dir.
+
+        ``continue_last_task=0`` continues the task with the iterations as logged: ClearML's default offset
+        (its last iteration + 1) is unknown offline, where it would shift every later step by one. An offline
+        session is continued in its own folder, so its cache dir wins; ClearML would silently start an empty
+        session under a missing folder's id, so a missing folder means a new task.
+        """
+        saved = self.run_context.resume if self.run_context is not None else None
+        if saved is None:
+            return cache_dir
+        task_id = saved.get("task_id") if isinstance(saved, dict) else None
+        if not isinstance(task_id, str) or not task_id:
+            self._not_resumed(f"could not resume the saved ClearML task ({saved!r} names no task); started a new task")
+            return cache_dir
+        if "reuse_last_task_id" in self.init_kwargs or "continue_last_task" in self.init_kwargs:
+            self._notes.append(f"the task chosen in init_kwargs was used; the saved ClearML task {task_id} was not")
+            return cache_dir
+        saved_mode = saved.get("mode")
+        if (saved_mode == "offline") != (self.mode == "offline"):
+            self._not_resumed(
+                f"could not resume ClearML task {task_id} (it was recorded {saved_mode}, this run is {self.mode}; "
+                "import the offline session into the server first); started a new task"
+            )
+            return cache_dir
+        if self.mode == "offline":
+            folder = Path(saved.get("session_dir") or "")
+            if not saved.get("session_dir") or not folder.is_dir():
+                self._not_resumed(
+                    f"could not resume ClearML task {task_id} (its offline session {folder} is gone); started a new task"
+                )
+                return cache_dir
+            if cache_dir is not None:  # not the user's own cache: the session's, wherever logging_dir is now
+                cache_dir = folder.parent.parent  # <cache>/offline/<task id>
+        kwargs["reuse_last_task_id"], kwargs["continue_last_task"] = task_id, 0
+        return cache_dir
+
+    def _not_resumed(self, message: str) -> None:
+        self._notes.append(message)
+        warn_once(self.name, "resume", message, reason="resume")
+
+    def resume_state(self) -> dict | None:
+        """The task id and, offline, its session folder; ``None`` for a task the application created."""
+        if self._task is None or self._external:
+            return None
+        folder = self.offline_folder
+        return {"task_id": self._task.id, "mode": self.mode, "session_dir": str(folder) if folder else None}
 
     def _choose_mode(self, task_class: Any) -> tuple[str, Path | None]:
         """("offline" | "online" | "remote", cache folder to use for an offline session or None)."""

@@ -13,6 +13,9 @@ contract                    comet_ml
 ``log_figure``              ``log_figure(name, figure, step=)``
 ``log_artifact(s)``         ``log_asset`` / ``log_asset_folder``
 ``flush`` / ``finish``      ``experiment.flush()`` / ``experiment.end()`` (offline: writes the archive)
+``resume_state``            ``{"experiment_key", "mode", "offline_directory", "data_dir", ...}``; a resumed
+                            run: ``comet_ml.start(experiment_key=<saved>, mode="get")`` offline (an archive
+                            that appends to the experiment on upload), ``mode="get_or_create"`` online
 ==========================  =========================================================================
 """
 
@@ -140,6 +143,7 @@ class CometMLTracker(GeneralTracker):
         self._experiment: Any = None
         self._finished = False
         self._max_key_length = 100
+        self._notes: list[str] = []
 
     @property
     def tracker(self) -> Any:
@@ -169,6 +173,7 @@ class CometMLTracker(GeneralTracker):
             )
         if online is None:
             online = api_key is not None
+        self._continue_saved_experiment(comet_ml, config, start_kwargs, online)
         if online:
             self._experiment = self._start_online(comet_ml, config, start_kwargs)
         if self._experiment is None:
@@ -180,6 +185,78 @@ class CometMLTracker(GeneralTracker):
         else:
             self.mode = "online"
         self._announce()
+
+    def _continue_saved_experiment(self, comet_ml: Any, config: Any, start_kwargs: dict, online: bool) -> None:
+        """Point ``comet_ml.start`` at the experiment saved by ``resume_state`` in an earlier process.
+
+        Offline, ``mode="get"`` writes an archive marked to append to the experiment of that key on upload
+        (what ``ExistingOfflineExperiment`` is); online, ``"get_or_create"`` also covers an experiment that
+        so far exists only as offline archives. A killed earlier process left no archive, only its data in
+        Comet's temporary folder: that folder is archived first, with Comet's own archive writer.
+        """
+        saved = self.run_context.resume if self.run_context is not None else None
+        if saved is None:
+            return
+        key = saved.get("experiment_key") if isinstance(saved, dict) else None
+        if not isinstance(key, str) or not key:
+            self._not_resumed(
+                f"could not resume the saved Comet experiment ({saved!r} names no key); started a new one"
+            )
+            return
+        if (
+            "experiment_key" in self.init_kwargs
+            or "mode" in self.init_kwargs
+            or _configured(config, "comet.experiment_key")
+        ):
+            self._notes.append(
+                f"the experiment chosen in init_kwargs/COMET_EXPERIMENT_KEY was used; the saved Comet experiment {key} was not"
+            )
+            return
+        if saved.get("mode") != "online":
+            directory = Path(saved.get("offline_directory") or "")
+            salvaged = _archive_abandoned_data(comet_ml, saved, directory)
+            if salvaged is not None:
+                self._notes.append(f"archived the killed process's Comet data as {salvaged}")
+            if not online and not _archives_of(directory, key):
+                self._not_resumed(
+                    f"could not resume Comet experiment {key} (no archive of it in {directory}); started a new one"
+                )
+                return
+            if not online and "offline_directory" not in self.init_kwargs:
+                start_kwargs["experiment_config"].offline_directory = os.fspath(directory)
+        start_kwargs["experiment_key"] = key
+        start_kwargs["mode"] = "get_or_create" if online else "get"
+
+    def _not_resumed(self, message: str) -> None:
+        from tracking_core import warn_once
+
+        self._notes.append(message)
+        warn_once(self.name, "resume", message, reason="resume")
+
+    def resume_state(self) -> dict | None:
+        """The experiment key and, offline, where its archives go and where Comet keeps its data until ``end()``."""
+        experiment = self._experiment
+        if experiment is None or not experiment.alive:
+            return None
+        if self.mode == "online":
+            return {"experiment_key": experiment.get_key(), "mode": "online"}
+        return {
+            "experiment_key": experiment.get_key(),
+            "mode": "offline",
+            "offline_directory": os.fspath(Path(experiment.offline_directory).absolute()),
+            "data_dir": getattr(experiment, "tmpdir", None),
+            "archive_name": _archive_name(experiment),
+            "project_name": experiment.project_name,
+            "workspace": experiment.workspace,
+            "start_time": getattr(experiment, "start_time", None),
+            "resume_strategy": getattr(experiment, "resume_strategy", None),
+        }
+
+    def archives(self) -> list[Path]:
+        """Every offline archive of this experiment, in the order they were written (what to upload, in order)."""
+        if self._experiment is None or self.mode == "online":
+            return []
+        return _archives_of(Path(self._experiment.offline_directory), self._experiment.get_key())
 
     def _start_kwargs(self, comet_ml: Any, config: Any) -> dict[str, Any]:
         kwargs = dict(self.init_kwargs)
@@ -302,6 +379,8 @@ class CometMLTracker(GeneralTracker):
         experiment = self._experiment
         if experiment is not None and not self._finished and experiment.alive and not experiment.flush():
             raise RuntimeError("comet_ml: the experiment could not flush its pending data")
+        if experiment is not None and not self._finished and self.mode != "online":
+            _drain_offline_streamer(experiment)
 
     def finish(self) -> None:
         experiment = self._experiment
@@ -311,7 +390,10 @@ class CometMLTracker(GeneralTracker):
         alive = experiment.alive
         experiment.end()  # offline: waits for the streamer, then writes the zip
         if self.mode != "online" and alive:
-            archives = sorted(Path(experiment.offline_directory).glob(f"{experiment.get_key()}*.zip"))
+            # A resumed experiment has one archive per process: this one's is named by Comet, else the newest.
+            named = _archive_name(experiment)
+            mine = Path(experiment.offline_directory) / named if named else None
+            archives = [mine] if mine is not None and mine.is_file() else self.archives()
             if not archives:
                 raise RuntimeError(
                     f"comet_ml: no offline archive for {experiment.get_key()} in {experiment.offline_directory}"
@@ -319,16 +401,29 @@ class CometMLTracker(GeneralTracker):
             self.archive_path = archives[-1]
 
     def report_notes(self) -> list[str]:
-        notes = [f"recorded offline because {self.fallback_reason}"] if self.fallback_reason else []
-        if self.archive_path is not None:
+        notes = list(self._notes)
+        if self.fallback_reason:
+            notes.append(f"recorded offline because {self.fallback_reason}")
+        archives = self.archives() if self.archive_path is not None else []
+        if len(archives) > 1:
+            names = " ".join(map(str, archives))
+            notes.append(
+                f"offline experiment {self._experiment.get_key()} in {len(archives)} archives (upload in this order: comet upload {names})"
+            )
+        elif self.archive_path is not None:
             notes.append(f"offline archive {self.archive_path} (upload: comet upload {self.archive_path})")
         return notes
 
     def read_back_metrics(self) -> dict[str, dict[int, Any]]:
-        """Metric series from the offline archive (an online run is read in Comet's UI or ``comet_ml.API``)."""
+        """Metric series from the offline archives of this experiment, oldest first (an online run is read in
+        Comet's UI or ``comet_ml.API``)."""
         if self.archive_path is None:
             raise NotImplementedError("comet_ml: only an offline archive can be read back locally")
-        return read_archive_metrics(self.archive_path)
+        series: dict[str, dict[int, Any]] = {}
+        for archive in self.archives() or [self.archive_path]:
+            for name, points in read_archive_metrics(archive).items():
+                series.setdefault(name, {}).update(points)
+        return series
 
     # -- optional capabilities ---------------------------------------------------------------
     def log_images(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
@@ -399,6 +494,90 @@ def read_archive_metrics(path: str | os.PathLike) -> dict[str, dict[int, Any]]:
             metric = message["payload"]["metric"]
             series.setdefault(metric["metricName"], {})[metric["step"]] = metric["metricValue"]
     return series
+
+
+def _archive_name(experiment: Any) -> str | None:
+    try:
+        return experiment._get_offline_archive_file_name()
+    except Exception:  # internal name changed: the killed process's data cannot be archived under its name
+        return None
+
+
+def _archive_started(archive: Path) -> int:
+    """When the archive's experiment part started (its ``experiment.json``), for ordering the parts."""
+    with zipfile.ZipFile(archive) as opened:
+        return int(json.loads(opened.read("experiment.json")).get("start_time") or 0)
+
+
+def _archives_of(directory: Path, key: str) -> list[Path]:
+    """The complete archives of experiment ``key`` in ``directory``, oldest part first.
+
+    Comet creates the archive's file when the experiment starts and fills it at ``end()``; an archive
+    without ``experiment.json`` is the placeholder of a process that never ended.
+    """
+    found = []
+    for archive in directory.glob(f"{key}*.zip"):
+        try:
+            found.append((_archive_started(archive), archive))
+        except (KeyError, zipfile.BadZipFile, OSError, ValueError):
+            continue
+    return [archive for _, archive in sorted(found)]
+
+
+def _archive_abandoned_data(comet_ml: Any, saved: dict, directory: Path) -> Path | None:
+    """Archive what a killed process left in Comet's temporary folder, as Comet's ``end()`` would have.
+
+    Returns the archive written, or None when there is nothing to recover (the process ended normally, or
+    the temporary folder is gone, e.g. after a reboot).
+    """
+    data_dir, name = saved.get("data_dir"), saved.get("archive_name")
+    if not data_dir or not name or not (Path(data_dir) / "messages.json").is_file():
+        return None
+    from comet_ml.offline_utils import create_experiment_archive, write_experiment_meta_file
+    from comet_ml.utils import local_timestamp
+
+    write_experiment_meta_file(
+        tempdir=data_dir,
+        experiment_key=saved["experiment_key"],
+        workspace=saved.get("workspace"),
+        project_name=saved.get("project_name"),
+        start_time=saved.get("start_time"),
+        stop_time=local_timestamp(),
+        tags=[],
+        resume_strategy=saved.get("resume_strategy") or "get_or_create",
+        comet_start_sourced=True,
+    )
+    directory.mkdir(parents=True, exist_ok=True)
+    archive, _ = create_experiment_archive(
+        offline_directory=os.fspath(directory), offline_archive_file_name=name, data_dir=data_dir, logger=logger
+    )
+    import shutil
+
+    shutil.rmtree(data_dir, ignore_errors=True)  # as end() does: the archive now holds it
+    return Path(archive)
+
+
+def _drain_offline_streamer(experiment: Any, timeout: float = 10.0) -> None:
+    """Wait until Comet's offline streamer wrote every queued message to its ``messages.json``.
+
+    Comet's offline ``flush()`` returns at once; its streamer thread writes (and flushes) each message to the
+    experiment's temporary folder, so once the queue is empty and the message in hand is written, what was
+    logged survives a kill of the process (see ``_archive_abandoned_data``).
+    """
+    import time
+
+    streamer = getattr(experiment, "streamer", None)
+    queue = getattr(streamer, "messages", None)
+    if queue is None:
+        return
+    deadline = time.monotonic() + timeout
+    while not queue.empty() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.05)  # a message taken off the queue is written under the lock below
+    lock = getattr(streamer, "__write_lock__", None)
+    if lock is not None:
+        with lock:  # held while a message is written
+            pass
 
 
 def _configured(config: Any, setting: str) -> Any:

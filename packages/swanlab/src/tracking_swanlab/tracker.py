@@ -11,6 +11,13 @@ log_table                     ``run.log({name: swanlab.echarts.Table().add(colum
 log_figure                    ``run.log({name: swanlab.Image(figure)}, step=step)``  (rendered to PNG)
 log_artifact(s)               ``run.save(path, base_path=folder, policy="now")``  (linked into ``files/``)
 finish                        ``run.finish()``
+resume_state                  ``{"id", "project", "name", "mode", "run_dirs"}``; a resumed run:
+                              ``swanlab.init(id=<saved id>, resume="allow", name=<saved name>, ...)``
+
+Resuming offline. SwanLab writes one ``run-<time>-<id>`` folder per process; a run continued with the
+same id gets a new folder whose start record asks to resume, and ``swanlab sync`` of each folder (oldest
+first) resumes the same cloud experiment. So the saved state lists every folder and
+``read_back_metrics`` merges them.
 """
 
 from __future__ import annotations
@@ -96,6 +103,13 @@ class SwanLabTracker(GeneralTracker):
         self._swanlab: Any = None
         self._column_kind: dict[str, str] = {}
         self._last_step: dict[str, int | None] = {}
+        #: Local folders of the earlier processes' parts of this run (oldest first), when it was resumed.
+        self.earlier_run_dirs: list[Path] = []
+        self._notes: list[str] = []
+        self._project: str | None = None
+        #: The SwanLab run id and experiment name, kept after ``finish()`` (which lets go of the run).
+        self.run_id: str | None = None
+        self.experiment_name: str | None = None
 
     @property
     def tracker(self) -> Any:
@@ -122,6 +136,8 @@ class SwanLabTracker(GeneralTracker):
         settings = _deep_merge(settings, user_settings)
         settings["interactive"] = False  # a prompt in a worker thread would hang the run
 
+        self._continue_saved_run(kwargs, sources)
+        self._project = kwargs.get("project")
         effective = _effective_settings(swanlab, user_settings, kwargs.get("mode"))
         mode_chosen = "mode" in kwargs or _chosen("mode", sources)
         credentials = _has_credentials(effective)
@@ -152,10 +168,69 @@ class SwanLabTracker(GeneralTracker):
             self._run = swanlab.init(settings=settings, **kwargs)
         self.mode = str(self._run.mode)
         self.run_dir = Path(self._run.dir)
+        self.run_id, self.experiment_name = str(self._run.id), _attribute(self._run, "name")
         if self.fallback_reason:
             logger.warning(self._start_notice())
         else:
             notice(self._start_notice())
+
+    def _continue_saved_run(self, kwargs: dict, sources: list) -> None:
+        """Point ``swanlab.init`` at the run saved by ``resume_state`` in an earlier process.
+
+        ``resume="allow"``: offline SwanLab does not check the id, and online the run may so far exist only as
+        the earlier process's offline folder. The saved experiment name is kept (SwanLab would make up a new
+        one). An ``id``/``resume`` the user chose (kwargs, settings, ``SWANLAB_*``) wins.
+        """
+        saved = self.run_context.resume if self.run_context is not None else None
+        if saved is None:
+            return
+        run_id = saved.get("id") if isinstance(saved, dict) else None
+        if not isinstance(run_id, str) or not run_id:
+            self._not_resumed(f"could not resume the saved SwanLab run ({saved!r} names no run id); started a new run")
+            return
+        if {"id", "resume"} & kwargs.keys() or _chosen("run.id", sources) or _chosen("run.resume", sources):
+            self._notes.append(
+                f"the run chosen in init_kwargs/settings was used; the saved SwanLab run {run_id} was not"
+            )
+            return
+        folders = [Path(folder) for folder in saved.get("run_dirs") or [] if isinstance(folder, str)]
+        existing = [folder for folder in folders if folder.is_dir()]
+        if saved.get("mode") in ("offline", "local") and not existing:
+            gone = ", ".join(map(str, folders)) or "no folder was saved"
+            self._not_resumed(
+                f"could not resume SwanLab run {run_id} (its {saved['mode']} folders are gone: {gone}); started a new run"
+            )
+            return
+        self.earlier_run_dirs = existing
+        kwargs["id"], kwargs["resume"] = run_id, "allow"
+        name = saved.get("name")
+        if isinstance(name, str) and name and not ({"name", "experiment_name"} & kwargs.keys()):
+            if not _chosen("experiment.name", sources):
+                kwargs["name"] = name
+        if isinstance(saved.get("project"), str) and saved["project"] and "project" not in self.init_kwargs:
+            kwargs["project"] = saved["project"]
+
+    def _not_resumed(self, message: str) -> None:
+        self._notes.append(message)
+        warn_once(self.name, "resume", message, reason="resume")
+
+    def resume_state(self) -> dict | None:
+        """The run's id, project and name, and every local folder it has so far (this process's last)."""
+        if self.run_id is None or self.mode == "disabled":
+            return None
+        return {
+            "id": self.run_id,
+            "project": self._project,
+            "name": self.experiment_name,
+            "mode": self.mode,
+            "run_dirs": [str(folder) for folder in self.run_dirs],
+        }
+
+    @property
+    def run_dirs(self) -> list[Path]:
+        """Every local folder of this run, oldest first: earlier processes' parts, then this process's."""
+        current = [self.run_dir] if self.run_dir is not None else []
+        return [*self.earlier_run_dirs, *current]
 
     def _start_notice(self) -> str:
         if self.mode == "online":
@@ -215,13 +290,32 @@ class SwanLabTracker(GeneralTracker):
         return True
 
     def read_back_metrics(self) -> dict[str, dict[int, Any]]:
-        """Scalars of this run through SwanLab's own record reader (see :mod:`tracking_swanlab.reader`)."""
-        from .reader import read_run
+        """Scalars of this run through SwanLab's own record reader (see :mod:`tracking_swanlab.reader`).
 
-        return read_run(self.run_dir).scalars
+        A resumed run's folders are read oldest first, so a later part's value wins at a step both hold. An
+        earlier part whose run file is empty is skipped: SwanLab 0.10.3 writes that file unflushed until
+        ``finish()``, so a process that was killed may leave nothing in it.
+        """
+        from .reader import find_run_file, read_run
+
+        merged: dict[str, dict[int, Any]] = {}
+        for folder in self.run_dirs:
+            if folder != self.run_dir and find_run_file(folder).stat().st_size == 0:
+                continue
+            for key, points in read_run(folder).scalars.items():
+                merged.setdefault(key, {}).update(points)
+        return merged
 
     def report_notes(self) -> list[str]:
-        return [f"fell back to an offline run because {self.fallback_reason}"] if self.fallback_reason else []
+        notes = list(self._notes)
+        if self.fallback_reason:
+            notes.append(f"fell back to an offline run because {self.fallback_reason}")
+        if self.mode == "offline" and self.earlier_run_dirs:
+            commands = "; ".join(f"swanlab sync {folder}" for folder in self.run_dirs)
+            notes.append(
+                f"offline run {self.run_id} in {len(self.run_dirs)} folders (upload in this order: {commands})"
+            )
+        return notes
 
     def sanitize_key(self, key: str) -> str:
         cleaned = _CONTROL_CHARACTERS.sub("_", key).strip(_EDGE_CHARACTERS)
@@ -289,6 +383,15 @@ class SwanLabTracker(GeneralTracker):
 
 
 # -- helpers ----------------------------------------------------------------------------------
+def _attribute(run: Any, name: str) -> str | None:
+    """A ``swanlab.Run`` property as text, or None when this SwanLab release lacks it."""
+    try:
+        value = getattr(run, name)
+    except Exception:
+        return None
+    return str(value) if value is not None else None
+
+
 def _plain(cell: Any) -> Any:
     """numpy scalars as Python values, so the table JSON keeps numbers as numbers."""
     item = getattr(cell, "item", None)

@@ -2,7 +2,9 @@
 
 Contract -> SDK:
 
-* ``start``                     -> ``wandb.init(...)`` (offline under ``logging_dir`` unless credentials exist)
+* ``start``                     -> ``wandb.init(...)`` (offline under ``logging_dir`` unless credentials exist);
+                                   with ``run_context.resume``: ``wandb.init(id=<saved id>, resume="allow")``
+* ``resume_state``              -> ``{"id", "project", "entity", "mode", "run_dirs"}`` (every local folder of the run)
 * ``store_init_configuration``  -> ``run.config.update`` (per-run, never the module-global ``wandb.config``)
 * ``log`` / ``log_batch``       -> ``run.log(values, step=step)``; strings are W&B history text values
 * ``log_images``                -> ``run.log({key: [wandb.Image, ...]})``
@@ -11,6 +13,11 @@ Contract -> SDK:
 * ``log_artifact(s)``           -> ``wandb.Artifact`` + ``run.log_artifact`` (staged locally when offline)
 * ``flush``                     -> a round trip to ``wandb-core`` plus one transaction-log flush interval
 * ``finish``                    -> ``run.finish()``
+
+Resuming offline. W&B writes one ``offline-run-<time>-<id>`` folder per process; a run continued with the
+same id and ``resume`` gets a new folder whose ``run`` record is marked resumed, and ``wandb sync`` given
+all the folders uploads them as one run, in order of start time. So the saved state lists every folder,
+``read_back_metrics`` merges them, and the report names them all for ``wandb sync``.
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ from tracking_core import GeneralTracker, notice, warn_once
 from tracking_core.jsonl import table_rows
 from tracking_core.notices import logger
 
-from .transaction_log import read_run, wait_until_written
+from .transaction_log import read_runs, wait_until_written
 
 #: Used when neither the user's settings nor ``WANDB_INIT_TIMEOUT`` choose one. W&B waits 90 s (plus a
 #: grace period) by default; the training loop never waits for it here, but records queue meanwhile.
@@ -52,6 +59,9 @@ _QUIET_DEFAULTS: dict[str, Any] = {
 # wandb.init keyword -> the Settings field it sets.
 _KWARG_FIELDS = {"mode": "mode", "dir": "root_dir", "save_code": "save_code", "project": "project", "reinit": "reinit"}
 _ARTIFACT_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
+# Keywords / Settings fields that choose which run to write: the user's choice wins over a saved run.
+_RUN_CHOICE_KWARGS = ("id", "resume", "resume_from", "fork_from")
+_RUN_CHOICE_FIELDS = ("run_id", "resume", "resume_from", "fork_from")
 
 
 class WandBTracker(GeneralTracker):
@@ -101,6 +111,9 @@ class WandBTracker(GeneralTracker):
         self._flush_wait = 0.0
         self._dirty = False
         self._finished = False
+        #: Local folders of the earlier processes' parts of this run (oldest first), when it was resumed.
+        self.earlier_run_dirs: list[Path] = []
+        self._notes: list[str] = []
 
     @property
     def tracker(self) -> Any:
@@ -130,6 +143,7 @@ class WandBTracker(GeneralTracker):
         for field, value in _QUIET_DEFAULTS.items():
             if field not in chosen and not (field == "silent" and "quiet" in chosen):
                 setattr(settings, field, value)
+        self._continue_saved_run(kwargs, chosen)
         if "reinit" not in chosen and _another_run_is_active(wandb):
             settings.reinit = "create_new"  # "return_previous" would hand this tracker someone else's run
         mode = _chosen_mode(kwargs, settings)
@@ -149,6 +163,60 @@ class WandBTracker(GeneralTracker):
         interval = self.run.settings.x_transaction_log_flush_interval
         self._flush_wait = min(interval + 0.1, MAX_FLUSH_WAIT) if interval and interval > 0 else 0.0
         self._announce()
+
+    def _continue_saved_run(self, kwargs: dict, chosen: set[str]) -> None:
+        """Point ``wandb.init`` at the run saved by ``resume_state`` in an earlier process (``run_context.resume``).
+
+        ``resume="allow"``: offline W&B cannot check that the run exists, and online it may exist only as the
+        offline folders of the earlier process, not on the server yet. A run or resume mode the user chose
+        (keyword, ``wandb.Settings``, ``WANDB_RUN_ID`` / ``WANDB_RESUME``) wins.
+        """
+        saved = self.run_context.resume if self.run_context is not None else None
+        if saved is None:
+            return
+        run_id = saved.get("id") if isinstance(saved, dict) else None
+        if not isinstance(run_id, str) or not run_id:
+            self._not_resumed(f"could not resume the saved W&B run ({saved!r} names no run id); started a new run")
+            return
+        if any(kwargs.get(key) is not None for key in _RUN_CHOICE_KWARGS) or chosen & set(_RUN_CHOICE_FIELDS):
+            self._notes.append(f"the run chosen in init_kwargs/settings was used; the saved W&B run {run_id} was not")
+            return
+        folders = [Path(folder) for folder in saved.get("run_dirs") or [] if isinstance(folder, str)]
+        existing = [folder for folder in folders if folder.is_dir()]
+        if saved.get("mode") == "offline" and not existing:
+            gone = ", ".join(map(str, folders)) or "no folder was saved"
+            self._not_resumed(
+                f"could not resume W&B run {run_id} (its offline folders are gone: {gone}); started a new run"
+            )
+            return
+        self.earlier_run_dirs = existing
+        kwargs["id"], kwargs["resume"] = run_id, "allow"
+        if "project" not in chosen and isinstance(saved.get("project"), str) and saved["project"]:
+            kwargs["project"] = saved["project"]
+        if "entity" not in chosen and kwargs.get("entity") is None and isinstance(saved.get("entity"), str):
+            kwargs["entity"] = saved["entity"] or None
+
+    def _not_resumed(self, message: str) -> None:
+        self._notes.append(message)
+        warn_once(self.name, "resume", message, reason="resume")
+
+    def resume_state(self) -> dict | None:
+        """The run's id, project and entity, and every local folder it has so far (this process's last)."""
+        if self.run is None or self.mode == "disabled":
+            return None
+        return {
+            "id": self.run.id,
+            "project": self.run.project,
+            "entity": self.run.entity or None,
+            "mode": self.mode,
+            "run_dirs": [str(folder) for folder in self.run_dirs],
+        }
+
+    @property
+    def run_dirs(self) -> list[Path]:
+        """Every local folder of this run, oldest first: earlier processes' parts, then this process's."""
+        current = self.run_dir
+        return [*self.earlier_run_dirs, current] if current is not None else list(self.earlier_run_dirs)
 
     def _init(self, wandb: Any, kwargs: dict, settings: Any) -> None:
         self.run = wandb.init(**kwargs, settings=settings)
@@ -225,18 +293,26 @@ class WandBTracker(GeneralTracker):
                 logger.warning("wandb: %s was not complete %.0f s after finish()", log_file, FINISH_WRITE_TIMEOUT)
 
     def read_back_metrics(self) -> dict[str, dict[int, Any]]:
-        """The numeric history in this run's ``.wandb`` file (see :mod:`tracking_wandb.transaction_log`)."""
+        """The numeric history in the run's ``.wandb`` files (see :mod:`tracking_wandb.transaction_log`).
+
+        A resumed run's folders are read oldest first, so a later part's value wins at a step both hold.
+        """
         if self.run_dir is None:
             raise NotImplementedError("wandb: nothing is stored locally for a disabled run")
-        return read_run(self.run_dir).metrics()
+        return read_runs(self.run_dirs).metrics()
 
     def report_notes(self) -> list[str]:
         if self.run is None:
-            return []
-        notes = []
+            return list(self._notes)
+        notes = list(self._notes)
         if self.fallback_reason:
             notes.append(f"online run not possible ({self.fallback_reason}); recorded offline instead")
-        if self.mode == "offline":
+        if self.mode == "offline" and self.earlier_run_dirs:
+            folders = " ".join(map(str, self.run_dirs))
+            notes.append(
+                f"offline run {self.run.id} in {len(self.run_dirs)} folders (upload together: wandb sync {folders})"
+            )
+        elif self.mode == "offline":
             notes.append(f"offline run: {self.run_dir} (upload: wandb sync {self.run_dir})")
         elif self.mode == "online":
             notes.append(f"online run: {self.run.url}")

@@ -21,7 +21,7 @@ import json
 import struct
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -172,6 +172,25 @@ def find_log(directory: str | Path) -> Path:
     if len(logs) != 1:
         raise FileNotFoundError(f"expected one run-*.wandb in {directory}, found {[str(log) for log in logs]}")
     return logs[0]
+
+
+def read_runs(directories: Sequence[str | Path]) -> RunData:
+    """One run written in parts (a run resumed by later processes): the folders read oldest first and merged.
+
+    History rows of the same step are merged key by key, a later part winning; config and summary likewise.
+    """
+    merged = RunData(Path(directories[-1]))
+    for directory in directories:
+        part = read_run(directory)
+        for step, row in part.history.items():
+            merged.history.setdefault(step, {}).update(row)
+        merged.config.update(part.config)
+        merged.summary.update(part.summary)
+        merged.artifacts.extend(part.artifacts)
+        merged.run = part.run
+        for kind, count in part.record_counts.items():
+            merged.record_counts[kind] = merged.record_counts.get(kind, 0) + count
+    return merged
 
 
 def read_run(directory: str | Path) -> RunData:

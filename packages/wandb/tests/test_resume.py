@@ -1,0 +1,177 @@
+"""Resuming a W&B run from ``resume_state()`` in a later process: same run id, one offline folder per
+process, every folder read back from its ``.wandb`` transaction log."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from tracking_core import RunContext, TrackingWarning
+from tracking_core.notices import reset_warnings
+from tracking_wandb import WandBTracker
+from tracking_wandb.transaction_log import find_log, iter_records, read_run
+
+
+@pytest.fixture(autouse=True)
+def _no_credentials(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    for variable in ("WANDB_API_KEY", "WANDB_IDENTITY_TOKEN_FILE", "WANDB_MODE", "WANDB_PROJECT", "WANDB_RUN_ID"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.delenv("WANDB_RESUME", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    reset_warnings()
+
+
+def loss(step: int) -> float:
+    return 1.0 / (step + 1)
+
+
+def tracker_for(logs: Path, state: dict | None, **kwargs) -> WandBTracker:
+    """A started tracker as the dispatcher sets it up; the state goes through JSON as through ``run.json``."""
+    tracker = WandBTracker("resume", logging_dir=logs, **kwargs)
+    resume = json.loads(json.dumps(state)) if state is not None else None
+    tracker.run_context = RunContext("resume", "run-1", logs / "resume" / "run-1", logs, resume=resume)
+    tracker.start()
+    return tracker
+
+
+def log_loss(tracker: WandBTracker, steps: range) -> None:
+    for step in steps:
+        tracker.log({"loss": loss(step)}, step=step)
+
+
+def run_record(folder: Path):
+    return next(record.run for record in iter_records(find_log(folder)) if record.WhichOneof("record_type") == "run")
+
+
+def test_resume_in_process(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    first = tracker_for(logs, None)
+    first.store_init_configuration({"lr": 0.1})
+    log_loss(first, range(10))
+    first.finish()
+    state = first.resume_state()
+    assert state == {
+        "id": first.run.id,
+        "project": "resume",
+        "entity": None,
+        "mode": "offline",
+        "run_dirs": [str(first.run_dir)],
+    }
+
+    second = tracker_for(logs, state)
+    log_loss(second, range(10, 20))
+    second.finish()
+
+    assert second.run.id == first.run.id and second.run_dir != first.run_dir
+    assert second.run_dirs == [first.run_dir, second.run_dir]
+    assert second.resume_state()["run_dirs"] == [str(first.run_dir), str(second.run_dir)]
+    # Each folder holds its own half; the later one is marked as continuing the run (what `wandb sync` needs).
+    assert sorted(read_run(first.run_dir).metrics()["loss"]) == list(range(10))
+    assert read_run(second.run_dir).metrics() == {"loss": {s: loss(s) for s in range(10, 20)}}
+    assert (run_record(first.run_dir).resume, run_record(second.run_dir).resume) == (False, True)
+    assert run_record(second.run_dir).run_id == first.run.id
+    assert second.read_back_metrics() == {"loss": {s: loss(s) for s in range(20)}}
+    notes = second.report_notes()
+    assert notes == [
+        f"offline run {first.run.id} in 2 folders (upload together: wandb sync {first.run_dir} {second.run_dir})"
+    ]
+
+    third = tracker_for(logs, second.resume_state())  # a second restart keeps collecting the folders
+    log_loss(third, range(20, 25))
+    third.finish()
+    assert third.run_dirs == [first.run_dir, second.run_dir, third.run_dir]
+    assert third.read_back_metrics() == {"loss": {s: loss(s) for s in range(25)}}
+
+
+def test_resume_after_the_first_process_was_killed(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    code = f"""
+        import json, os, signal
+        from tracking_core import RunContext
+        from pathlib import Path
+        from tracking_wandb import WandBTracker
+        logs = Path({str(logs)!r})
+        tracker = WandBTracker("resume", logging_dir=logs)
+        tracker.run_context = RunContext("resume", "run-1", logs / "resume" / "run-1", logs)
+        tracker.start()
+        for step in range(10):
+            tracker.log({{"loss": 1.0 / (step + 1)}}, step=step)
+        tracker.flush()
+        print(json.dumps(tracker.resume_state()), flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+    """
+    env = {key: value for key, value in os.environ.items() if not key.startswith("WANDB_")}
+    killed = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        cwd=tmp_path,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=150,
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
+    state = json.loads(killed.stdout.strip().splitlines()[-1])
+
+    tracker = tracker_for(logs, state)
+    log_loss(tracker, range(10, 20))
+    tracker.finish()
+
+    assert tracker.run.id == state["id"] and tracker.earlier_run_dirs == [Path(state["run_dirs"][0])]
+    # W&B keeps the latest step's row open until a later step or the end of the run commits it, so the killed
+    # process's last step (9) never reached its transaction log; everything flushed before it did.
+    assert read_run(state["run_dirs"][0]).metrics() == {"loss": {s: loss(s) for s in range(9)}}
+    assert tracker.read_back_metrics() == {"loss": {s: loss(s) for s in range(20) if s != 9}}
+    assert not [note for note in tracker.report_notes() if note.startswith("could not resume")]
+
+
+@pytest.mark.parametrize("case", ["folders-gone", "no-id"])
+def test_a_run_that_cannot_be_reopened_gets_a_new_run_and_a_note(tmp_path: Path, case: str) -> None:
+    logs = tmp_path / "logs"
+    first = tracker_for(logs, None)
+    log_loss(first, range(3))
+    first.finish()
+    state = first.resume_state()
+    if case == "folders-gone":
+        shutil.rmtree(first.run_dir)
+    else:
+        state = {"project": "resume"}
+
+    with pytest.warns(TrackingWarning, match="could not resume"):
+        tracker = tracker_for(logs, state)
+    log_loss(tracker, range(3, 5))
+    tracker.finish()
+
+    assert tracker.run.id != first.run.id and tracker.earlier_run_dirs == []
+    assert tracker.read_back_metrics() == {"loss": {3: loss(3), 4: loss(4)}}
+    note = tracker.report_notes()[0]
+    assert note.startswith("could not resume") and note.endswith("started a new run"), note
+    if case == "folders-gone":
+        assert f"W&B run {first.run.id} (its offline folders are gone: {first.run_dir})" in note
+
+
+@pytest.mark.parametrize("explicit", [{"id": "chosen01"}, {"resume": "never"}])
+def test_explicit_choice_in_init_kwargs_wins_over_the_saved_run(tmp_path: Path, explicit: dict) -> None:
+    logs = tmp_path / "logs"
+    first = tracker_for(logs, None)
+    log_loss(first, range(2))
+    first.finish()
+
+    second = tracker_for(logs, first.resume_state(), **explicit)
+    log_loss(second, range(2, 4))
+    second.finish()
+
+    assert second.run.id != first.run.id and second.run.id == explicit.get("id", second.run.id)
+    assert second.read_back_metrics() == {"loss": {2: loss(2), 3: loss(3)}}
+    assert second.report_notes()[0] == (
+        f"the run chosen in init_kwargs/settings was used; the saved W&B run {first.run.id} was not"
+    )
+    assert read_run(first.run_dir).metrics() == {"loss": {0: loss(0), 1: loss(1)}}, "the saved run was written to"
