@@ -305,8 +305,6 @@ def test_no_sdk_import_at_construction_and_no_telemetry_file(tmp_path):
         f"""
         import sys
         from tracking_mlflow import MLflowTracker
-
-from .mlflow_server import MlflowServer, free_port
         tracker = MLflowTracker("telemetry", logging_dir={str(tmp_path / "logs")!r})
         assert "mlflow" not in sys.modules, "constructing the tracker imported mlflow"
         tracker.start()
