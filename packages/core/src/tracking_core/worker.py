@@ -1,8 +1,9 @@
 """``BackendWorker``: one backend's queue and thread.
 
-The caller only appends to a queue (the hot path); the worker thread drains it in batches and
-hands them to the backend's :class:`~tracking_core.delivery.Delivery`, which owns what happens to
-each record. With ``blocking=True`` there is no thread: the caller delivers, under a lock.
+The caller only appends to a queue (the hot path: metric records arrive as plain tuples in
+:class:`~tracking_core.record.Record`'s field order); the worker thread drains it in batches, makes
+them Records and hands them to the backend's :class:`~tracking_core.delivery.Delivery`, which owns
+what happens to each record. With ``blocking=True`` there is no thread: the caller delivers, under a lock.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 from .delivery import MAX_BATCH, Delivery
 from .notices import warn_once
 from .record import CONTROL_KINDS, Record
+from .record import new_record as as_record
 from .report import BackendReport
 from .tracker import GeneralTracker
 
@@ -62,7 +64,7 @@ class BackendWorker:
 
             def put_inline(record: Record) -> None:
                 with self._inline_lock:
-                    delivery.handle([record])
+                    delivery.handle([as_record(Record, record)])
                     delivery.tick()
 
             return put_inline
@@ -78,7 +80,7 @@ class BackendWorker:
         return put
 
     def _put_when_full(self, record: Record) -> None:
-        if record.kind not in CONTROL_KINDS:
+        if record[0] not in CONTROL_KINDS:
             if self._drop_when_full:
                 self.report.dropped += 1
                 warn_once(self.name, "*", "queue full: records are being dropped (on_full='drop')", reason="queue-full")
@@ -106,7 +108,7 @@ class BackendWorker:
         pending = []
         while True:
             try:
-                pending.append(self._queue.get_nowait())
+                pending.append(as_record(Record, self._queue.get_nowait()))
             except queue.Empty:
                 break
         self.delivery.abandon(pending)
@@ -137,13 +139,13 @@ class BackendWorker:
             except queue.Empty:
                 first = None
             if first is not None:
-                if first.kind == "log" and size() < MAX_BATCH and delivery.mode == "live":
+                if first[0] == "log" and size() < MAX_BATCH and delivery.mode == "live":
                     # Let a few records gather: one batch per wake-up instead of one per record keeps
                     # this thread off the GIL while the training loop is logging.
                     time.sleep(LINGER_SECONDS)
-                batch = [first]
+                batch = [as_record(Record, first)]
                 while len(batch) < MAX_BATCH and size():
-                    batch.append(get())
+                    batch.append(as_record(Record, get()))
                 delivery.handle(batch)
                 self._room.set()
             delivery.tick()
