@@ -23,6 +23,7 @@ from .jsonl import JsonlTracker
 from .manifest import RunManifest, find_run_to_resume
 from .noop import NoOpTracker
 from .notices import logger, notice, reset_warnings, warn_once
+from .preflight import check_run_can_start, check_table_arguments, checked_logging_dir
 from .registry import LoggerType, get_available_trackers, resolve_tracker_class
 from .report import FinishReport
 from .tracker import GeneralTracker, RunContext, has_capability
@@ -102,7 +103,7 @@ class Dispatcher:
         if not isinstance(resume, (bool, str)) or resume == "":
             raise ValueError(f"resume must be True, False or a run id, got {resume!r}")
         self.resume = resume
-        self.logging_dir = os.fspath(logging_dir) if logging_dir is not None else None
+        self.logging_dir = checked_logging_dir(logging_dir)
         self.blocking = blocking
         self.queue_size = queue_size
         self.on_full = on_full
@@ -183,6 +184,7 @@ class Dispatcher:
         """Create every tracker and start it in its worker; returns at once."""
         if self._initialized:
             raise RuntimeError("init_trackers() was already called on this Dispatcher; create a new one for a new run.")
+        check_run_can_start(self._specs, Path(self.logging_dir or DEFAULT_LOGGING_DIR))
         self._initialized = True
         reset_warnings()  # "once" means once per run: a new run in the same process warns again
         init_kwargs = init_kwargs or {}
@@ -398,6 +400,7 @@ class Dispatcher:
     ) -> None:
         if data is None and dataframe is None:
             raise ValueError("log_table needs `data` (with optional `columns`) or `dataframe`")
+        check_table_arguments(columns, data, dataframe)
         payload = (
             table_name,
             list(columns) if columns is not None else None,
