@@ -135,8 +135,16 @@ def check_package(folder: Path, dist_dir: Path, license_text: bytes) -> list[str
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dist-dir", type=Path, help="check the files already built there (default: build them now)")
+    parser.add_argument(
+        "--only", action="append", metavar="FOLDER", help="check this package folder only (packages/mlflow); repeatable"
+    )
     args = parser.parse_args(argv)
     folders = sorted(p.parent for p in ROOT.glob("packages/*/pyproject.toml"))
+    if args.only:
+        wanted = {(ROOT / folder).resolve() for folder in args.only}
+        folders = [folder for folder in folders if folder.resolve() in wanted]
+        if len(folders) != len(wanted):
+            parser.error(f"--only names a folder that is not a package: {args.only}")
     license_text = (ROOT / "LICENSE").read_bytes()
     with tempfile.TemporaryDirectory() as scratch:
         dist_dir = args.dist_dir or Path(scratch)

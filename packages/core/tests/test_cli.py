@@ -148,3 +148,19 @@ def test_show_several_runs_overlays_them_in_one_plot(tmp_path):
 def test_show_a_missing_run_is_a_clear_error(tmp_path):
     result = tracking("show", "nope", cwd=tmp_path)
     assert result.returncode == 2 and "does not exist" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_the_core_readme_quickstart_runs_and_its_run_is_listed(tmp_path):
+    import re
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    quickstart = readme.split("## Quickstart", 1)[1]
+    code = re.search(r"```python\n(.*?)```", quickstart, re.DOTALL).group(1)
+    ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    listed = tracking("runs", cwd=tmp_path)
+    (row,) = [line for line in listed.stdout.splitlines() if line.startswith("my-project")]
+    assert " 100 " in row and "finished" in row
+    (run_dir,) = (tmp_path / "runs" / "my-project").iterdir()
+    shown = tracking("show", str(run_dir), cwd=tmp_path)
+    assert "table 'predictions'" in shown.stdout and "train/loss" in shown.stdout
