@@ -1,4 +1,4 @@
-"""The CI planner picks the right matrix cells."""
+"""Repository tools: the CI planner picks the right cells, the distribution check finds what it should, pre-commit matches CI."""
 
 from __future__ import annotations
 

@@ -14,11 +14,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from .backends_info import SDK_MODULES
 from .errors import BackendNotInstalledError
 from .registry import LoggerType, package_for
 
-#: Built-in backends whose SDK is a third-party module of the same name (checked before the run starts).
-_SDK_BACKENDS = frozenset(member.value for member in LoggerType) - {"all", "jsonl"}
+#: The built-in backends (their SDK module: ``backends_info.SDK_MODULES``, by default the backend's name).
+_BUILT_IN = frozenset(member.value for member in LoggerType) - {LoggerType.ALL.value}
 
 
 def checked_logging_dir(logging_dir: Any) -> str | None:
@@ -93,12 +94,13 @@ def missing_sdks(specs: Iterable[Any]) -> dict[str, str]:
     missing = {}
     for spec in specs:
         name = getattr(spec, "name", None)
-        if name not in _SDK_BACKENDS or not isinstance(spec, type):
+        module = SDK_MODULES.get(name, name)
+        if name not in _BUILT_IN or module is None or not isinstance(spec, type):
             continue
         if spec.__module__.split(".")[0] != f"tracking_{name}":
             continue
         try:
-            found = importlib.util.find_spec(name) is not None
+            found = importlib.util.find_spec(module) is not None
         except (ImportError, ValueError):  # ValueError: a module set to None in sys.modules
             found = False
         if not found:
