@@ -1,9 +1,15 @@
-"""The CI planner picks the right matrix cells."""
+"""Repository tools: the CI planner picks the right cells, the distribution check finds what it should, pre-commit matches CI."""
 
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
+
+import pytest
+
+if sys.version_info < (3, 11):  # the repository's tools run on the developer's Python and read TOML with tomllib
+    pytest.skip("tools/ needs Python 3.11+ (tomllib)", allow_module_level=True)
 
 ROOT = Path(__file__).resolve().parents[1]
 spec = importlib.util.spec_from_file_location("changed_backends", ROOT / "tools" / "changed_backends.py")
@@ -54,3 +60,79 @@ def test_oldest_sdk_pins_are_the_packages_lower_bounds():
         bounds = [re.sub(r"\s", "", dep) for dep in package["dependencies"] if re.match(rf"{sdk}\b", dep)]
         floor = re.search(r">=([\w.]+)", bounds[0]).group(1)
         assert version == floor or version.startswith(floor + "."), (pin, bounds)
+
+
+def _load_tool(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+check_dists = _load_tool("check_dists")
+
+
+def test_relative_links_are_found_and_absolute_ones_pass():
+    readme = (
+        "See [the guide](../../README.md), ![plot](docs/plot.png), [ok](https://example.org/x), [top](#use)\n"
+        "[ref]: ../CHANGELOG.md\n"
+        '<img src="img/logo.png"> <a href="mailto:a@b.c">mail</a>\n'
+        "```markdown\n[in a code block](../ignored.md)\n```\n"
+    )
+    assert check_dists.relative_links(readme) == ["../../README.md", "docs/plot.png", "../CHANGELOG.md", "img/logo.png"]
+
+
+def _metadata(**overrides: str) -> str:
+    fields = {
+        "Metadata-Version": "2.4",
+        "Name": "tracking-x",
+        "Author": "The tracking authors",
+        "License-Expression": "Apache-2.0",
+        "License-File": "LICENSE",
+        "Requires-Python": ">=3.10",
+        "Description-Content-Type": "text/markdown",
+        "Requires-Dist": "tracking-core<0.2,>=0.1",
+    }
+    fields.update(overrides)
+    urls = [f"{name}, {check_dists.REPOSITORY}/{name.lower()}" for name in check_dists.REQUIRED_URLS]
+    classifiers = ["Programming Language :: Python :: 3.10", "Typing :: Typed"]
+    lines = [f"{k}: {v}" for k, v in fields.items() if v]
+    lines += [f"Project-URL: {url}" for url in urls] + [f"Classifier: {c}" for c in classifiers]
+    body = f"# tracking-x\n\nSee <{check_dists.REPOSITORY}>.\n" + "words " * 200
+    return "\n".join(lines) + "\n\n" + body
+
+
+def test_complete_metadata_passes():
+    assert check_dists.metadata_problems(_metadata(), "x") == []
+
+
+def test_metadata_problems_name_what_is_missing():
+    problems = check_dists.metadata_problems(_metadata(Author="", **{"License-Expression": "MIT"}), "x")
+    assert any("License-Expression" in p for p in problems)
+    assert "no author" in problems
+    assert any("3.9" in p for p in check_dists.metadata_problems(_metadata(**{"Requires-Python": ">=3.9"}), "x"))
+
+
+def test_a_short_or_relative_readme_is_refused():
+    metadata = _metadata().split("\n\n", 1)[0] + "\n\nSee [tracking](../../README.md).\n"
+    problems = check_dists.metadata_problems(metadata, "x")
+    assert any("too short" in p for p in problems)
+    assert any("'../../README.md'" in p for p in problems)
+
+
+def test_every_package_ships_the_repository_license():
+    license_text = (ROOT / "LICENSE").read_bytes()
+    assert b"Apache License" in license_text and b"Version 2.0, January 2004" in license_text
+    for project in ROOT.glob("packages/*/pyproject.toml"):
+        assert (project.parent / "LICENSE").read_bytes() == license_text, project.parent.name
+
+
+def test_pre_commit_runs_the_ruff_that_ci_runs():
+    import re
+    import tomllib
+
+    lint = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["hatch"]["envs"]["lint"]["dependencies"]
+    (ci_ruff,) = [dep for dep in lint if dep.startswith("ruff")]
+    hooks = (ROOT / ".pre-commit-config.yaml").read_text()
+    assert set(re.findall(r"ruff==[\w.]+", hooks)) == {ci_ruff}
+    assert "entry: bash tools/run.sh actionlint" in hooks

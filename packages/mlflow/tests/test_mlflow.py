@@ -45,6 +45,15 @@ def test_embedded_store_lives_under_logging_dir(tmp_path, monkeypatch, reader_of
     assert sorted(p.name for p in logs.iterdir()) == ["mlartifacts", "mlflow.db"]
 
 
+def test_start_up_notice_says_mlflow_ui_needs_the_ui_extra(tmp_path, caplog):
+    caplog.set_level("INFO", logger="tracking")
+    tracker = _started(tmp_path, "notice")
+    tracker.finish()
+    (line,) = [r.getMessage() for r in caplog.records if "mlflow ui" in r.getMessage()]
+    assert f"mlflow ui --backend-store-uri {tracker.tracking_uri}" in line
+    assert "tracking-mlflow[ui]" in line and "full mlflow" in line, line
+
+
 def test_explicit_tracking_uri_beats_environment(tmp_path, monkeypatch, reader_of):
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/from-env.db")
     explicit = f"sqlite:///{tmp_path}/explicit.db"

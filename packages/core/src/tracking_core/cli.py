@@ -1,4 +1,7 @@
-"""The ``tracking`` command: list, demo, replay, show."""
+"""The ``tracking`` command: list, runs, show, demo, replay.
+
+Each command's module is imported when the command runs, so ``tracking --help`` stays instant.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +9,15 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from .__about__ import __version__
+from .tabular import format_table
 
-def _table(rows: list[Sequence[str]]) -> str:
-    widths = [max(len(str(row[i])) for row in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
-    lines.insert(1, "  ".join("-" * width for width in widths))
-    return "\n".join(lines)
+EPILOG = """examples:
+  tracking list                                  which backends are installed, and their SDKs
+  tracking demo --backends jsonl,tensorboard     a small real training run, logged and read back
+  tracking runs                                  every run under ./runs
+  tracking show runs/demo/<run> --plot loss.png  what a run logged, with a plot
+  tracking replay runs/demo/<run> --to mlflow    send a journal (or spill journal) to backends"""
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -19,14 +25,27 @@ def _list(args: argparse.Namespace) -> int:
 
     rows = [("backend", "package", "version", "SDK importable", "embedded default")]
     rows += [(b.name, b.package, b.version, b.sdk_status, b.embedded) for b in describe_backends()]
-    print(_table(rows))
+    print(format_table(rows))
+    return 0
+
+
+def _runs(args: argparse.Namespace) -> int:
+    from .runs import find_runs, format_runs
+
+    runs = find_runs(args.dir)
+    if args.project:
+        runs = [run for run in runs if run.project == args.project]
+    if not runs:
+        print(f"no runs under {args.dir}" + (f" for project {args.project!r}" if args.project else ""))
+        return 0
+    print(format_runs(runs))
     return 0
 
 
 def _show(args: argparse.Namespace) -> int:
     from .show import show
 
-    print(show(args.journal, plot=args.plot))
+    print(show(args.journals, plot=args.plot, rows=args.rows))
     return 0
 
 
@@ -51,42 +70,106 @@ def _demo(args: argparse.Namespace) -> int:
     return run_demo(logging_dir=args.logging_dir, steps=args.steps, backends=args.backends)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tracking", description="Experiment tracking through one API.")
-    commands = parser.add_subparsers(dest="command", required=True)
+def _count(text: str) -> int:
+    """An argparse type: a whole number, 0 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
 
-    listing = commands.add_parser("list", help="installed backends: package, version, SDK, embedded default")
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tracking",
+        description="Experiment tracking through one API: inspect backends and runs, replay journals, run the demo.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s (tracking-core) {__version__}")
+    commands = parser.add_subparsers(dest="command", title="commands", metavar="COMMAND")
+
+    listing = commands.add_parser(
+        "list",
+        help="installed backends: package, version, SDK, embedded default",
+        description="List every installed backend: its package and version, whether its SDK can be imported "
+        "(checked without importing it), and where it writes with no account and no server.",
+    )
     listing.set_defaults(handler=_list)
 
-    demo = commands.add_parser("demo", help="a small real training run logged to every installed backend")
-    demo.add_argument("--logging-dir", default="runs", help="where every backend writes (default: ./runs)")
-    demo.add_argument("--steps", type=int, default=200)
-    demo.add_argument("--backends", default=None, help="comma-separated subset (default: all installed)")
+    runs = commands.add_parser(
+        "runs",
+        help="the runs under a logging directory",
+        description="List the runs under a logging directory (or a project or run folder): project, run id, "
+        "start time, steps, whether the run finished, and each backend's state from the run's run.json "
+        "(resumable, started, spilled records). Reads files only; no backend SDK is imported.",
+    )
+    runs.add_argument("dir", nargs="?", default="runs", metavar="DIR", help="logging directory (default: ./runs)")
+    runs.add_argument("--project", default=None, help="only the runs of this project")
+    runs.set_defaults(handler=_runs)
+
+    show = commands.add_parser(
+        "show",
+        help="what one or more runs logged: metrics, tables, images (and a plot)",
+        description="Summarise one or more journals: every metric (points, steps, last, min, max), the first "
+        "rows of each table, the files of each image and figure. With --plot, one PNG overlays the runs' "
+        "metrics and shows the last image of each key (needs matplotlib).",
+    )
+    show.add_argument("journals", nargs="+", metavar="RUN", help="a run folder or a journal file (several: compared)")
+    show.add_argument("--plot", default=None, metavar="PNG", help="also write a plot to this PNG file")
+    show.add_argument(
+        "--rows", type=_count, default=5, metavar="N", help="table rows to preview per table (default: 5; 0: none)"
+    )
+    show.set_defaults(handler=_show)
+
+    demo = commands.add_parser(
+        "demo",
+        help="a small real training run logged to every installed backend",
+        description="Train a logistic regression on generated data, log it to every installed backend (or "
+        "--backends) in its embedded mode, then read back what each backend stored. Exit status 1 when a "
+        "backend failed, or when 50 or more steps did not reach 80%% validation accuracy.",
+    )
+    demo.add_argument(
+        "--logging-dir", default="runs", metavar="DIR", help="where every backend writes (default: ./runs)"
+    )
+    demo.add_argument("--steps", type=_count, default=200, metavar="N", help="training steps (default: 200)")
+    demo.add_argument(
+        "--backends", default=None, metavar="NAMES", help="comma-separated backend names (default: every installed one)"
+    )
     demo.set_defaults(handler=_demo)
 
     replay = commands.add_parser(
         "replay",
         help="deliver a journal (or spill journal) to backends",
-        description="Deliver a journal or spill journal to backends. By default each backend reopens the run it "
-        "had (run.json) and gets only the records it does not hold yet, so replaying twice stores nothing twice.",
+        description="Deliver a journal or spill journal to backends, with the original steps and times. By "
+        "default each backend reopens the run it had (run.json) and gets only the records it does not hold yet, "
+        "so replaying twice stores nothing twice; --new-run copies the journal into a new run instead.",
     )
-    replay.add_argument("journal", help="journal file or run directory")
-    replay.add_argument("--to", default=None, help="backend name(s), comma-separated (default: a spill's own backend)")
+    replay.add_argument("journal", metavar="RUN", help="a run folder or a journal file")
+    replay.add_argument(
+        "--to", default=None, metavar="NAMES", help="backend name(s), comma-separated (default: a spill's own backend)"
+    )
     replay.add_argument("--new-run", action="store_true", help="copy into a new run instead of the original one")
-    replay.add_argument("--logging-dir", default=None, help="with --new-run: where (default: the journal's)")
+    replay.add_argument(
+        "--logging-dir",
+        default=None,
+        metavar="DIR",
+        help="with --new-run: where the backends write (default: the journal's)",
+    )
     replay.add_argument("--project", default=None, help="with --new-run: project name (default: the journal's)")
     replay.add_argument("--quiet", action="store_true", help="no progress output")
     replay.set_defaults(handler=_replay)
-
-    show = commands.add_parser("show", help="summary table of a journal")
-    show.add_argument("journal", help="journal file or run directory")
-    show.add_argument("--plot", default=None, metavar="PNG", help="also plot the metrics (needs matplotlib)")
-    show.set_defaults(handler=_show)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:  # bare `tracking`: the help, as a successful answer
+        parser.print_help()
+        return 0
     try:
         return args.handler(args)
     except (FileNotFoundError, ValueError, ImportError) as error:

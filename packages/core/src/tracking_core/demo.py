@@ -47,7 +47,17 @@ def _image(weights: list[float], size: int = 32):
     return (np.stack([p, 0.2 + 0 * p, 1 - p], axis=-1) * 255).astype("uint8")
 
 
+#: Steps after which the demo's model must have learned (validation accuracy above 0.8).
+STEPS_TO_LEARN = 50
+
+
 def run_demo(logging_dir: str = "runs", steps: int = 200, backends: str | None = None) -> int:
+    """Train, log to ``backends`` (default: all installed) and read back; 0 when every backend took the run.
+
+    ``steps=0`` logs the untrained model's evaluation, image and table only.
+    """
+    if not isinstance(steps, int) or isinstance(steps, bool) or steps < 0:
+        raise ValueError(f"steps must be a whole number, 0 or more, got {steps!r}")
     names = [b.strip() for b in backends.split(",")] if backends else get_available_trackers()
     train, valid = make_data(2000, seed=0), make_data(500, seed=1)
     config = {
@@ -81,9 +91,10 @@ def run_demo(logging_dir: str = "runs", steps: int = 200, backends: str | None =
         run.log(values, step=step)
         log_seconds += time.perf_counter() - started
     loss, accuracy = evaluate(weights, valid)
-    run.log({"summary": f"final validation accuracy {accuracy:.3f}"}, step=steps - 1)
+    last_step = max(steps - 1, 0)
+    run.log({"summary": f"final validation accuracy {accuracy:.3f}"}, step=last_step)
     try:
-        run.log_images({"decision_function": _image(weights)}, step=steps - 1)
+        run.log_images({"decision_function": _image(weights)}, step=last_step)
     except ImportError:
         pass
     run.log_table(
@@ -92,18 +103,18 @@ def run_demo(logging_dir: str = "runs", steps: int = 200, backends: str | None =
         data=[
             [x1, x2, y, round(_sigmoid(weights[0] * x1 + weights[1] * x2 + weights[2]), 4)] for x1, x2, y in valid[:8]
         ],
-        step=steps - 1,
+        step=last_step,
     )
     report = run.finish()
-    print(
-        f"validation loss {loss:.4f}, accuracy {accuracy:.3f}; mean caller cost of log(): {log_seconds / steps * 1e6:.1f} µs"
-    )
+    cost = f"; mean caller cost of log(): {log_seconds / steps * 1e6:.1f} µs" if steps else ""
+    print(f"validation loss {loss:.4f}, accuracy {accuracy:.3f}{cost}")
     print()
     print(report)
     print()
     print("read back from each backend's own storage:")
     print(read_back_table(run.trackers, expected_points=steps))
-    return 0 if report.ok and accuracy > 0.8 else 1
+    learned = accuracy > 0.8 or steps < STEPS_TO_LEARN
+    return 0 if report.ok and learned else 1
 
 
 def read_back_table(trackers, expected_points: int) -> str:

@@ -22,6 +22,7 @@ from .errors import TrackingError
 from .jsonl import JsonlTracker
 from .noop import NoOpTracker
 from .notices import logger, notice, reset_warnings, warn_once
+from .preflight import check_run_can_start, check_table_arguments, checked_logging_dir
 from .record import Record
 from .registry import LoggerType, get_available_trackers, resolve_tracker_class
 from .report import BackendReport, FinishReport
@@ -124,7 +125,7 @@ class Dispatcher:
                 f"retry_backoff must be (first, longest) seconds with 0 < first <= longest, got {retry_backoff!r}"
             )
         self.resume = resume
-        self.logging_dir = os.fspath(logging_dir) if logging_dir is not None else None
+        self.logging_dir = checked_logging_dir(logging_dir)
         self.blocking = blocking
         self.queue_size = queue_size
         self.on_full = on_full
@@ -209,6 +210,7 @@ class Dispatcher:
         """Create every tracker and start it in its worker; returns at once."""
         if self._initialized:
             raise RuntimeError("init_trackers() was already called on this Dispatcher; create a new one for a new run.")
+        check_run_can_start(self._specs, Path(self.logging_dir or DEFAULT_LOGGING_DIR))
         self._initialized = True
         reset_warnings()  # "once" means once per run: a new run in the same process warns again
         init_kwargs = init_kwargs or {}
@@ -447,6 +449,7 @@ class Dispatcher:
     ) -> None:
         if data is None and dataframe is None:
             raise ValueError("log_table needs `data` (with optional `columns`) or `dataframe`")
+        check_table_arguments(columns, data, dataframe)
         payload = (
             table_name,
             list(columns) if columns is not None else None,

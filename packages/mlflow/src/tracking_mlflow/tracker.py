@@ -419,7 +419,10 @@ class MLflowTracker(GeneralTracker):
                 f"mlflow: {where}; view it at {uri.rstrip('/')}/#/experiments/{info.experiment_id}/runs/{info.run_id}"
             )
         elif uri.startswith(("sqlite:", "file:", "postgresql", "mysql", "mssql")) or embedded:
-            notice(f"mlflow: {where}; view it with: mlflow ui --backend-store-uri {uri}")
+            notice(
+                f"mlflow: {where}; view it with: mlflow ui --backend-store-uri {uri} "
+                "(`mlflow ui` comes with full mlflow: pip install 'tracking-mlflow[ui]')"
+            )
         else:
             notice(f"mlflow: {where} at {uri}")
 

@@ -1,0 +1,131 @@
+"""``tracking runs``: the runs under a logging directory, from their ``run.json`` and journal.
+
+Only files are read (no backend SDK is imported), and only the journal's first line and its end, so
+listing a folder of long runs stays fast. A run folder is one that holds a ``run.json`` manifest or a
+``journal.jsonl``; a manifest that cannot be read is listed as such rather than stopping the listing.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .journal import JOURNAL_NAME
+from .manifest import MANIFEST_NAME
+
+_TAIL_BYTES = 4096
+
+
+@dataclass
+class RunInfo:
+    """One run folder as ``tracking runs`` describes it."""
+
+    path: Path
+    project: str
+    run_id: str
+    started: str = "-"
+    steps: str = "-"
+    status: str = "-"
+    backends: dict[str, str] = field(default_factory=dict)
+
+
+def _run_dirs(root: Path) -> list[Path]:
+    """Run folders at ``root`` itself, in a project folder (``root/<run>``) or a logging dir (``root/<project>/<run>``)."""
+    found = set()
+    for pattern in ("", "*/", "*/*/"):
+        for name in (MANIFEST_NAME, JOURNAL_NAME):
+            found.update(path.parent for path in root.glob(pattern + name))
+    return sorted(found)
+
+
+def _journal_ends(journal: Path) -> tuple[dict, dict | None]:
+    """The header record and the last whole record of a journal (``{}``/``None`` when unreadable)."""
+    header: dict = {}
+    last = None
+    try:
+        with open(journal, "rb") as handle:
+            first = handle.readline()
+            size = handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, size - _TAIL_BYTES))
+            tail = handle.read().split(b"\n")
+        header = json.loads(first) if first.endswith(b"\n") else {}
+        for line in reversed(tail[:-1]):  # the piece after the last newline is empty or torn
+            try:
+                last = json.loads(line)
+                break
+            except ValueError:
+                continue
+    except (OSError, ValueError):
+        pass
+    return (header if isinstance(header, dict) else {}), (last if isinstance(last, dict) else None)
+
+
+def _spilled(run_dir: Path) -> dict[str, int]:
+    """Records waiting in each backend's spill journal (the header line not counted)."""
+    counts = {}
+    for spill in run_dir.glob("spill-*.jsonl"):
+        with open(spill, "rb") as handle:
+            counts[spill.stem[len("spill-") :]] = max(0, sum(1 for _ in handle) - 1)
+    return counts
+
+
+def _started(header: dict, run_dir: Path) -> str:
+    created = header.get("created")
+    try:
+        moment = _dt.datetime.fromisoformat(created) if created else None
+    except (TypeError, ValueError):
+        moment = None
+    if moment is None:
+        moment = _dt.datetime.fromtimestamp(run_dir.stat().st_mtime, _dt.timezone.utc)
+    return moment.astimezone().strftime("%Y-%m-%d %H:%M:%S")
+
+
+def describe_run(run_dir: Path) -> RunInfo:
+    """Project, id, start time, steps, status and per-backend state of one run folder."""
+    info = RunInfo(run_dir, run_dir.parent.name, run_dir.name)
+    manifest: dict = {}
+    if (run_dir / MANIFEST_NAME).is_file():
+        try:
+            manifest = json.loads((run_dir / MANIFEST_NAME).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            info.status = f"unreadable {MANIFEST_NAME}"
+    header, last = _journal_ends(run_dir / JOURNAL_NAME) if (run_dir / JOURNAL_NAME).is_file() else ({}, None)
+    info.project = str(manifest.get("project") or header.get("project") or info.project)
+    info.run_id = str(manifest.get("run_id") or header.get("run_id") or info.run_id)
+    info.started = _started(header, run_dir)
+    last_step = manifest.get("last_step")
+    if isinstance(last_step, int) and last_step >= 0:
+        info.steps = str(last_step + 1)
+    elif isinstance(last and last.get("step"), int):
+        info.steps = str(last["step"] + 1)
+    if last is not None and info.status == "-":
+        info.status = "finished" if last.get("type") == "finish" else "not finished"
+    states = manifest.get("backends") if isinstance(manifest.get("backends"), dict) else {}
+    spilled = _spilled(run_dir)
+    for name in sorted(set(states) | set(spilled)):
+        state = "resumable" if states.get(name) else ("started" if name in states else "not started")
+        if spilled.get(name):
+            state += f", {spilled[name]} spilled"
+        info.backends[name] = state
+    return info
+
+
+def find_runs(root: str | os.PathLike) -> list[RunInfo]:
+    """Every run under ``root``, oldest first."""
+    root = Path(root)
+    if not root.is_dir():
+        raise FileNotFoundError(f"{root} is not a directory")
+    return sorted((describe_run(run_dir) for run_dir in _run_dirs(root)), key=lambda run: (run.started, run.run_id))
+
+
+def format_runs(runs: list[RunInfo]) -> str:
+    from .tabular import format_table
+
+    rows = [("project", "run", "started", "steps", "status", "backends")]
+    for run in runs:
+        backends = ", ".join(f"{name} ({state})" for name, state in run.backends.items()) or "-"
+        rows.append((run.project, run.run_id, run.started, run.steps, run.status, backends))
+    return format_table(rows)

@@ -1,0 +1,166 @@
+"""The ``tracking`` command as a user runs it: ``python -m tracking_core ...`` in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import tracking_core
+from tracking_core.__about__ import __version__
+
+
+def tracking(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "tracking_core", *args], capture_output=True, text=True, cwd=cwd, timeout=300
+    )
+
+
+COMMANDS = ["list", "runs", "show", "demo", "replay"]
+
+
+def test_bare_command_prints_help_and_succeeds(tmp_path):
+    result = tracking(cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("usage: tracking")
+    for command in COMMANDS:
+        assert f"\n    {command} " in result.stdout, command
+
+
+def test_version(tmp_path):
+    result = tracking("--version", cwd=tmp_path)
+    assert result.returncode == 0
+    assert result.stdout.strip() == f"tracking (tracking-core) {__version__}"
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_option_of_every_command_has_help(command, tmp_path):
+    from tracking_core.cli import build_parser
+
+    subparsers = next(a for a in build_parser()._actions if a.dest == "command")
+    parser = subparsers.choices[command]
+    assert parser.description, command
+    for action in parser._actions:
+        assert action.help, f"tracking {command} {action.option_strings or action.dest} has no help"
+    result = tracking(command, "--help", cwd=tmp_path)
+    assert result.returncode == 0 and result.stdout.startswith(f"usage: tracking {command}")
+
+
+def test_demo_with_zero_steps_runs(tmp_path):
+    result = tracking("demo", "--steps", "0", "--backends", "jsonl", "--logging-dir", "runs", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    (run_dir,) = (tmp_path / "runs" / "demo").iterdir()
+    records = [json.loads(line) for line in (run_dir / "journal.jsonl").read_text().splitlines()]
+    assert [r["type"] for r in records if r["type"] == "table"] == ["table"]
+    assert all(r.get("step", 0) >= 0 for r in records)
+
+
+@pytest.mark.parametrize("value", ["-5", "two", "1.5"])
+def test_demo_refuses_a_bad_step_count(value, tmp_path):
+    result = tracking("demo", "--steps", value, "--backends", "jsonl", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "argument --steps" in result.stderr and value in result.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+def _log_run(logging_dir: Path, project: str, scale: float, steps: int = 5, finish: bool = True) -> Path:
+    run = tracking_core.init(project, logging_dir=logging_dir, config={"scale": scale})
+    for step in range(steps):
+        run.log({"train/loss": scale / (step + 1), "note": "text"}, step=step)
+    run.log_table("predictions", columns=["input", "label"], data=[[f"x{i}", i % 2] for i in range(8)], step=steps - 1)
+    numpy = pytest.importorskip("numpy")
+    run.log_images({"sample": numpy.full((8, 8, 3), int(40 * scale), dtype="uint8")}, step=steps - 1)
+    if finish:
+        run.finish()
+    else:
+        run.flush()
+    return run.run_dir
+
+
+def test_runs_lists_every_run_with_steps_status_and_backends(tmp_path):
+    first = _log_run(tmp_path / "runs", "alpha", 1.0, steps=5)
+    second = _log_run(tmp_path / "runs", "beta", 2.0, steps=3)
+    (second / "spill-mlflow.jsonl").write_text('{"type": "header"}\n{"type": "metrics"}\n{"type": "metrics"}\n')
+
+    result = tracking("runs", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].split() == ["project", "run", "started", "steps", "status", "backends"]
+    alpha = next(line for line in lines if first.name in line)
+    beta = next(line for line in lines if second.name in line)
+    assert alpha.split()[0] == "alpha" and " 5 " in alpha and "finished" in alpha and "jsonl (resumable)" in alpha
+    assert " 3 " in beta and "mlflow (not started, 2 spilled)" in beta
+
+    only_beta = tracking("runs", "runs", "--project", "beta", cwd=tmp_path)
+    assert first.name not in only_beta.stdout and second.name in only_beta.stdout
+
+
+def test_runs_does_not_import_backend_sdks(tmp_path):
+    _log_run(tmp_path / "runs", "alpha", 1.0)
+    script = (
+        "import sys; from tracking_core.cli import main; main(['runs', 'runs']); "
+        "print('imported:', sorted(m for m in sys.modules if m.split('.')[0] in "
+        "{'mlflow', 'wandb', 'aim', 'tensorboard', 'comet_ml', 'clearml', 'swanlab', 'trackio'}))"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path)
+    assert "imported: []" in result.stdout, result.stdout + result.stderr
+
+
+def test_runs_on_an_empty_or_missing_folder(tmp_path):
+    (tmp_path / "empty").mkdir()
+    empty = tracking("runs", "empty", cwd=tmp_path)
+    assert empty.returncode == 0 and "no runs under empty" in empty.stdout
+    missing = tracking("runs", "nowhere", cwd=tmp_path)
+    assert missing.returncode == 2 and "nowhere is not a directory" in missing.stderr
+
+
+def test_show_previews_tables_and_images(tmp_path):
+    run_dir = _log_run(tmp_path / "runs", "alpha", 1.0)
+    result = tracking("show", str(run_dir), "--rows", "3", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "table 'predictions' at step 4: 8 rows x 2 columns" in out
+    assert "x0" in out and "x2" in out and "x3" not in out and "... 5 more rows" in out
+    assert "images (1)" in out and "media/images/sample-4-0.png" in out
+
+
+def test_show_several_runs_overlays_them_in_one_plot(tmp_path):
+    pytest.importorskip("matplotlib")
+    first = _log_run(tmp_path / "runs", "alpha", 1.0)
+    second = _log_run(tmp_path / "runs", "alpha", 3.0, finish=False)
+    result = tracking("show", str(first), str(second), "--plot", "out/compare.png", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("journal  ") == 2
+    assert "not finished" in result.stdout
+    assert "plot written to out/compare.png" in result.stdout
+    png = (tmp_path / "out" / "compare.png").read_bytes()
+    assert png.startswith(b"\x89PNG")
+
+    import matplotlib.image
+
+    pixels = matplotlib.image.imread(tmp_path / "out" / "compare.png")
+    assert pixels.shape[0] > 300  # a metric panel and a row of thumbnails
+
+
+def test_show_a_missing_run_is_a_clear_error(tmp_path):
+    result = tracking("show", "nope", cwd=tmp_path)
+    assert result.returncode == 2 and "does not exist" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_the_core_readme_quickstart_runs_and_its_run_is_listed(tmp_path):
+    import re
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    quickstart = readme.split("## Quickstart", 1)[1]
+    code = re.search(r"```python\n(.*?)```", quickstart, re.DOTALL).group(1)
+    ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    listed = tracking("runs", cwd=tmp_path)
+    (row,) = [line for line in listed.stdout.splitlines() if line.startswith("my-project")]
+    assert " 100 " in row and "finished" in row
+    (run_dir,) = (tmp_path / "runs" / "my-project").iterdir()
+    shown = tracking("show", str(run_dir), cwd=tmp_path)
+    assert "table 'predictions'" in shown.stdout and "train/loss" in shown.stdout
