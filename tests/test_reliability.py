@@ -32,7 +32,8 @@ def read_back():
         out["states"] = {name: b.state for name, b in report.backends.items()}
         for name in report.backends:
             try:
-                out[name] = sorted(run.get_tracker(name).read_back_metrics().get("train/loss", {}))
+                history = run.get_tracker(name).read_back_history().get("train/loss", [])
+                out[name] = [step for step, _ in history]
             except NotImplementedError:
                 out[name] = None
     sys.stdout.write(json.dumps(out) + "\\n")
@@ -80,7 +81,7 @@ for step in range(first, last):
 report = run.finish()
 tracker = run.get_tracker(sys.argv[1])
 try:
-    points = sorted(tracker.read_back_metrics().get("train/loss", {}))
+    points = [step for step, _ in tracker.read_back_history().get("train/loss", [])]
 except NotImplementedError:
     points = None
 print(json.dumps({"first": first, "points": points, "resumed": run.resumed, "ok": report.ok,

@@ -157,9 +157,12 @@ class JsonlTracker(GeneralTracker):
         self._writer.flush()
 
     def read_back_metrics(self) -> dict[str, dict[int, Any]]:
+        return {key: dict(points) for key, points in self.read_back_history().items()}
+
+    def read_back_history(self) -> dict[str, list[tuple[int, Any]]]:
         from .journal import JournalSummary
 
-        return {key: dict(points) for key, points in JournalSummary(self.journal_path).metrics.items()}
+        return JournalSummary(self.journal_path).metrics
 
     def flush(self) -> None:
         if self._writer is not None:

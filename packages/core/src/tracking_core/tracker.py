@@ -128,6 +128,15 @@ class GeneralTracker:
         """
         raise NotImplementedError(f"tracker {getattr(self, 'name', type(self).__name__)!r} cannot read its data back")
 
+    def read_back_history(self) -> dict[str, list[tuple[int, Any]]]:
+        """Every metric point this run stored, per key, as ``(step, value)`` in storage order.
+
+        Unlike :meth:`read_back_metrics`, a point stored twice appears twice: the reliability tests
+        count lost and duplicated points with it. The default derives it from ``read_back_metrics``
+        (one point per step), so override it where the SDK's reader lists every stored point.
+        """
+        return {key: sorted(series.items()) for key, series in self.read_back_metrics().items()}
+
     def resume_state(self) -> dict | None:
         """What a later process needs to continue this run in the SDK (JSON-serialisable), or ``None``.
 
