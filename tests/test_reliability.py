@@ -126,3 +126,55 @@ def test_a_job_killed_with_sigkill_resumes_without_losing_or_repeating_points(tm
     else:
         figures = tally("SIGKILL, then resume=True", CELL, range(target), out["points"])
     assert figures["lost"] == 0 and figures["duplicated"] == 0, figures
+
+
+ALONE = """
+import json, sys, time, tracking_core
+cell, mode = sys.argv[1], sys.argv[2]
+run = tracking_core.init("alone", log_with=[cell], logging_dir="runs", resume=mode == "resume")
+if mode == "new":
+    run.get_tracker(cell, unwrap=True)  # the backend is up
+    for step in range(1_000_000):
+        run.log({"train/loss": 1.0 / (step + 1)}, step=step)
+        print(step, flush=True)
+        time.sleep(0.003)
+first = run._step + 1
+for step in range(first, first + 20):
+    run.log({"after/loss": 1.0}, step=step)
+report = run.finish()
+history = run.get_tracker(cell).read_back_history()
+print(json.dumps({"first": first, "before": [s for s, _ in history.get("train/loss", [])],
+                  "after": [s for s, _ in history.get("after/loss", [])], "notes": report.backends[cell].notes}))
+"""
+
+
+def test_what_a_sigkill_costs_a_backend_on_its_own(tmp_path):
+    """No journal to catch up from: what the backend loses is what it had not made durable (measured,
+    printed); a resumed run never logs a step the backend already holds."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", ALONE, CELL, "new"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert process.stdout is not None
+    last = -1
+    while last < 300:
+        line = process.stdout.readline()
+        assert line, "the first process died"
+        last = int(line)
+    time.sleep(0.7)  # the kill lands at a random point of the 1 s flush cycle
+    process.send_signal(signal.SIGKILL)
+    last = max([last, *(int(line) for line in process.stdout.read().split())])
+    process.wait(60)
+    result = subprocess.run(
+        [sys.executable, "-c", ALONE, CELL, "resume"], capture_output=True, text=True, timeout=300, cwd=tmp_path
+    )
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    kept = out["before"] if not any("not resumed" in note for note in out["notes"]) else []
+    figures = tally("SIGKILL, no journal (measured)", CELL, range(last + 1), kept)
+    figures["duplicated"] += sum(step >= out["first"] for step in kept)  # steps the resumed run logs again
+    assert figures["duplicated"] == 0, (figures, out["first"])
+    assert out["after"] == list(range(out["first"], out["first"] + 20))

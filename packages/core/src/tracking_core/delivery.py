@@ -3,8 +3,9 @@
 One instance per backend, driven by its worker thread (or, with ``blocking=True``, by the caller
 under a lock). It decides, record by record:
 
-* **stored or not.** A call that returned stored its records; with backends that buffer
-  (``flush`` overridden), they count as delivered only once ``flush`` returned. ``PartialDelivery``
+* **stored or not.** A call that returned stored its records; with backends that buffer them
+  until ``flush`` (see ``GeneralTracker.durable_on_return``), they count as delivered only once
+  ``flush`` returned. ``PartialDelivery``
   tells how much of a failed batch was stored.
 * **refused values vs. a backend that is down.** A value error (the SDK refuses a key or a value)
   costs only what it refuses: the batch is retried record by record, a record key by key (halving),
@@ -34,6 +35,7 @@ from .mapping import BackendValues
 from .notices import logger, warn_once
 from .record import Record, call_kwargs, deliver
 from .report import BackendReport
+from .session import CursorFile
 from .spill import SpillJournal, SpillReader, backlog
 from .tracker import GeneralTracker
 
@@ -86,6 +88,7 @@ class Delivery:
         retry: RetryPolicy = RetryPolicy(),  # noqa: B008 - immutable
         on_started: Callable[[], None] | None = None,
         on_progress: Callable[[str, int, int], None] | None = None,
+        cursor_file: CursorFile | None = None,
         cursor: int = -1,
         backlog_paths: Iterable[Path] = (),
         backlog_before: float = float("inf"),
@@ -102,7 +105,11 @@ class Delivery:
         self._retry = retry
         self._on_started = on_started
         self._on_progress = on_progress
-        self._confirms_at_flush = type(tracker).flush is not GeneralTracker.flush
+        self._cursor_file = cursor_file
+        durable = getattr(tracker, "durable_on_return", None)
+        self._confirms_at_flush = (
+            not durable if durable is not None else type(tracker).flush is not GeneralTracker.flush
+        )
         self.mode = LIVE
         self.started = False
         self.abandoned = False
@@ -344,6 +351,11 @@ class Delivery:
                     self.cursor = record.seq
             if record.kind == "log" and record.step is not None and record.step > self.durable_step:
                 self.durable_step = record.step
+        if self._cursor_file is not None:
+            try:
+                self._cursor_file.write(self.cursor, self.durable_step)
+            except OSError:
+                pass  # run.json still gets the progress at the next flush
 
     def _refuse(self, key: str, error: BaseException) -> None:
         reason = f"refused by the backend ({type(error).__name__}: {error})"[:300]
@@ -597,3 +609,6 @@ class Delivery:
     def _close_spill(self) -> None:
         with self._spill_lock:
             self._spill.close()
+        if self._cursor_file is not None:
+            self._cursor_file.close()
+            self._cursor_file = None

@@ -278,6 +278,7 @@ class Dispatcher:
             retry=self.retry,
             on_started=lambda: self._backend_started(tracker, report),
             on_progress=session.progress,
+            cursor_file=session.cursor_file(name),
             cursor=session.cursor(name),
             backlog_paths=backlog,
             backlog_before=before,

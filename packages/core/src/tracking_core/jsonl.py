@@ -60,6 +60,7 @@ class JsonlTracker(GeneralTracker):
     requires_logging_directory = False
     wants_timestamps = True
     wants_record_ids = True  # each line keeps its record's ``seq``: the cursor of resume and replay
+    durable_on_return = True  # every call hands its lines to the OS; flush() adds the fsync
 
     def __init__(
         self,

@@ -19,6 +19,37 @@ from .notices import notice
 from .spill import journal_tail, spill_name
 
 
+class CursorFile:
+    """``.cursor-<backend>`` in the run folder: the backend's cursor, rewritten in place at every delivery.
+
+    ``run.json`` is rewritten at most a few times a second; this file costs one ``pwrite`` per delivered
+    batch, so after a kill the resumed run knows exactly how far each backend got (neither repeating
+    nor skipping a step). The fixed-width line is rewritten at offset 0, so it never grows.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+
+    def write(self, seq: int, step: int) -> None:
+        os.pwrite(self._fd, b"%20d %20d\n" % (seq, step), 0)
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+    @staticmethod
+    def read(path: Path) -> tuple[int, int] | None:
+        try:
+            seq, step = path.read_bytes().split()
+            return int(seq), int(step)
+        except (OSError, ValueError):
+            return None
+
+
+def cursor_name(backend: str) -> str:
+    return f".cursor-{backend}"
+
+
 def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + "-" + os.urandom(3).hex()
 
@@ -58,6 +89,9 @@ class RunSession:
         for path in [self.run_dir / JOURNAL_NAME, *sorted(self.run_dir.glob(spill_name("*")))]:
             seq, step = journal_tail(path)
             last_seq, last_step = max(last_seq, seq), max(last_step, step)
+        for path in self.run_dir.glob(cursor_name("*")):
+            seq, step = CursorFile.read(path) or (-1, -1)
+            last_seq, last_step = max(last_seq, seq), max(last_step, step)
         return last_seq, last_step
 
     # -- per backend --------------------------------------------------------------------------
@@ -65,8 +99,19 @@ class RunSession:
         return self.manifest.backends.get(backend) if self.resumed else None
 
     def cursor(self, backend: str) -> int:
-        cursor = self.manifest.cursor(backend) if self.resumed else None
-        return -1 if cursor is None else cursor
+        return -1 if (cursor := self._known_cursor(backend)) is None else cursor
+
+    def _known_cursor(self, backend: str) -> int | None:
+        if not self.resumed:
+            return None
+        cursor = self.manifest.cursor(backend)
+        on_file = CursorFile.read(self.run_dir / cursor_name(backend))
+        if on_file is not None:
+            cursor = max(cursor if cursor is not None else -1, on_file[0])
+        return cursor
+
+    def cursor_file(self, backend: str) -> CursorFile | None:
+        return CursorFile(self.run_dir / cursor_name(backend)) if self.writes else None
 
     def backlog(self, backend: str) -> list[Path]:
         """Where a resumed backend finds the records it missed: the journal and its own spill.
@@ -74,7 +119,7 @@ class RunSession:
         Only for a backend that reopened its earlier run and whose cursor is known; a backend
         starting a new run gets the new records only.
         """
-        if not self.resumed or self.resume_state(backend) is None or self.manifest.cursor(backend) is None:
+        if not self.resumed or self.resume_state(backend) is None or self._known_cursor(backend) is None:
             return []
         paths = [self.run_dir / spill_name(backend)]
         if backend != "jsonl":

@@ -70,6 +70,10 @@ class GeneralTracker:
     * ``report_notes()`` -- what a person should know about this run in the finish report.
     * ``resume_state()`` -- the SDK's identity of the run (run id, hash, ...), so a restarted job can
       continue it: the dispatcher passes it back in ``run_context.resume`` before ``start()``.
+    * ``durable_on_return`` -- ``True`` when ``log``/``log_batch`` return only once the points are
+      where the training process's death cannot lose them (written to a file, committed to a
+      database); ``False`` when the SDK buffers them until ``flush()``. The dispatcher counts a record
+      as delivered at that moment. Default (``None``): ``True`` unless the class overrides ``flush``.
     * ``accepts_non_finite`` -- ``False`` when the SDK mangles NaN/inf (they are then dropped with
       one warning per key instead of being stored wrongly).
     """
@@ -79,6 +83,7 @@ class GeneralTracker:
     main_process_only: ClassVar[bool] = True
     accepts_non_finite: ClassVar[bool] = True
     wants_timestamps: ClassVar[bool] = False
+    durable_on_return: ClassVar[bool | None] = None
     run_context: RunContext | None = None
 
     def __init__(self, _blank: bool = False) -> None:

@@ -73,6 +73,11 @@ class EventWriter:
     def add_text(self, tag: str, text: str, global_step: int = 0, walltime: float | None = None) -> None:
         self.add_summary([text_value(tag, text)], global_step, walltime)
 
+    def write_through(self) -> None:
+        """Hand the pending records to the OS (no fsync): they survive the process being killed."""
+        with self._lock:
+            self._file.flush()
+
     def flush(self) -> None:
         """Write the pending records and fsync, so a crash after this loses nothing; raises if it cannot."""
         with self._lock:

@@ -102,6 +102,7 @@ class TensorBoardTracker(GeneralTracker):
     """
 
     name = "tensorboard"
+    durable_on_return = True  # each delivered batch reaches the event file (fsync at flush)
     requires_logging_directory = True
     wants_timestamps = True
 
@@ -199,6 +200,8 @@ class TensorBoardTracker(GeneralTracker):
     def _flush_if_due(self) -> None:
         if self.flush_secs is not None and time.monotonic() - self._last_flush >= self.flush_secs:
             self.flush()
+        elif self._writer is not None:
+            self._writer.write_through()  # one write per delivered batch: a killed process keeps it
 
     # -- media ---------------------------------------------------------------------------------
     def log_images(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
