@@ -70,6 +70,7 @@ class AimTracker(GeneralTracker):
     """
 
     name = "aim"
+    durable_on_return = True  # each batch is in RocksDB's write-ahead log when log returns; flush fsyncs it
     requires_logging_directory = True
     wants_timestamps = True
 

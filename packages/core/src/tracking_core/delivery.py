@@ -116,6 +116,9 @@ class Delivery:
         self.finished = False
         self.cursor = cursor
         self.durable_step = -1
+        #: the furthest record the backend took (a call returned), confirmed by a flush or not yet
+        self.handed_seq = cursor
+        self.handed_step = -1
         self.config: Any = None
         self.in_flight: list[Record] = []
         self._unconfirmed: list[Record] = []
@@ -334,8 +337,14 @@ class Delivery:
             return
         self._failures = 0
         self._dirty = True
+        for record in records:  # what the backend may hold from now on, even before it confirms
+            if record.seq is not None and record.seq > self.handed_seq:
+                self.handed_seq = record.seq
+            if record.kind == "log" and record.step is not None and record.step > self.handed_step:
+                self.handed_step = record.step
         if self._confirms_at_flush:
             self._unconfirmed.extend(records)
+            self._write_cursor()
         else:
             self._confirm(records)
 
@@ -351,9 +360,12 @@ class Delivery:
                     self.cursor = record.seq
             if record.kind == "log" and record.step is not None and record.step > self.durable_step:
                 self.durable_step = record.step
+        self._write_cursor()
+
+    def _write_cursor(self) -> None:
         if self._cursor_file is not None:
             try:
-                self._cursor_file.write(self.cursor, self.durable_step)
+                self._cursor_file.write(self.cursor, self.durable_step, self.handed_seq, self.handed_step)
             except OSError:
                 pass  # run.json still gets the progress at the next flush
 

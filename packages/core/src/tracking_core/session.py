@@ -20,30 +20,34 @@ from .spill import journal_tail, spill_name
 
 
 class CursorFile:
-    """``.cursor-<backend>`` in the run folder: the backend's cursor, rewritten in place at every delivery.
+    """``.cursor-<backend>`` in the run folder: how far the backend got, rewritten in place at every delivery.
 
-    ``run.json`` is rewritten at most a few times a second; this file costs one ``pwrite`` per delivered
-    batch, so after a kill the resumed run knows exactly how far each backend got (neither repeating
-    nor skipping a step). The fixed-width line is rewritten at offset 0, so it never grows.
+    Two positions, each a ``seq`` and a step: what the backend holds durably (its cursor), and the
+    furthest record it took (a call returned; an SDK that buffers may or may not have written it).
+    ``run.json`` is rewritten at most once a second per backend; this file costs one ``pwrite`` per
+    delivered batch, so after a kill a resumed run starts after everything any backend may hold
+    (no step is logged twice) and catches up on everything past the durable cursor. The fixed-width
+    line is rewritten at offset 0, so it never grows.
     """
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
 
-    def write(self, seq: int, step: int) -> None:
-        os.pwrite(self._fd, b"%20d %20d\n" % (seq, step), 0)
+    def write(self, seq: int, step: int, handed_seq: int, handed_step: int) -> None:
+        os.pwrite(self._fd, b"%20d %20d %20d %20d\n" % (seq, step, handed_seq, handed_step), 0)
 
     def close(self) -> None:
         os.close(self._fd)
 
     @staticmethod
-    def read(path: Path) -> tuple[int, int] | None:
+    def read(path: Path) -> tuple[int, int, int, int] | None:
+        """``(seq, step, handed seq, handed step)``, or ``None`` when there is no readable file."""
         try:
-            seq, step = path.read_bytes().split()
-            return int(seq), int(step)
+            seq, step, handed_seq, handed_step = (int(field) for field in path.read_bytes().split())
         except (OSError, ValueError):
             return None
+        return seq, step, handed_seq, handed_step
 
 
 def cursor_name(backend: str) -> str:
@@ -90,7 +94,7 @@ class RunSession:
             seq, step = journal_tail(path)
             last_seq, last_step = max(last_seq, seq), max(last_step, step)
         for path in self.run_dir.glob(cursor_name("*")):
-            seq, step = CursorFile.read(path) or (-1, -1)
+            _, _, seq, step = CursorFile.read(path) or (-1, -1, -1, -1)
             last_seq, last_step = max(last_seq, seq), max(last_step, step)
         return last_seq, last_step
 

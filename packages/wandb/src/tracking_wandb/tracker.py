@@ -64,6 +64,9 @@ _RUN_CHOICE_KWARGS = ("id", "resume", "resume_from", "fork_from")
 _RUN_CHOICE_FIELDS = ("run_id", "resume", "resume_from", "fork_from")
 
 
+RUN_IN_USE_WAIT = 60.0  # seconds a reopened run waits for a killed process's wandb-core to let go of it
+
+
 class WandBTracker(GeneralTracker):
     """Logs to a Weights & Biases run; works with no account and no network.
 
@@ -219,7 +222,17 @@ class WandBTracker(GeneralTracker):
         return [*self.earlier_run_dirs, current] if current is not None else list(self.earlier_run_dirs)
 
     def _init(self, wandb: Any, kwargs: dict, settings: Any) -> None:
-        self.run = wandb.init(**kwargs, settings=settings)
+        deadline = time.monotonic() + RUN_IN_USE_WAIT
+        while True:
+            try:
+                self.run = wandb.init(**kwargs, settings=settings)
+                break
+            except Exception as error:
+                # A process killed with SIGKILL leaves its wandb-core behind, holding the run id until
+                # it notices its parent is gone; a restarted job reopening the run waits for that.
+                if "is in use" not in str(error) or "id" not in kwargs or time.monotonic() > deadline:
+                    raise
+                time.sleep(1.0)
         self.mode = "disabled" if self.run.disabled else "offline" if self.run.offline else "online"
 
     def _init_offline(self, wandb: Any, kwargs: dict, settings: Any) -> None:
