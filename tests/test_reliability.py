@@ -158,6 +158,7 @@ def test_what_a_sigkill_costs_a_backend_on_its_own(tmp_path):
         stderr=subprocess.DEVNULL,
         text=True,
         cwd=tmp_path,
+        start_new_session=True,
     )
     assert process.stdout is not None
     last = -1
