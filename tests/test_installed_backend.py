@@ -154,3 +154,36 @@ def test_a_restarted_job_continues_its_run_in_the_cell_backend(tmp_path):
         assert any("not resumed" in note for note in second["notes"]), second["notes"]
         if second["points"] is not None:
             assert second["points"] == list(range(10, 20))
+
+
+RANKED = """
+import sys, tracking_core
+run = tracking_core.init("ranked", log_with=[sys.argv[1]], logging_dir="runs", config={"lr": 0.1})
+for step in range(5):
+    run.log({"train/loss": float(step)}, step=step)
+tracker = run.get_tracker(sys.argv[1])
+if run.rank:
+    tracker.log({"direct": 1.0}, step=0)  # the no-op stand-in takes any call
+print(run.rank, len(run.trackers), type(tracker).__name__, run.finish().ok)
+"""
+
+
+@pytest.mark.parametrize("world", [2, 4])
+def test_one_run_per_job_only_rank_zero_runs_the_backend(tmp_path, world):
+    """Launchers set RANK/WORLD_SIZE (torchrun), SLURM_PROCID (srun), OMPI_COMM_WORLD_RANK (mpirun)."""
+    variables = ["RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"]
+    clean = {key: value for key, value in os.environ.items() if key not in variables}
+    for rank in range(world - 1, 0, -1):  # the other ranks first: they must leave nothing behind
+        env = {**clean, variables[rank % len(variables)]: str(rank), "WORLD_SIZE": str(world)}
+        result = subprocess.run(
+            [sys.executable, "-c", RANKED, CELL], capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env
+        )
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.split() == [str(rank), "0", "NoOpTracker", "True"]
+        assert not [path for path in tmp_path.rglob("*")], f"rank {rank} wrote {sorted(tmp_path.rglob('*'))[:5]}"
+    env = {**clean, "RANK": "0", "WORLD_SIZE": str(world)}
+    result = subprocess.run(
+        [sys.executable, "-c", RANKED, CELL], capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env
+    )
+    assert result.returncode == 0 and result.stdout.split()[:2] == ["0", "1"], result.stderr
+    assert len(list((tmp_path / "runs" / "ranked").iterdir())) == 1

@@ -210,7 +210,7 @@ class Dispatcher:
         """Create every tracker and start it in its worker; returns at once."""
         if self._initialized:
             raise RuntimeError("init_trackers() was already called on this Dispatcher; create a new one for a new run.")
-        check_run_can_start(self._specs, Path(self.logging_dir or DEFAULT_LOGGING_DIR))
+        check_run_can_start(self._specs, Path(self.logging_dir or DEFAULT_LOGGING_DIR), writes=self.rank == 0)
         self._initialized = True
         reset_warnings()  # "once" means once per run: a new run in the same process warns again
         init_kwargs = init_kwargs or {}
@@ -232,7 +232,7 @@ class Dispatcher:
             import copy  # each backend gets its own copy: one backend mutating it cannot affect another
         for spec in self._specs:
             name = spec.name
-            if spec.main_process_only and self.rank != 0:
+            if self.rank != 0:  # one run per job: only global rank 0 runs trackers, whatever the class says
                 self._skipped[name] = NoOpTracker(name)
                 continue
             tracker = (

@@ -111,12 +111,14 @@ def missing_sdks(specs: Iterable[Any]) -> dict[str, str]:
     return missing
 
 
-def check_run_can_start(specs: Iterable[Any], root: Path) -> None:
-    """Before a run starts: every selected backend's SDK is installed and the logging directory can be made."""
+def check_run_can_start(specs: Iterable[Any], root: Path, writes: bool = True) -> None:
+    """Before a run starts: every selected backend's SDK is installed and (where this process writes
+    the run) the logging directory can be made."""
     missing = missing_sdks(specs)
     if missing:
         details = "; ".join(f"{name!r}: {command}" for name, command in missing.items())
         raise BackendNotInstalledError(
             f"The SDK of {', '.join(map(repr, missing))} is not installed (its tracking package is). Install it: {details}"
         )
-    prepare_logging_dir(root)
+    if writes:
+        prepare_logging_dir(root)
