@@ -118,14 +118,17 @@ def test_a_job_killed_with_sigkill_resumes_without_losing_or_repeating_points(tm
     )
     assert result.returncode == 0, result.stderr
     out = json.loads(result.stdout.strip().splitlines()[-1])
-    assert out["resumed"] and out["first"] == written, (out, manifest)
+    # it carries on after the furthest record any backend or the journal holds: no step is logged twice
+    assert out["resumed"] and out["first"] >= written, (out, manifest)
     if out["points"] is None:
         return
     if manifest["backends"].get(CELL) is None:  # the backend cannot reopen its run: a new one, from the resume on
         assert any("not resumed" in note for note in out["notes"]), out["notes"]
         figures = tally("SIGKILL, resume (new backend run)", CELL, range(written, target), out["points"])
     else:
-        figures = tally("SIGKILL, then resume=True", CELL, range(target), out["points"])
+        # steps in [written, first) reached some backend but not the journal: the kill caught them in a queue
+        sent = [*range(written), *range(out["first"], target)]
+        figures = tally("SIGKILL, then resume=True", CELL, sent, out["points"])
     assert figures["lost"] == 0 and figures["duplicated"] == 0, figures
 
 
