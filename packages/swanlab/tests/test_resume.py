@@ -79,7 +79,6 @@ def test_resume_in_process(tmp_path: Path) -> None:
     assert second.report_notes() == [f"offline run {first.run_id} in 2 folders (upload in this order: {commands})"]
 
 
-
 def test_a_step_written_again_after_resume_shows_twice_in_the_history(tmp_path: Path) -> None:
     logs = tmp_path / "logs"
     first = tracker_for(logs, None)
@@ -92,6 +91,7 @@ def test_a_step_written_again_after_resume_shows_twice_in_the_history(tmp_path: 
     history = second.read_back_history()["loss"]
     assert history == [*((s, loss(s)) for s in range(5)), (4, 0.5), (5, loss(5)), (6, loss(6))]
     assert second.read_back_metrics()["loss"][4] == 0.5  # the later part wins at a step both hold
+
 
 def test_the_later_folder_asks_swanlab_sync_to_resume(tmp_path: Path) -> None:
     """What `swanlab sync` reads: the start record of the later folder carries the same id and a resume mode."""

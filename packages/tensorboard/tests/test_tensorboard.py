@@ -309,7 +309,8 @@ def test_history_follows_the_event_files_of_a_resumed_run(tmp_path):
     first.log({"a": 1.0}, step=0)
     first.log({"a": 2.0}, step=1)
     first.finish()
-    second = TensorBoardTracker("direct", tmp_path / "logs", log_dir=first.log_dir)  # a second event file in the same folder
+    # A second event file in the same folder, as a resumed run writes.
+    second = TensorBoardTracker("direct", tmp_path / "logs", log_dir=first.log_dir)
     second.start()
     second.log({"a": 3.0}, step=1)
     second.finish()
