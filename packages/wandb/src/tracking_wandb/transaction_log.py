@@ -8,7 +8,7 @@ serialized ``wandb.proto.wandb_internal_pb2.Record`` messages. The run's ``exit`
 one ``wandb-core`` writes.
 
 Used by :meth:`WandBTracker.finish` (``run.finish()`` can return before the file is complete) and
-:meth:`WandBTracker.read_back_metrics`; handy for tests and for inspecting an offline run::
+:meth:`WandBTracker.read_back_history`; handy for tests and for inspecting an offline run::
 
     from tracking_wandb.transaction_log import read_run
     run = read_run("runs/wandb/offline-run-20260101_120000-abcd1234")
