@@ -85,6 +85,17 @@ def test_name_experiment_tags_and_quiet_defaults(repo_dir: Path) -> None:
     assert run.get("__system_params") is None, "environment was captured"
 
 
+def test_a_step_logged_twice_is_one_point_in_the_history(repo_dir: Path) -> None:
+    tracker = AimTracker("proj", repo_dir)
+    tracker.start()
+    tracker.log({"a": 1.0}, step=3)
+    tracker.log({"a": 2.0}, step=3)
+    tracker.finish()
+    # Aim keys a series by step: the second track overwrites the first, so a duplicate cannot be stored.
+    assert tracker.read_back_history()["a"] == [(3, 2.0)]
+    assert tracker.read_back_metrics()["a"] == {3: 2.0}
+
+
 def test_user_kwargs_win(tmp_path: Path) -> None:
     own_repo = tmp_path / "elsewhere"
     logging_dir = tmp_path / "logs"

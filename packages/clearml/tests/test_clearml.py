@@ -127,6 +127,16 @@ def test_direct_log_without_step_is_a_single_value(tmp_path: Path) -> None:
     assert session.scalars() == {"loss": {7: 0.25}}
 
 
+def test_a_step_logged_twice_shows_twice_in_the_history(tmp_path: Path) -> None:
+    tracker = ClearMLTracker("twice", logging_dir=tmp_path / "logs")
+    tracker.start()
+    tracker.log({"a": 1.0}, step=3)
+    tracker.log({"a": 2.0}, step=3)
+    tracker.finish()
+    assert tracker.read_back_history()["a"] == [(3, 1.0), (3, 2.0)]
+    assert tracker.read_back_metrics()["a"] == {3: 2.0}  # the last event at a step wins
+
+
 def test_config_in_hyperparameters_and_exact_json(tmp_path: Path) -> None:
     config = {"lr": 0.001, "none": None, "empty": {}, "a.b": 1, "odd key @%": "x", "nested": {"l": [1, None]}}
     _, session = run_clearml(tmp_path, lambda run: run.log({"loss": 1.0}, step=0), config=config)

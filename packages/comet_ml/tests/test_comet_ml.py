@@ -87,6 +87,17 @@ def test_strings_metrics_and_merged_steps(tmp_path, monkeypatch, comet_archive):
     assert archive.texts()["sample"] == {0: "text at 0", 10: "text at 10", 20: "text at 20"}
 
 
+def test_a_step_logged_twice_shows_twice_in_the_history(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    tracker = CometMLTracker("twice", logging_dir=tmp_path / "logs")
+    tracker.start()
+    tracker.log({"a": 1.0}, step=3)
+    tracker.log({"a": 2.0}, step=3)
+    tracker.finish()
+    assert tracker.read_back_history()["a"] == [(3, 1.0), (3, 2.0)]
+    assert tracker.read_back_metrics()["a"] == {3: 2.0}  # the last message at a step wins
+
+
 def test_long_keys_are_cut_like_comet_and_reported(tmp_path, monkeypatch, comet_archive):
     monkeypatch.chdir(tmp_path)
     run = start_run(tmp_path)

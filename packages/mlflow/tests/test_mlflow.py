@@ -105,6 +105,15 @@ def test_same_key_twice_in_one_batch(tmp_path, reader_of):
     assert values[-1] == 2.0 and set(values) == {1.0, 2.0}
 
 
+def test_a_step_logged_twice_shows_twice_in_the_history(tmp_path):
+    tracker = _started(tmp_path, "twice")
+    tracker.log({"a": 1.0}, step=3)
+    tracker.log({"a": 2.0}, step=3)
+    tracker.finish()
+    assert tracker.read_back_history()["a"] == [(3, 1.0), (3, 2.0)]
+    assert tracker.read_back_metrics()["a"] == {3: 2.0}  # the last point at a step wins
+
+
 def test_keys_mlflow_refuses_are_sanitized_and_stored(tmp_path, reader_of):
     tracker = _started(tmp_path, "keys")
     bad = [

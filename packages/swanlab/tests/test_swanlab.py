@@ -163,6 +163,17 @@ def test_type_change_and_repeated_step_warn_once(isolated: Path) -> None:
     assert "metric" not in data.media
 
 
+def test_a_step_logged_twice_in_one_process_is_one_point_in_the_history(isolated: Path) -> None:
+    tracker = SwanLabTracker("twice", logging_dir=isolated / "logs")
+    tracker.start()
+    tracker.log({"a": 1.0}, step=3)
+    with pytest.warns(TrackingWarning, match="repeat at step 3"):
+        tracker.log({"a": 2.0}, step=3)
+    tracker.finish()
+    # SwanLab keeps the first value at a step and drops a repeat, so the tracker skips it (with the warning).
+    assert tracker.read_back_history()["a"] == [(3, 1.0)]
+
+
 def test_config_round_trip(isolated: Path) -> None:
     config = {
         "lr": 0.001,

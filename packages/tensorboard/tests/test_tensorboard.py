@@ -295,3 +295,26 @@ def test_wall_time_is_when_log_was_called_not_when_it_was_written(tmp_path, even
     events = event_reader(run.trackers[0].log_dir).accumulator.Tensors("loss")
     assert before <= events[0].wall_time <= after + 1e-3
     assert events[1].wall_time - events[0].wall_time >= 0.29
+
+
+def test_a_step_logged_twice_shows_twice_in_the_history(tmp_path):
+    tracker = started(tmp_path)
+    tracker.log({"a": 1.0}, step=3)
+    tracker.log({"a": 2.0}, step=3)
+    tracker.finish()
+    assert tracker.read_back_history()["a"] == [(3, 1.0), (3, 2.0)]
+    assert tracker.read_back_metrics()["a"] == {3: 2.0}  # the last point at a step wins
+
+
+def test_history_follows_the_event_files_of_a_resumed_run(tmp_path):
+    first = started(tmp_path)
+    first.log({"a": 1.0}, step=0)
+    first.log({"a": 2.0}, step=1)
+    first.finish()
+    # A second event file in the same folder, as a resumed run writes.
+    second = TensorBoardTracker("direct", tmp_path / "logs", log_dir=first.log_dir)
+    second.start()
+    second.log({"a": 3.0}, step=1)
+    second.finish()
+    assert len(event_files(tmp_path)) == 2
+    assert second.read_back_history()["a"] == [(0, 1.0), (1, 2.0), (1, 3.0)]

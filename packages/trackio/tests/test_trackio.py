@@ -202,6 +202,16 @@ def test_direct_use_config_update_after_logging(tmp_path: Path) -> None:
     assert read_config(tmp_path / "runs", "direct")["late"] is True
 
 
+def test_a_step_logged_twice_shows_twice_in_the_history(tmp_path: Path) -> None:
+    tracker = TrackioTracker("twice", logging_dir=tmp_path / "runs")
+    tracker.start()
+    tracker.log({"a": 1.0}, step=3)
+    tracker.log({"a": 2.0}, step=3)
+    tracker.finish()
+    assert tracker.read_back_history()["a"] == [(3, 1.0), (3, 2.0)]
+    assert tracker.read_back_metrics()["a"] == {3: 2.0}  # the last row at a step wins
+
+
 def test_failed_init_raises_and_releases_the_store(tmp_path: Path) -> None:
     tracker = TrackioTracker("registry-reserved", logging_dir=tmp_path / "runs")  # a name Trackio refuses
     with pytest.raises(ValueError, match="reserved"):

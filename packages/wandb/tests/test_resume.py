@@ -91,6 +91,20 @@ def test_resume_in_process(tmp_path: Path) -> None:
     assert third.read_back_metrics() == {"loss": {s: loss(s) for s in range(25)}}
 
 
+def test_a_step_written_again_after_resume_shows_twice_in_the_history(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    first = tracker_for(logs, None)
+    log_loss(first, range(5))
+    first.finish()
+    second = tracker_for(logs, first.resume_state())
+    second.log({"loss": 0.5}, step=4)  # the resumed process repeats the last step
+    log_loss(second, range(5, 7))
+    second.finish()
+    history = second.read_back_history()["loss"]
+    assert history == [*((s, loss(s)) for s in range(5)), (4, 0.5), (5, loss(5)), (6, loss(6))]
+    assert second.read_back_metrics()["loss"][4] == 0.5  # the later part wins at a step both hold
+
+
 def test_resume_after_the_first_process_was_killed(tmp_path: Path) -> None:
     logs = tmp_path / "logs"
     code = f"""

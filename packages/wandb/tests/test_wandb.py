@@ -298,6 +298,16 @@ def test_many_steps_span_blocks_and_finish_waits_for_the_whole_file(tmp_path: Pa
     assert tracker.read_back_metrics()["lr"][10] == 0.001 * 0.999**10
 
 
+def test_a_step_logged_twice_in_one_process_is_one_history_row(tmp_path: Path):
+    tracker = WandBTracker("twice", logging_dir=tmp_path / "logs")
+    tracker.start()
+    tracker.log({"a": 1.0}, step=3)
+    tracker.log({"a": 2.0}, step=3)
+    tracker.finish()
+    # W&B merges values logged at its current step into one history row: one point, the last value.
+    assert tracker.read_back_history()["a"] == [(3, 2.0)]
+
+
 def test_bad_keys_and_backward_steps(tmp_path: Path):
     run, tracker = start(tmp_path)
     with pytest.warns(tracking_core.TrackingWarning) as caught:

@@ -190,8 +190,14 @@ class AimTracker(GeneralTracker):
         self._run.close()  # stops Aim's threads, sets end_time, flushes RocksDB and releases the run's locks
 
     def read_back_metrics(self) -> dict[str, dict[int, Any]]:
-        """This run's metric series through ``aim.Repo``, after ``finish()``.
+        """This run's metric series per step, after ``finish()`` (see :meth:`read_back_history`)."""
+        return {name: dict(points) for name, points in self.read_back_history().items()}
 
+    def read_back_history(self) -> dict[str, list[tuple[int, Any]]]:
+        """Every stored point of this run's metric series through ``aim.Repo``, after ``finish()``, by step.
+
+        Aim stores a series as a map keyed by step: tracking a step again overwrites it, so a step can
+        never be stored twice here and each step appears once, with its last value.
         Aim's reader sees a closed run only once the repo's index has it (``aim up`` indexes in the
         background), so the run is indexed first, as ``aim storage reindex`` would. A series tracked
         with a ``context`` is named ``"<name> <context dict>"``.
@@ -202,13 +208,13 @@ class AimTracker(GeneralTracker):
         run = _load_sdk().Repo(location).get_run(self.run_hash)
         if run is None:
             raise LookupError(f"aim: run {self.run_hash} is not in the repo {location}")
-        series: dict[str, dict[int, Any]] = {}
+        history: dict[str, list[tuple[int, Any]]] = {}
         for metric in run.metrics():
             context = metric.context.to_dict()
             steps, (values, _epochs, _times) = metric.data.items_list()
             name = f"{metric.name} {context}" if context else metric.name
-            series[name] = {int(step): value for step, value in zip(steps, values)}
-        return series
+            history[name] = [(int(step), value) for step, value in zip(steps, values)]
+        return history
 
     # -- metrics ---------------------------------------------------------------------------
     def _kind_conflict(self, key: str, kind: str, context: Any) -> bool:

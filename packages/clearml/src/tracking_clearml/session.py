@@ -8,7 +8,8 @@ and by anyone who wants to look at an offline run without uploading it::
     from tracking_clearml.session import OfflineSession
 
     session = OfflineSession("runs/clearml/offline/offline-1234.zip")
-    session.scalars()["train/loss"]   # {step: value}
+    session.scalars()["train/loss"]         # {step: value}
+    session.scalar_history()["train/loss"]  # [(step, value), ...], every event in order
 """
 
 from __future__ import annotations
@@ -63,11 +64,17 @@ class OfflineSession:
 
     # -- what the tracker wrote, in tracking's terms -----------------------------------------
     def scalars(self) -> dict[str, dict[int, float]]:
-        """``{key: {step: value}}``, the key rebuilt from title/series (single values excluded)."""
-        out: dict[str, dict[int, float]] = {}
+        """``{key: {step: value}}``, the key rebuilt from title/series (single values excluded); the last event
+        at a step wins."""
+        return {key: dict(points) for key, points in self.scalar_history().items()}
+
+    def scalar_history(self) -> dict[str, list[tuple[int, float]]]:
+        """``{key: [(step, value), ...]}`` of every scalar report event, in file order (a step reported twice
+        shows twice)."""
+        out: dict[str, list[tuple[int, float]]] = {}
         for event in self.events("training_stats_scalar"):
             if event["iter"] != SINGLE_VALUE_ITERATION:
-                out.setdefault(key_of(event["metric"], event["variant"]), {})[event["iter"]] = event["value"]
+                out.setdefault(key_of(event["metric"], event["variant"]), []).append((event["iter"], event["value"]))
         return out
 
     def single_values(self) -> dict[str, float]:

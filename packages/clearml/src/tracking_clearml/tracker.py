@@ -405,13 +405,18 @@ class ClearMLTracker(GeneralTracker):
         self._task.set_configuration_object("config", config_text=text, config_type="json")
 
     def read_back_metrics(self) -> dict[str, dict[int, Any]]:
-        """Scalars of an offline session, read from its files (an online task lives on the server)."""
+        """Scalars per step; the last event at a step wins (see :meth:`read_back_history`)."""
+        return {key: dict(points) for key, points in self.read_back_history().items()}
+
+    def read_back_history(self) -> dict[str, list[tuple[int, Any]]]:
+        """Every scalar report event of an offline session, read from its files in order (an online task lives
+        on the server), so a step reported twice shows twice."""
         folder = self.offline_folder
         if folder is None:
             raise NotImplementedError("an online ClearML task is read back in the ClearML web app")
         from .session import OfflineSession
 
-        return OfflineSession(folder).scalars()
+        return OfflineSession(folder).scalar_history()
 
     def report_notes(self) -> list[str]:
         folder = self.offline_folder

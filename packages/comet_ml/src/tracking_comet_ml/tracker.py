@@ -415,15 +415,19 @@ class CometMLTracker(GeneralTracker):
         return notes
 
     def read_back_metrics(self) -> dict[str, dict[int, Any]]:
-        """Metric series from the offline archives of this experiment, oldest first (an online run is read in
-        Comet's UI or ``comet_ml.API``)."""
+        """Metric series per step; a later point wins at a step stored twice (see :meth:`read_back_history`)."""
+        return {name: dict(points) for name, points in self.read_back_history().items()}
+
+    def read_back_history(self) -> dict[str, list[tuple[int, Any]]]:
+        """Every metric message in the offline archives of this experiment, oldest archive first, in message
+        order, so a step stored twice shows twice (an online run is read in Comet's UI or ``comet_ml.API``)."""
         if self.archive_path is None:
             raise NotImplementedError("comet_ml: only an offline archive can be read back locally")
-        series: dict[str, dict[int, Any]] = {}
+        history: dict[str, list[tuple[int, Any]]] = {}
         for archive in self.archives() or [self.archive_path]:
-            for name, points in read_archive_metrics(archive).items():
-                series.setdefault(name, {}).update(points)
-        return series
+            for name, points in read_archive_history(archive).items():
+                history.setdefault(name, []).extend(points)
+        return history
 
     # -- optional capabilities ---------------------------------------------------------------
     def log_images(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
@@ -483,17 +487,23 @@ class CometMLTracker(GeneralTracker):
 # -- helpers ---------------------------------------------------------------------------------------
 
 
-def read_archive_metrics(path: str | os.PathLike) -> dict[str, dict[int, Any]]:
-    """``{name: {step: value}}`` from an offline archive's ``messages.json`` (one JSON message per line)."""
+def read_archive_history(path: str | os.PathLike) -> dict[str, list[tuple[int, Any]]]:
+    """``{name: [(step, value), ...]}`` from every metric message of an offline archive's ``messages.json``
+    (one JSON message per line), in message order."""
     with zipfile.ZipFile(path) as archive:
         lines = archive.read("messages.json").decode("utf-8").splitlines()
-    series: dict[str, dict[int, Any]] = {}
+    history: dict[str, list[tuple[int, Any]]] = {}
     for line in lines:
         message = json.loads(line) if line.strip() else {}
         if message.get("type") == "metric_msg":
             metric = message["payload"]["metric"]
-            series.setdefault(metric["metricName"], {})[metric["step"]] = metric["metricValue"]
-    return series
+            history.setdefault(metric["metricName"], []).append((metric["step"], metric["metricValue"]))
+    return history
+
+
+def read_archive_metrics(path: str | os.PathLike) -> dict[str, dict[int, Any]]:
+    """``{name: {step: value}}`` of an offline archive, the last message at a step winning."""
+    return {name: dict(points) for name, points in read_archive_history(path).items()}
 
 
 def _archive_name(experiment: Any) -> str | None:

@@ -451,7 +451,15 @@ class MLflowTracker(GeneralTracker):
         return list(self._notes)
 
     def read_back_metrics(self) -> dict[str, dict[int, float]]:
-        """Every metric series of this run, read with a fresh ``MlflowClient`` (``get_metric_history``)."""
+        """Every metric series of this run per step (the last point at a step wins)."""
+        return {key: dict(points) for key, points in self.read_back_history().items()}
+
+    def read_back_history(self) -> dict[str, list[tuple[int, float]]]:
+        """Every stored point of this run, read with a fresh ``MlflowClient`` (``get_metric_history``).
+
+        Points come in the order the store returns them (by timestamp); a step logged twice shows
+        twice, except an exact repeat (same step, value and timestamp), which MLflow's store keeps once.
+        """
         from mlflow import MlflowClient
 
         if self._run is None:
@@ -459,7 +467,7 @@ class MLflowTracker(GeneralTracker):
         client = MlflowClient(tracking_uri=self.tracking_uri)
         run_id = self.active_run_id
         return {
-            key: {metric.step: metric.value for metric in client.get_metric_history(run_id, key)}
+            key: [(metric.step, metric.value) for metric in client.get_metric_history(run_id, key)]
             for key in client.get_run(run_id).data.metrics
         }
 

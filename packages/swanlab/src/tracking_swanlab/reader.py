@@ -26,10 +26,15 @@ class SwanLabRunData:
     project: str = ""
     name: str = ""
     finished: bool = False
-    scalars: dict[str, dict[int, float]] = field(default_factory=dict)
+    scalar_history: dict[str, list[tuple[int, float]]] = field(default_factory=dict)  #: every scalar record, in order
     media: dict[str, list[MediaPoint]] = field(default_factory=dict)
     config: dict[str, Any] = field(default_factory=dict)
     saved_files: list[str] = field(default_factory=list)
+
+    @property
+    def scalars(self) -> dict[str, dict[int, float]]:
+        """``{key: {step: value}}``; the last record at a step wins."""
+        return {key: dict(points) for key, points in self.scalar_history.items()}
 
     def texts(self) -> dict[str, dict[int, str]]:
         return {
@@ -75,7 +80,8 @@ def read_run(run_dir: str | os.PathLike) -> SwanLabRunData:
             if kind == "start":
                 data.project, data.name = record.start.project, record.start.name
             elif kind == "scalar":
-                data.scalars.setdefault(record.scalar.key, {})[record.scalar.step] = record.scalar.value.number
+                point = (record.scalar.step, record.scalar.value.number)
+                data.scalar_history.setdefault(record.scalar.key, []).append(point)
             elif kind == "media":
                 media = record.media
                 column = media.DESCRIPTOR.fields_by_name["type"].enum_type.values_by_number[media.type].name

@@ -17,7 +17,7 @@ resume_state                  ``{"id", "project", "name", "mode", "run_dirs"}``;
 Resuming offline. SwanLab writes one ``run-<time>-<id>`` folder per process; a run continued with the
 same id gets a new folder whose start record asks to resume, and ``swanlab sync`` of each folder (oldest
 first) resumes the same cloud experiment. So the saved state lists every folder and
-``read_back_metrics`` merges them.
+``read_back_history`` reads them all.
 """
 
 from __future__ import annotations
@@ -290,21 +290,26 @@ class SwanLabTracker(GeneralTracker):
         return True
 
     def read_back_metrics(self) -> dict[str, dict[int, Any]]:
-        """Scalars of this run through SwanLab's own record reader (see :mod:`tracking_swanlab.reader`).
+        """Scalars per step; a later part's value wins at a step two parts hold (see :meth:`read_back_history`)."""
+        return {key: dict(points) for key, points in self.read_back_history().items()}
 
-        A resumed run's folders are read oldest first, so a later part's value wins at a step both hold. An
+    def read_back_history(self) -> dict[str, list[tuple[int, Any]]]:
+        """Every scalar record of this run through SwanLab's own record reader (see :mod:`tracking_swanlab.reader`).
+
+        A resumed run's folders are read oldest first, each in record order, so a step written by two
+        processes shows twice (within one process a repeated step is dropped, see ``_accepts``). An
         earlier part whose run file is empty is skipped: SwanLab 0.10.3 writes that file unflushed until
         ``finish()``, so a process that was killed may leave nothing in it.
         """
         from .reader import find_run_file, read_run
 
-        merged: dict[str, dict[int, Any]] = {}
+        history: dict[str, list[tuple[int, Any]]] = {}
         for folder in self.run_dirs:
             if folder != self.run_dir and find_run_file(folder).stat().st_size == 0:
                 continue
-            for key, points in read_run(folder).scalars.items():
-                merged.setdefault(key, {}).update(points)
-        return merged
+            for key, points in read_run(folder).scalar_history.items():
+                history.setdefault(key, []).extend(points)
+        return history
 
     def report_notes(self) -> list[str]:
         notes = list(self._notes)

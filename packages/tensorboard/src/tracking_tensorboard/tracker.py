@@ -253,17 +253,30 @@ class TensorBoardTracker(GeneralTracker):
         self._last_flush = time.monotonic()
 
     def read_back_metrics(self) -> dict[str, dict[int, Any]]:
-        """Scalars of this run through TensorBoard's own event accumulator."""
-        from tensorboard.backend.event_processing import plugin_event_accumulator
+        """Scalars of this run per step (the last point stored at a step wins, as in TensorBoard's charts)."""
+        return {tag: dict(points) for tag, points in self.read_back_history().items()}
+
+    def read_back_history(self) -> dict[str, list[tuple[int, Any]]]:
+        """Every scalar event in the run folder's event files, in file and record order.
+
+        Read with TensorBoard's own loader (``EventFileLoader``, with its read-time migrations) and
+        the files in the order its dashboards read them (sorted names); a step written twice shows twice.
+        """
+        from tensorboard.backend.event_processing import event_file_loader, io_wrapper
         from tensorboard.util import tensor_util
 
-        accumulator = plugin_event_accumulator.EventAccumulator(str(self.log_dir), size_guidance={"tensors": 0})
-        accumulator.Reload()
-        return {
-            tag: {event.step: float(tensor_util.make_ndarray(event.tensor_proto)) for event in accumulator.Tensors(tag)}
-            for tag in accumulator.Tags()["tensors"]
-            if accumulator.SummaryMetadata(tag).plugin_data.plugin_name == "scalars"
-        }
+        plugin_of: dict[str, str] = {}  # a tag's plugin comes with its first value (later ones may omit it)
+        history: dict[str, list[tuple[int, Any]]] = {}
+        files = sorted(path for path in Path(self.log_dir).iterdir() if io_wrapper.IsTensorFlowEventsFile(str(path)))
+        for path in files:
+            for event in event_file_loader.EventFileLoader(str(path)).Load():
+                for value in event.summary.value:
+                    if value.metadata.plugin_data.plugin_name:
+                        plugin_of.setdefault(value.tag, value.metadata.plugin_data.plugin_name)
+                    if plugin_of.get(value.tag) == "scalars":
+                        point = (event.step, float(tensor_util.make_ndarray(value.tensor)))
+                        history.setdefault(value.tag, []).append(point)
+        return history
 
     def finish(self) -> None:
         writer = self._writer

@@ -348,7 +348,14 @@ class TrackioTracker(GeneralTracker):
 
     # -- capabilities ----------------------------------------------------------------------
     def read_back_metrics(self) -> dict[str, dict[int, Any]]:
-        """Numeric series of this run from Trackio's project database, decoded by Trackio itself."""
+        """Numeric series of this run per step (the last row at a step wins)."""
+        return {key: dict(points) for key, points in self.read_back_history().items()}
+
+    def read_back_history(self) -> dict[str, list[tuple[int, Any]]]:
+        """Every numeric point in this run's rows of Trackio's project database, in row order, decoded by Trackio.
+
+        Trackio appends one row per ``log`` call, so a step logged twice shows twice.
+        """
         import json
         import sqlite3
 
@@ -362,12 +369,12 @@ class TrackioTracker(GeneralTracker):
                 f"SELECT step, metrics FROM metrics WHERE {column} = ? ORDER BY id", (value,)
             ).fetchall()
         connection.close()
-        series: dict[str, dict[int, Any]] = {}
+        history: dict[str, list[tuple[int, Any]]] = {}
         for step, metrics in rows:
             for key, item in deserialize_values(json.loads(metrics)).items():
                 if isinstance(item, (int, float)) and not isinstance(item, bool):
-                    series.setdefault(key, {})[step] = item
-        return series
+                    history.setdefault(key, []).append((step, item))
+        return history
 
     def log_images(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
         """One ``trackio.Image`` per image; a list under ``key`` is stored as ``key``, ``key/1``, ``key/2``, ..."""

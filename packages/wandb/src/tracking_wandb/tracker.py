@@ -17,7 +17,7 @@ Contract -> SDK:
 Resuming offline. W&B writes one ``offline-run-<time>-<id>`` folder per process; a run continued with the
 same id and ``resume`` gets a new folder whose ``run`` record is marked resumed, and ``wandb sync`` given
 all the folders uploads them as one run, in order of start time. So the saved state lists every folder,
-``read_back_metrics`` merges them, and the report names them all for ``wandb sync``.
+``read_back_history`` reads them all, and the report names them all for ``wandb sync``.
 """
 
 from __future__ import annotations
@@ -306,13 +306,19 @@ class WandBTracker(GeneralTracker):
                 logger.warning("wandb: %s was not complete %.0f s after finish()", log_file, FINISH_WRITE_TIMEOUT)
 
     def read_back_metrics(self) -> dict[str, dict[int, Any]]:
-        """The numeric history in the run's ``.wandb`` files (see :mod:`tracking_wandb.transaction_log`).
+        """The numeric history per step; a later point wins at a step stored twice (as across resumed parts)."""
+        return {key: dict(points) for key, points in self.read_back_history().items()}
 
-        A resumed run's folders are read oldest first, so a later part's value wins at a step both hold.
+    def read_back_history(self) -> dict[str, list[tuple[int, Any]]]:
+        """Every numeric history point in the run's ``.wandb`` files (see :mod:`tracking_wandb.transaction_log`).
+
+        All the run's folders are read, oldest first, each in record order, so a step written by two
+        processes of a resumed run shows twice. Within one process W&B merges values logged at the
+        current step into one history row, so there a step is written once, with its last value.
         """
         if self.run_dir is None:
             raise NotImplementedError("wandb: nothing is stored locally for a disabled run")
-        return read_runs(self.run_dirs).metrics()
+        return read_runs(self.run_dirs).metric_history()
 
     def report_notes(self) -> list[str]:
         if self.run is None:

@@ -8,11 +8,12 @@ serialized ``wandb.proto.wandb_internal_pb2.Record`` messages. The run's ``exit`
 one ``wandb-core`` writes.
 
 Used by :meth:`WandBTracker.finish` (``run.finish()`` can return before the file is complete) and
-:meth:`WandBTracker.read_back_metrics`; handy for tests and for inspecting an offline run::
+:meth:`WandBTracker.read_back_history`; handy for tests and for inspecting an offline run::
 
     from tracking_wandb.transaction_log import read_run
     run = read_run("runs/wandb/offline-run-20260101_120000-abcd1234")
-    run.metrics()["train/loss"]      # {step: value}
+    run.metrics()["train/loss"]         # {step: value}
+    run.metric_history()["train/loss"]  # [(step, value), ...], every history record in order
 """
 
 from __future__ import annotations
@@ -119,10 +120,11 @@ def _put(target: dict, item: Any) -> None:
 
 @dataclass
 class RunData:
-    """What one run directory holds: history rows by step, config, summary, artifacts."""
+    """What one run directory holds: history rows by step (and in record order), config, summary, artifacts."""
 
     directory: Path
     history: dict[int, dict[str, Any]] = field(default_factory=dict)
+    rows: list[tuple[int, dict[str, Any]]] = field(default_factory=list)  # every history record, as written
     config: dict[str, Any] = field(default_factory=dict)
     summary: dict[str, Any] = field(default_factory=dict)
     artifacts: list[Any] = field(default_factory=list)
@@ -141,6 +143,15 @@ class RunData:
             for key, value in row.items():
                 if not key.startswith("_") and isinstance(value, (int, float)) and not isinstance(value, bool):
                     series.setdefault(key, {})[step] = value
+        return series
+
+    def metric_history(self) -> dict[str, list[tuple[int, float]]]:
+        """``{key: [(step, number), ...]}`` from every history record in order: a step written twice shows twice."""
+        series: dict[str, list[tuple[int, float]]] = {}
+        for step, row in self.rows:
+            for key, value in row.items():
+                if not key.startswith("_") and isinstance(value, (int, float)) and not isinstance(value, bool):
+                    series.setdefault(key, []).append((step, value))
         return series
 
     def of_type(self, kind: type | str) -> dict[str, dict[int, Any]]:
@@ -184,6 +195,7 @@ def read_runs(directories: Sequence[str | Path]) -> RunData:
         part = read_run(directory)
         for step, row in part.history.items():
             merged.history.setdefault(step, {}).update(row)
+        merged.rows.extend(part.rows)
         merged.config.update(part.config)
         merged.summary.update(part.summary)
         merged.artifacts.extend(part.artifacts)
@@ -204,6 +216,7 @@ def read_run(directory: str | Path) -> RunData:
             for item in record.history.item:
                 _put(row, item)
             run.history.setdefault(record.history.step.num, {}).update(row)
+            run.rows.append((record.history.step.num, row))
         elif kind == "config":
             for item in record.config.update:
                 _put(run.config, item)
