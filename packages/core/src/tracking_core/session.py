@@ -111,7 +111,11 @@ class RunSession:
         cursor = self.manifest.cursor(backend)
         on_file = CursorFile.read(self.run_dir / cursor_name(backend))
         if on_file is not None:
-            cursor = max(cursor if cursor is not None else -1, on_file[0])
+            # Catch up from the furthest record the backend took, not from the last it confirmed: SDKs
+            # that buffer (W&B, Comet, ClearML, SwanLab) write on their own schedule too, and delivering
+            # what they may already hold again would store it twice. What they took but had not
+            # written when the process died is theirs to lose (see the README's guarantees).
+            cursor = max(cursor if cursor is not None else -1, on_file[2])
         return cursor
 
     def cursor_file(self, backend: str) -> CursorFile | None:
