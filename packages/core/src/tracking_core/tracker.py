@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, ClassVar, NamedTuple, TypeVar
 
 from .distributed import is_main_process
+from .errors import PartialDelivery
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -111,9 +112,18 @@ class GeneralTracker:
         """Record a flat dict of numbers and strings at ``step``."""
 
     def log_batch(self, entries: Sequence[tuple[dict, int | None, dict]]) -> None:
-        """Record several ``(values, step, kwargs)`` entries; override when the SDK has a batch API."""
-        for values, step, kwargs in entries:
-            self.log(values, step=step, **kwargs)
+        """Record several ``(values, step, kwargs)`` entries; override when the SDK has a batch API.
+
+        An override that can fail part-way raises :class:`~tracking_core.PartialDelivery` saying how
+        many entries it stored, as this one does, so those are not delivered twice.
+        """
+        for index, (values, step, kwargs) in enumerate(entries):
+            try:
+                self.log(values, step=step, **kwargs)
+            except Exception as error:
+                if index == 0:
+                    raise
+                raise PartialDelivery(index) from error
 
     def flush(self) -> None:
         """Make everything logged so far durable (written to disk or sent)."""

@@ -73,6 +73,11 @@ class EventWriter:
     def add_text(self, tag: str, text: str, global_step: int = 0, walltime: float | None = None) -> None:
         self.add_summary([text_value(tag, text)], global_step, walltime)
 
+    def discard(self) -> None:
+        """Forget the records added since the last write to the file."""
+        with self._lock:
+            self._file.discard()
+
     def write_through(self) -> None:
         """Hand the pending records to the OS (no fsync): they survive the process being killed."""
         with self._lock:

@@ -177,6 +177,14 @@ class TensorBoardTracker(GeneralTracker):
         self.log_batch([(values, step, kwargs)])
 
     def log_batch(self, entries: Sequence[tuple[dict, int | None, dict]]) -> None:
+        try:
+            self._write_batch(entries)
+        except BaseException:
+            self._writer.discard()  # all of the batch or none: the dispatcher retries or spills it whole
+            raise
+        self._flush_if_due()
+
+    def _write_batch(self, entries: Sequence[tuple[dict, int | None, dict]]) -> None:
         events, writer = self._events, self._writer
         for values, step, kwargs in entries:
             summaries = []
@@ -195,7 +203,6 @@ class TensorBoardTracker(GeneralTracker):
             step = self._next_step(step)
             if summaries:  # the dispatcher's timestamp is when log() was called; an explicit walltime wins
                 writer.add_summary(summaries, step, kwargs.get("walltime", kwargs.get("timestamp")))
-        self._flush_if_due()
 
     def _flush_if_due(self) -> None:
         if self.flush_secs is not None and time.monotonic() - self._last_flush >= self.flush_secs:

@@ -25,7 +25,6 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -277,10 +276,6 @@ class WandBTracker(GeneralTracker):
             values = {key: value for key, value in values.items() if key}
         self.run.log(values, step=step, **kwargs)
         self._dirty = True
-
-    def log_batch(self, entries: Sequence[tuple[dict, int | None, dict]]) -> None:
-        for values, step, kwargs in entries:
-            self.log(values, step=step, **kwargs)
 
     def flush(self) -> None:
         """Wait until ``wandb-core`` has every record (a summary round trip) and has written its log."""
