@@ -90,6 +90,7 @@ class Delivery:
         on_progress: Callable[[str, int, int], None] | None = None,
         cursor_file: CursorFile | None = None,
         cursor: int = -1,
+        handed: int = -1,
         backlog_paths: Iterable[Path] = (),
         backlog_before: float = float("inf"),
     ) -> None:
@@ -130,6 +131,7 @@ class Delivery:
         self._reported_errors: set[type] = set()
         self._reader: SpillReader | None = None
         self._backlog_paths = list(backlog_paths)
+        self._earlier_handed = handed
         self._backlog_before = backlog_before
         self._backlog: Iterator[Record] | None = None
         self._recovering_since_failures = 0
@@ -161,8 +163,34 @@ class Delivery:
             except Exception as error:  # bookkeeping must never stop a backend that started
                 logger.warning("backend %r: after start-up: %r", self.name, error)
         if self._backlog_paths and self.mode == LIVE:
-            self._backlog = backlog(self._backlog_paths, self.cursor, self._backlog_before)
+            self._backlog = self._catch_up_records()
             self.mode = CATCHING_UP
+
+    def _catch_up_records(self) -> Iterator[Record]:
+        """What a reopened run missed: the backlog past the cursor, less what the backend already holds.
+
+        A backend that stores on return holds exactly what its cursor says. One that buffers (W&B,
+        Comet, ClearML, SwanLab, Trackio) may have written more, or less, of what it took before the
+        process died: its own storage says how far it got (the last stored step), and only records
+        past that step are delivered again. When it cannot say, records it took are not delivered
+        again (at worst lost, never stored twice).
+        """
+        records = backlog(self._backlog_paths, self.cursor, self._backlog_before)
+        if not self._confirms_at_flush:
+            return records
+        stored = self._last_stored_step()
+        if stored is None:
+            handed = self._earlier_handed
+            return (record for record in records if record.seq is None or record.seq > handed)
+        return (record for record in records if record.step is None or record.step > stored)
+
+    def _last_stored_step(self) -> int | None:
+        try:
+            history = self.tracker.read_back_history()
+        except Exception as error:
+            logger.info("backend %r cannot say how far its earlier run got (%r)", self.name, error)
+            return None
+        return max((step for points in history.values() for step, _ in points), default=-1)
 
     def _start_with_import_retry(self) -> None:
         """``start()``, retried when it lost an import race with another thread.

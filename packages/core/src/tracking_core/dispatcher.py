@@ -280,6 +280,7 @@ class Dispatcher:
             on_progress=session.progress,
             cursor_file=session.cursor_file(name),
             cursor=session.cursor(name),
+            handed=session.handed(name),
             backlog_paths=backlog,
             backlog_before=before,
         )

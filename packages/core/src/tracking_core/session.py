@@ -111,12 +111,13 @@ class RunSession:
         cursor = self.manifest.cursor(backend)
         on_file = CursorFile.read(self.run_dir / cursor_name(backend))
         if on_file is not None:
-            # Catch up from the furthest record the backend took, not from the last it confirmed: SDKs
-            # that buffer (W&B, Comet, ClearML, SwanLab) write on their own schedule too, and delivering
-            # what they may already hold again would store it twice. What they took but had not
-            # written when the process died is theirs to lose (see the README's guarantees).
-            cursor = max(cursor if cursor is not None else -1, on_file[2])
+            cursor = max(cursor if cursor is not None else -1, on_file[0])
         return cursor
+
+    def handed(self, backend: str) -> int:
+        """The furthest record the backend took in the earlier process (``-1``: none, or not known)."""
+        on_file = CursorFile.read(self.run_dir / cursor_name(backend)) if self.resumed else None
+        return max(self.cursor(backend), on_file[2] if on_file is not None else -1)
 
     def cursor_file(self, backend: str) -> CursorFile | None:
         return CursorFile(self.run_dir / cursor_name(backend)) if self.writes else None
