@@ -1,0 +1,50 @@
+"""TensorBoard when the disk fills up: the report counts exactly what the event file holds."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from tracking_core.journal import read_journal
+from tracking_core.testing.reliability import tally
+
+pytestmark = pytest.mark.reliability
+
+FULL_DISK = """
+import json, resource, signal, sys, tracking_core
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writes past the limit fail with EFBIG instead of killing us
+run = tracking_core.init("full", log_with=["tensorboard"], logging_dir=sys.argv[1])
+run.get_tracker("tensorboard", unwrap=True)
+resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[2]), resource.RLIM_INFINITY))
+for step in range(3000):
+    run.log({"loss": 1.0 / (step + 1), "note": "x" * 40}, step=step)
+    if step % 100 == 99:
+        run.flush()
+report = run.finish()
+resource.setrlimit(resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+b = report.backends["tensorboard"]
+stored = [step for step, _ in run.get_tracker("tensorboard").read_back_history().get("loss", [])]
+print(json.dumps({"state": b.state, "delivered": b.delivered, "spilled": b.spilled, "dropped": b.dropped,
+                  "stored": stored, "spill": b.spill_path}))
+"""
+
+
+def test_a_full_disk_spills_exactly_what_the_event_file_could_not_store(tmp_path):
+    limit = 200 * 1024  # the event file passes it part-way; the spill journal (a new file) stays under it
+    result = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(FULL_DISK), str(tmp_path / "runs"), str(limit)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    spilled = [entry["step"] for entry in read_journal(out["spill"]) if entry["type"] == "metrics"]
+    figures = tally("disk full (RLIMIT_FSIZE)", "tensorboard", range(3000), out["stored"], spilled)
+    assert figures["lost"] == 0 and figures["duplicated"] == 0, figures
+    assert out["dropped"] == 0 and out["spilled"] == len(spilled) > 0 and out["state"] != "finished", out
+    assert out["delivered"] == len(out["stored"]), out  # counted exactly what the file holds
