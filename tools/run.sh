@@ -3,10 +3,11 @@
 # private virtualenv on first use, then drives the Hatch environments of pyproject.toml.
 #
 #   bash tools/run.sh demo     # the main job: `tracking demo` with every backend, embedded defaults
-#   bash tools/run.sh test     # lint, core alone, one cell per backend, shared tests, oldest SDKs, packages (= .ci/run)
+#   bash tools/run.sh test     # lint, core alone, one cell per backend, shared tests, oldest SDKs, packages, docs (= .ci/run)
 #   bash tools/run.sh bench    # tools/bench.py in the all-backends environment
 #   bash tools/run.sh lint     # ruff and actionlint (what pre-commit runs)
 #   bash tools/run.sh dist     # build every wheel and sdist and check them (LICENSE, metadata, twine check)
+#   bash tools/run.sh docs     # build the documentation site into ./site (mkdocs build --strict); `docs serve` serves it
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -81,6 +82,7 @@ run_tests() {
     step "$backend oldest SDK" "$hatch" run "oldest.$backend:unit" --junitxml="$reports/$backend-oldest.xml"
   done
   step packages "$hatch" run dist:check
+  step docs "$hatch" run docs:build
   python3 "$root/tools/junit_total.py" "$reports"/*.xml
   rm -rf "$reports"
   if [ "${#failures[@]}" -gt 0 ]; then
@@ -96,5 +98,13 @@ case "${1:-test}" in
   lint) "$hatch" run lint:check && actionlint ;;
   actionlint) actionlint ;;
   dist) shift; "$hatch" run dist:check "$@" ;;
-  *) echo "usage: bash tools/run.sh demo|test|bench|lint|actionlint|dist" >&2; exit 2 ;;
+  docs)
+    shift
+    case "${1:-build}" in
+      build) shift $(( $# > 0 )); "$hatch" run docs:build "$@" ;;
+      serve) shift; "$hatch" run docs:serve "$@" ;;
+      *) echo "usage: bash tools/run.sh docs [build|serve] [mkdocs options]" >&2; exit 2 ;;
+    esac
+    ;;
+  *) echo "usage: bash tools/run.sh demo|test|bench|lint|actionlint|dist|docs" >&2; exit 2 ;;
 esac

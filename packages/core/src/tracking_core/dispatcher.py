@@ -449,6 +449,10 @@ class Dispatcher:
         step: int | None = None,
         log_kwargs: dict | None = None,
     ) -> None:
+        """A table from ``columns`` and ``data`` rows, or a pandas ``dataframe``; the rows are copied now.
+
+        Bad arguments raise here, naming the parameter, so a typo fails at the call and not later in a worker.
+        """
         if data is None and dataframe is None:
             raise ValueError("log_table needs `data` (with optional `columns`) or `dataframe`")
         check_table_arguments(columns, data, dataframe)
@@ -477,11 +481,13 @@ class Dispatcher:
         self._fan_out("log_figure", ("figure", (snapshot, name)), step, log_kwargs)
 
     def log_artifact(self, local_path: str | os.PathLike, artifact_path: str | None = None) -> None:
+        """A file for the backends that store artifacts; it must exist now (the path is checked at the call)."""
         if not os.path.isfile(local_path):
             raise FileNotFoundError(f"log_artifact: {local_path} is not a file")
         self._fan_out("log_artifact", ("artifact", (os.fspath(local_path), artifact_path)), None, None)
 
     def log_artifacts(self, local_dir: str | os.PathLike, artifact_path: str | None = None) -> None:
+        """A folder's files for the backends that store artifacts; the folder must exist now."""
         if not os.path.isdir(local_dir):
             raise FileNotFoundError(f"log_artifacts: {local_dir} is not a directory")
         self._fan_out("log_artifacts", ("artifacts", (os.fspath(local_dir), artifact_path)), None, None)
@@ -489,10 +495,12 @@ class Dispatcher:
     # -- access ------------------------------------------------------------------------------
     @property
     def trackers(self) -> list[GeneralTracker]:
+        """The tracker objects of this run, as ``Accelerator.trackers`` lists them (empty on other ranks)."""
         return [worker.tracker for worker in self._all_workers]
 
     @property
     def is_main_process(self) -> bool:
+        """Whether this process runs the trackers (global rank 0), read once when the dispatcher was made."""
         return self.rank == 0
 
     def get_tracker(self, name: str, unwrap: bool = False) -> Any:

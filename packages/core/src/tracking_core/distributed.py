@@ -41,6 +41,7 @@ def get_rank() -> int:
 
 
 def get_world_size() -> int:
+    """Number of processes in the job; 1 when nothing says otherwise (same sources as :func:`get_rank`)."""
     dist = sys.modules.get("torch.distributed")
     try:
         if dist is not None and dist.is_available() and dist.is_initialized():
@@ -58,4 +59,5 @@ def get_world_size() -> int:
 
 
 def is_main_process() -> bool:
+    """Whether this process is global rank 0, the one that runs ``main_process_only`` trackers."""
     return get_rank() == 0

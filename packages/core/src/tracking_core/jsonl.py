@@ -80,10 +80,12 @@ class JsonlTracker(GeneralTracker):
 
     @property
     def tracker(self) -> JournalWriter | None:
+        """The journal's writer (``None`` before ``start()``), for code that appends its own records."""
         return self._writer
 
     @property
     def journal_path(self) -> Path:
+        """Where the journal is written, so tools and tests can read it back."""
         return self.run_dir / self.journal_name
 
     def start(self) -> None:

@@ -47,6 +47,7 @@ class NoOpTracker(GeneralTracker):
 
     @property
     def tracker(self) -> Any:
+        """An object that takes any attribute or call and does nothing, so SDK calls need no rank check."""
         return _Nothing()
 
     def log_images(self, values: dict, step: int | None = None, **kwargs: Any) -> None:

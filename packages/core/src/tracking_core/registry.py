@@ -39,6 +39,7 @@ class LoggerType(str, enum.Enum):
 
     @classmethod
     def list(cls) -> list[str]:
+        """Every built-in name, for messages that say what ``log_with`` accepts (as accelerate's does)."""
         return [member.value for member in cls]
 
 

@@ -63,10 +63,12 @@ class FinishReport:
 
     @property
     def failed(self) -> list[str]:
+        """Names of the backends that did not get everything or did not close cleanly: the ones to look at."""
         return [name for name, backend in self.backends.items() if not backend.ok]
 
     @property
     def ok(self) -> bool:
+        """Every backend got everything and closed cleanly; a script can assert it at the end of a run."""
         return not self.failed
 
     def __str__(self) -> str:

@@ -184,15 +184,19 @@ class GeneralTracker:
         step: int | None = None,
         **kwargs: Any,
     ) -> None:
+        """Record a table given as ``columns`` plus ``data`` rows, or as a pandas ``dataframe``."""
         raise self._unsupported("log_table")
 
     def log_figure(self, figure: Any, name: str, step: int | None = None, **kwargs: Any) -> None:
+        """Record a matplotlib (or plotly) figure; the dispatcher hands over its own copy, free to draw."""
         raise self._unsupported("log_figure")
 
     def log_artifact(self, local_path: str | os.PathLike, artifact_path: str | None = None) -> None:
+        """Store a copy of one file, under ``artifact_path`` when given."""
         raise self._unsupported("log_artifact")
 
     def log_artifacts(self, local_dir: str | os.PathLike, artifact_path: str | None = None) -> None:
+        """Store a copy of every file under a folder, under ``artifact_path`` when given."""
         raise self._unsupported("log_artifacts")
 
 
@@ -203,4 +207,5 @@ def has_capability(tracker: GeneralTracker | type, capability: str) -> bool:
 
 
 def capabilities_of(tracker: GeneralTracker | type) -> list[str]:
+    """The optional methods the tracker implements, so callers skip, rather than fail on, the others."""
     return [capability for capability in CAPABILITIES if has_capability(tracker, capability)]
