@@ -92,7 +92,7 @@ class TensorBoardTracker(GeneralTracker):
     * ``comment``: appended to the run folder's name.
     * ``filename_suffix``: appended to the event file's name.
     * ``flush_secs``: at most this many seconds between flushes while logging (by default the
-      dispatcher flushes every 5 s while data is pending, on ``flush()`` and at ``finish()``).
+      dispatcher flushes every second while data is pending, on ``flush()`` and at ``finish()``).
     * ``run_id``: the run folder's name (by default the dispatcher's run id, so the run's journal and
       event file share one folder).
 
