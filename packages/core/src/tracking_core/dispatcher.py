@@ -21,8 +21,11 @@ from .distributed import get_rank
 from .errors import TrackingError
 from .jsonl import JsonlTracker
 from .manifest import RunManifest, find_run_to_resume
+from .media import figure_problem, table_problem
 from .noop import NoOpTracker
 from .notices import logger, notice, reset_warnings, warn_once
+from .paths import check_artifact_path, check_name
+from .redaction import redact_init_kwargs
 from .registry import LoggerType, get_available_trackers, resolve_tracker_class
 from .report import FinishReport
 from .tracker import GeneralTracker, RunContext, has_capability
@@ -185,8 +188,8 @@ class Dispatcher:
             raise RuntimeError("init_trackers() was already called on this Dispatcher; create a new one for a new run.")
         self._initialized = True
         reset_warnings()  # "once" means once per run: a new run in the same process warns again
-        init_kwargs = init_kwargs or {}
-        self.project_name = str(project_name)
+        init_kwargs = redact_init_kwargs(init_kwargs or {})  # secrets in tags/notes (redaction.py)
+        self.project_name = check_name(str(project_name), "project_name")  # the path rule (paths.py)
         root = Path(self.logging_dir or DEFAULT_LOGGING_DIR)
         manifest = self._open_manifest(root / self.project_name)
         self.run_id, self.run_dir = manifest.run_id, manifest.path.parent
@@ -398,6 +401,8 @@ class Dispatcher:
     ) -> None:
         if data is None and dataframe is None:
             raise ValueError("log_table needs `data` (with optional `columns`) or `dataframe`")
+        if problem := table_problem(columns, data, dataframe):  # media.py: refused here, for every backend
+            return self._reject({str(table_name): problem})
         payload = (
             table_name,
             list(columns) if columns is not None else None,
@@ -410,6 +415,8 @@ class Dispatcher:
         """A matplotlib or plotly figure, copied now: it may be changed, reused or closed once this returns."""
         from .figures import copy_figure  # pickle and copy load only for scripts that log figures
 
+        if problem := figure_problem(figure):  # media.py: refused here, for every backend
+            return self._reject({str(name): problem})
         snapshot, problem = copy_figure(figure)
         if problem:
             warn_once(
@@ -425,11 +432,13 @@ class Dispatcher:
     def log_artifact(self, local_path: str | os.PathLike, artifact_path: str | None = None) -> None:
         if not os.path.isfile(local_path):
             raise FileNotFoundError(f"log_artifact: {local_path} is not a file")
+        artifact_path = check_artifact_path(artifact_path)  # the path rule (paths.py)
         self._fan_out("log_artifact", ("artifact", (os.fspath(local_path), artifact_path)), None, None)
 
     def log_artifacts(self, local_dir: str | os.PathLike, artifact_path: str | None = None) -> None:
         if not os.path.isdir(local_dir):
             raise FileNotFoundError(f"log_artifacts: {local_dir} is not a directory")
+        artifact_path = check_artifact_path(artifact_path)  # the path rule (paths.py)
         self._fan_out("log_artifacts", ("artifacts", (os.fspath(local_dir), artifact_path)), None, None)
 
     # -- access ------------------------------------------------------------------------------

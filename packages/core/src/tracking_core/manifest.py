@@ -19,6 +19,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from .paths import check_name
+
 MANIFEST_NAME = "run.json"
 FORMAT = "tracking-run"
 FORMAT_VERSION = 1
@@ -81,6 +83,7 @@ def find_run_to_resume(project_dir: Path, resume: bool | str) -> Path | None:
     ``None`` when ``resume=True`` finds no earlier run; a run id that has no manifest is an error.
     """
     if isinstance(resume, str):
+        check_name(resume, "resume")  # a run id in the project folder, never a path (paths.py)
         run_dir = project_dir / resume
         if not (run_dir / MANIFEST_NAME).is_file():
             known = sorted(path.parent.name for path in project_dir.glob(f"*/{MANIFEST_NAME}"))
