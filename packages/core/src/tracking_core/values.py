@@ -79,7 +79,9 @@ def _number(key: str, value: int | float, rejected: dict[str, str]) -> int | flo
     """
     if type(value) is int and not _INT64_MIN <= value <= _INT64_MAX:
         too_big = not -_FLOAT_MAX <= value <= _FLOAT_MAX
-        rejected[key] = "an integer too large for a float" if too_big else "an integer beyond 64 bits (log float(value))"
+        rejected[key] = (
+            "an integer too large for a float" if too_big else "an integer beyond 64 bits (log float(value))"
+        )
         return None
     return value
 
@@ -108,7 +110,11 @@ def flatten_values(
         name = f"{prefix}{SEPARATOR}{key}" if prefix and key else (prefix or key)
         problem = _key_problem(key) if key or not isinstance(value, Mapping) else None
         if problem:  # reported under a printable key: a lone surrogate would break the report's output
-            shown = name.encode("utf-8", "backslashreplace").decode("utf-8") if key else f"{prefix}{SEPARATOR}" * bool(prefix)
+            shown = (
+                name.encode("utf-8", "backslashreplace").decode("utf-8")
+                if key
+                else f"{prefix}{SEPARATOR}" * bool(prefix)
+            )
             rejected[shown] = problem
             continue
         if isinstance(value, Mapping):

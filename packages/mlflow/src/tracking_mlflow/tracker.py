@@ -342,7 +342,9 @@ class MLflowTracker(GeneralTracker):
         valid = getattr(validation, "validate_param_and_metric_name", None)
         not_unique = getattr(validation, "path_not_unique", None)
         if callable(valid) and callable(not_unique):
-            self._key_ok = lambda key: bool(valid(key)) and not not_unique(key)
+            # isprintable: MLflow's own regex ends in ``$``, which lets a key with a newline through to a
+            # store that then refuses the whole batch holding it.
+            self._key_ok = lambda key: key.isprintable() and bool(valid(key)) and not not_unique(key)
 
     def _create_run(self, client: Any, embedded: bool) -> Any:
         experiment_id = self._experiment_id(client, embedded)
@@ -596,6 +598,7 @@ class MLflowTracker(GeneralTracker):
 
     def log_figure(self, figure: Any, name: str, step: int | None = None, **kwargs: Any) -> None:
         """Saved as the artifact ``name`` (``name.png`` without a suffix), as ``mlflow.log_figure`` does."""
+        name = _artifact_path(name)  # a figure name never leaves the run's artifacts ("../x" -> "__/x")
         artifact_file = name if os.path.splitext(name)[1] else f"{name}.png"
         self._client.log_figure(self.active_run_id, figure, artifact_file, save_kwargs=kwargs or None)
 

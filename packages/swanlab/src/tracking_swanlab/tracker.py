@@ -25,6 +25,7 @@ from typing import Any
 from tracking_core import GeneralTracker, notice, warn_once
 from tracking_core.jsonl import table_rows
 from tracking_core.notices import logger
+from tracking_core.paths import check_optional_name
 
 #: SwanLab refuses control characters anywhere in a key and '.', '/' or whitespace at either end;
 #: longer keys are cut at 512 characters (``swanlab.sdk.internal.pkg.constraints``).
@@ -84,6 +85,7 @@ class SwanLabTracker(GeneralTracker):
         **kwargs: Any,
     ) -> None:
         super().__init__()
+        check_optional_name(kwargs.get("id"), "id")  # the run id is part of SwanLab's run folder name
         self.run_name = run_name
         self.logging_dir = Path(logging_dir) if logging_dir is not None else None
         self.online_check_timeout = online_check_timeout

@@ -25,6 +25,7 @@ from typing import Any
 from tracking_core import GeneralTracker, notice, warn_once
 from tracking_core.jsonl import table_rows
 from tracking_core.notices import logger
+from tracking_core.paths import check_optional_name
 
 from .transaction_log import read_run, wait_until_written
 
@@ -90,6 +91,7 @@ class WandBTracker(GeneralTracker):
 
     def __init__(self, run_name: str, logging_dir: str | os.PathLike | None = None, **kwargs: Any) -> None:
         super().__init__()
+        check_optional_name(kwargs.get("id"), "id")  # W&B names the run folder after it
         self.run_name = run_name
         self.logging_dir = Path(logging_dir) if logging_dir is not None else None
         self.init_kwargs = kwargs
