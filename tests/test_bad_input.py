@@ -25,7 +25,7 @@ HOSTILE_NAMES = [
     ".",
     "",
     "../../evil",
-    "/abs/evil",
+    ABSOLUTE := "<absolute path into tmp/outside>",
     "a/b",
     "a\\b",
     "a\x00b",
@@ -37,13 +37,18 @@ HOSTILE_NAMES = [
     " padded ",
     "bad\ud800",
 ]
-HOSTILE_ARTIFACT_PATHS = ["..", "../x", "a/../../x", "/abs/x", "a\\b", "a\x00b", "a\nb", "x" * 300, "CON/x", "a/./b"]
+HOSTILE_ARTIFACT_PATHS = ["..", "../x", "a/../../x", ABSOLUTE, "a\\b", "a\x00b", "a\nb", "x" * 300, "CON/x", "a/./b"]
 # init_kwargs each backend turns into a folder or file name.
 PATH_KWARGS = {"tensorboard": "run_id", "trackio": "name", "wandb": "id", "swanlab": "id"}
 
 
 def _shown(name: str) -> str:
     return repr(name)[:40]
+
+
+def _real(name: str, sandbox: Path) -> str:
+    """The absolute-path case points into ``tmp/outside``, so the sandbox check sees anything written there."""
+    return str(sandbox.parent / "outside" / "evil") if name == ABSOLUTE else name
 
 
 @pytest.fixture
@@ -55,14 +60,14 @@ def sandbox(tmp_path, monkeypatch):
     monkeypatch.chdir(work)
     yield work
     assert sorted(p.name for p in outside.iterdir()) == [], "something was written outside logging_dir"
-    assert not (tmp_path / "evil").exists() and not Path("/abs").exists()
+    assert not (tmp_path / "evil").exists()
     assert {p.name for p in tmp_path.iterdir()} <= {"work", "outside"}
 
 
 @pytest.mark.parametrize("name", HOSTILE_NAMES, ids=_shown)
 def test_a_hostile_project_name_is_refused_at_the_call(sandbox, name):
     with pytest.raises(ValueError, match="project_name"):
-        tracking_core.init(name, log_with=[CELL, "jsonl"], logging_dir=sandbox / "runs")
+        tracking_core.init(_real(name, sandbox), log_with=[CELL, "jsonl"], logging_dir=sandbox / "runs")
     leftovers = [p for p in (sandbox / "runs").rglob("*")] if (sandbox / "runs").exists() else []
     assert not [p for p in leftovers if p.is_file()], leftovers
 
@@ -73,7 +78,7 @@ def test_resume_takes_a_run_id_never_a_path(sandbox, name):
     (outside / "run.json").write_text(json.dumps({"format": "tracking-run", "project": "p", "run_id": "x"}))
     try:
         with pytest.raises(ValueError, match="resume"):
-            tracking_core.init("p", log_with=[CELL], logging_dir=sandbox / "runs", resume=name or "..")
+            tracking_core.init("p", log_with=[CELL], logging_dir=sandbox / "runs", resume=_real(name, sandbox) or "..")
     finally:
         (outside / "run.json").unlink()
 
@@ -83,7 +88,7 @@ def test_resume_takes_a_run_id_never_a_path(sandbox, name):
 def test_a_hostile_name_in_init_kwargs_is_refused_at_the_call(sandbox, name):
     keyword = PATH_KWARGS[CELL]
     with pytest.raises(ValueError, match=keyword):
-        tracking_core.init("p", log_with=[CELL], logging_dir=sandbox / "runs", init_kwargs={CELL: {keyword: name}})
+        tracking_core.init("p", log_with=[CELL], logging_dir=sandbox / "runs", init_kwargs={CELL: {keyword: _real(name, sandbox)}})
 
 
 def test_hostile_artifact_paths_are_refused_and_good_ones_stay_inside(sandbox):
@@ -96,9 +101,9 @@ def test_hostile_artifact_paths_are_refused_and_good_ones_stay_inside(sandbox):
     try:
         for path in HOSTILE_ARTIFACT_PATHS:
             with pytest.raises(ValueError, match="artifact_path"):
-                run.log_artifact(artifact, artifact_path=path)
+                run.log_artifact(artifact, artifact_path=_real(path, sandbox))
             with pytest.raises(ValueError, match="artifact_path"):
-                run.log_artifacts(folder, artifact_path=path)
+                run.log_artifacts(folder, artifact_path=_real(path, sandbox))
         run.log_artifact(artifact, artifact_path="models/best/")
         run.log_artifacts(folder, artifact_path="inputs")
         run.log({"loss": 1.0}, step=0)
