@@ -88,7 +88,9 @@ def test_resume_takes_a_run_id_never_a_path(sandbox, name):
 def test_a_hostile_name_in_init_kwargs_is_refused_at_the_call(sandbox, name):
     keyword = PATH_KWARGS[CELL]
     with pytest.raises(ValueError, match=keyword):
-        tracking_core.init("p", log_with=[CELL], logging_dir=sandbox / "runs", init_kwargs={CELL: {keyword: _real(name, sandbox)}})
+        tracking_core.init(
+            "p", log_with=[CELL], logging_dir=sandbox / "runs", init_kwargs={CELL: {keyword: _real(name, sandbox)}}
+        )
 
 
 def test_hostile_artifact_paths_are_refused_and_good_ones_stay_inside(sandbox):
