@@ -293,3 +293,29 @@ def test_wall_time_is_when_log_was_called_not_when_it_was_written(tmp_path, even
     events = event_reader(run.trackers[0].log_dir).accumulator.Tensors("loss")
     assert before <= events[0].wall_time <= after + 1e-3
     assert events[1].wall_time - events[0].wall_time >= 0.29
+
+
+def test_a_finite_value_beyond_float32_is_not_stored_as_inf(tmp_path):
+    tracker = started(tmp_path)
+    with pytest.warns(TrackingWarning, match="float32"):
+        tracker.log({"big": 1e39, "ok": 1.0}, step=0)
+    tracker.log({"big": 2.0}, step=1)
+    tracker.finish()
+    stored = tracker.read_back_metrics()
+    assert stored["big"] == {1: 2.0} and stored["ok"] == {0: 1.0}
+    assert any("float32" in note for note in tracker.report_notes())
+
+
+def test_read_back_survives_a_key_logged_as_number_and_as_text(tmp_path):
+    tracker = started(tmp_path)
+    tracker.log({"mixed": 1.0}, step=0)
+    tracker.log({"mixed": "text now"}, step=1)
+    tracker.log({"mixed": 3.0}, step=2)
+    tracker.finish()
+    assert tracker.read_back_metrics()["mixed"] == {0: 1.0, 2: 3.0}
+
+
+@pytest.mark.parametrize("keyword", ["run_id", "comment", "filename_suffix"])
+def test_names_that_become_paths_are_checked(tmp_path, keyword):
+    with pytest.raises(ValueError, match=keyword):
+        TensorBoardTracker("direct", tmp_path / "logs", **{keyword: "../../x"})
