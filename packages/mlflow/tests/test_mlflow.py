@@ -483,3 +483,11 @@ def test_a_figure_name_never_leaves_the_run_artifacts(tmp_path, reader_of):
     tracker.finish()
     (stored,) = tmp_path.parent.rglob("escaped.png")
     assert tmp_path / "logs" in stored.parents, stored
+
+
+def test_a_chw_image_is_stored(tmp_path, reader_of):
+    np = pytest.importorskip("numpy")
+    tracker = _started(tmp_path, "chw")
+    tracker.log_images({"chw": np.zeros((3, 4, 5), dtype=np.uint8)}, step=0)
+    tracker.finish()
+    assert list(tmp_path.rglob("chw+step+0+*.png")), "the CHW image was not stored"

@@ -88,6 +88,14 @@ def _parse_tags(raw: Any, source: str) -> dict[str, str]:
     return {str(key): stringify(value) for key, value in raw.items()}
 
 
+def _hwc(image: Any) -> Any:
+    """A CHW array as HWC: the core accepts both layouts, MLflow reads the last axis as channels."""
+    shape = getattr(image, "shape", None)
+    if shape is not None and len(shape) == 3 and shape[-1] not in (1, 3, 4) and shape[0] in (1, 3, 4):
+        return image.transpose(1, 2, 0)
+    return image
+
+
 def _artifact_path(key: str) -> str:
     """A run-relative artifact path for a metric/table key: ``/`` kept as folders, nothing that escapes."""
     parts = []
@@ -572,7 +580,7 @@ class MLflowTracker(GeneralTracker):
                     self.name, key, f"image key stored as {safe!r}: MLflow refuses the original", reason="image-key"
                 )
             for image in images if isinstance(images, (list, tuple)) else [images]:
-                self._client.log_image(self.active_run_id, image, key=safe, step=step, synchronous=True)
+                self._client.log_image(self.active_run_id, _hwc(image), key=safe, step=step, synchronous=True)
 
     def log_table(
         self,
