@@ -169,7 +169,8 @@ TEXT_KWARGS = {
 SECRETS_RUN = """
 import json, sys, types
 import tracking_core
-cell, secrets, key_named, text_kwargs = sys.argv[1], *map(json.loads, sys.argv[2:5])
+cell = sys.argv[1]
+secrets, key_named, text_kwargs = json.load(sys.stdin)  # not argv: SDKs store the command line (W&B does)
 config = {
     "lr": 0.1,
     "canary_config": "CanaryConfigVisible",
@@ -212,9 +213,9 @@ def test_planted_secrets_are_stored_nowhere(tmp_path):
     env.pop("XDG_CACHE_HOME", None)
     env.pop("XDG_CONFIG_HOME", None)
     text_kwargs = TEXT_KWARGS.get(CELL, lambda: {})()
-    arguments = [json.dumps(SECRETS), json.dumps(KEY_NAMED), json.dumps(text_kwargs)]
     result = subprocess.run(
-        [sys.executable, "-c", SECRETS_RUN, CELL, *arguments],
+        [sys.executable, "-c", SECRETS_RUN, CELL],
+        input=json.dumps([SECRETS, KEY_NAMED, text_kwargs]),
         capture_output=True,
         text=True,
         timeout=600,
