@@ -170,13 +170,14 @@ SECRETS_RUN = """
 import json, sys, types
 import tracking_core
 cell = sys.argv[1]
-secrets, key_named, text_kwargs = json.load(sys.stdin)  # not argv: SDKs store the command line (W&B does)
+# On stdin, and no secret in this source: W&B and SwanLab store the command line (argv, ``-c`` text included).
+secrets, key_named, text_kwargs = json.load(sys.stdin)
 config = {
     "lr": 0.1,
     "canary_config": "CanaryConfigVisible",
     "shapes": dict(secrets),
     "nested": {"list": list(secrets.values()), **key_named},
-    "ns": types.SimpleNamespace(api_key="KeyNamedMarker4", note=secrets["url"]),
+    "ns": types.SimpleNamespace(api_key=key_named["api_key"] + "-ns", note=secrets["url"]),
 }
 backends = [cell, "jsonl"] if cell != "jsonl" else ["jsonl"]
 init_kwargs = {cell: text_kwargs} if text_kwargs else None

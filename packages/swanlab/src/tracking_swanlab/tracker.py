@@ -42,6 +42,16 @@ _QUIET_DEFAULTS = {"probe.monitor": False, "terminal.proxy_type": "none"}
 DEFAULT_ONLINE_CHECK_TIMEOUT = 5.0
 
 
+def _hw_or_hwc(image: Any) -> Any:
+    """An array in the layouts SwanLab takes (HW, HWC with 3/4 channels); the core also accepts CHW and HW1."""
+    shape = getattr(image, "shape", None)
+    if shape is None or len(shape) != 3:
+        return image
+    if shape[-1] not in (1, 3, 4) and shape[0] in (1, 3, 4):
+        image = image.transpose(1, 2, 0)
+    return image[:, :, 0] if image.shape[-1] == 1 else image
+
+
 class SwanLabTracker(GeneralTracker):
     """Logs to SwanLab; with no account and no network it writes an offline run under ``logging_dir``.
 
@@ -241,7 +251,7 @@ class SwanLabTracker(GeneralTracker):
             key = self.sanitize_key(key)
             if self._accepts(key, "image", step):
                 items = images if isinstance(images, (list, tuple)) else [images]
-                payload[key] = [self._swanlab.Image(image, **kwargs) for image in items]
+                payload[key] = [self._swanlab.Image(_hw_or_hwc(image), **kwargs) for image in items]
         if payload:
             self._run.log(payload, step=step)
 
