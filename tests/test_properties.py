@@ -27,6 +27,37 @@ BOUNDED = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 
+
+# Named functions, not lambdas: Hypothesis describes a lambda by reading its source, which walks
+# sys.modules while the backends' threads may be importing.
+def _not_finite(value: float) -> bool:
+    return not math.isfinite(value)
+
+
+def _beyond_64_bits(value: int) -> int:
+    return value * 2**70
+
+
+def _float_array(size: int) -> np.ndarray:
+    return np.arange(size, dtype=np.float32)
+
+
+def _namespace(items: list) -> types.SimpleNamespace:
+    return types.SimpleNamespace(**{f"k{index}": item for index, item in enumerate(items)})
+
+
+def _dicts(children):
+    return st.dictionaries(safe_keys, children, max_size=3)
+
+
+def _containers(children):
+    return st.one_of(
+        st.lists(children, max_size=3),
+        st.dictionaries(st.one_of(st.text(max_size=6), st.integers()), children, max_size=3),
+        st.builds(_namespace, st.lists(children, max_size=3)),
+    )
+
+
 safe_keys = st.text(alphabet="abcdefgh_", min_size=1, max_size=5)
 numbers = st.one_of(
     st.integers(-(2**53), 2**53),
@@ -35,29 +66,25 @@ numbers = st.one_of(
 )
 odd_leaves = st.one_of(
     st.none(),
-    st.floats(allow_nan=True, allow_infinity=True).filter(lambda x: not math.isfinite(x)),
-    st.integers().map(lambda n: n * 2**70),
+    st.floats(allow_nan=True, allow_infinity=True).filter(_not_finite),
+    st.integers().map(_beyond_64_bits),
     st.just(10**400),
     st.binary(max_size=4),
     st.lists(st.integers(0, 9), max_size=3),
     st.complex_numbers(allow_nan=False, max_magnitude=10),
-    st.builds(lambda n: np.arange(n, dtype=np.float32), st.integers(0, 4)),
+    st.builds(_float_array, st.integers(0, 4)),
     st.builds(np.float32, st.floats(-1e3, 1e3, allow_nan=False)),
     st.text(max_size=12),
 )
 hostile_keys = st.one_of(st.text(max_size=8), st.sampled_from(["", "/", "a/", "..", "a\nb", "\ud800", "x" * 300]))
 value_trees = st.recursive(
     st.one_of(numbers, odd_leaves),
-    lambda children: st.dictionaries(safe_keys, children, max_size=3),
+    _dicts,
     max_leaves=8,
 )
 configs = st.recursive(
     st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=10), st.binary(max_size=4)),
-    lambda children: st.one_of(
-        st.lists(children, max_size=3),
-        st.dictionaries(st.one_of(st.text(max_size=6), st.integers()), children, max_size=3),
-        st.builds(lambda d: types.SimpleNamespace(**{f"k{i}": v for i, v in enumerate(d)}), st.lists(children)),
-    ),
+    _containers,
     max_leaves=10,
 )
 

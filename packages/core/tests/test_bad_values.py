@@ -213,3 +213,10 @@ def test_a_figure_that_is_not_one_is_refused_at_the_call(tmp_path, figure):
     with pytest.warns(TrackingWarning, match="not a matplotlib or plotly figure"):
         run.log_figure(figure, "fig", step=0)
     assert "fig" in run.finish().rejected_values
+
+
+def test_a_table_with_repeated_column_names_is_refused_at_the_call(tmp_path):
+    run = _media_run(tmp_path)
+    with pytest.warns(TrackingWarning, match="duplicate column names"):
+        run.log_table("t", columns=["a", "a"], data=[[1, 2]], step=0)
+    assert "t" in run.finish().rejected_values

@@ -47,7 +47,9 @@ def image_problem(value: Any) -> str | None:
 def table_problem(columns: Any, data: Any, dataframe: Any) -> str | None:
     """Why a table cannot be logged: rows of different lengths, or a header that does not fit them."""
     if dataframe is not None:
-        return None if hasattr(dataframe, "columns") else f"{type(dataframe).__name__} is not a dataframe"
+        if not hasattr(dataframe, "columns"):
+            return f"{type(dataframe).__name__} is not a dataframe"
+        return _duplicates(list(dataframe.columns))
     if data is None or isinstance(data, (str, bytes)):
         return "data must be a list of rows"
     try:
@@ -60,7 +62,14 @@ def table_problem(columns: Any, data: Any, dataframe: Any) -> str | None:
         return f"rows have different lengths {sorted(widths)}"
     if columns is not None and widths and len(columns) not in widths:
         return f"{len(columns)} columns for rows of {widths.pop()} cells"
-    return None
+    return _duplicates(columns) if columns is not None else None
+
+
+def _duplicates(columns: list) -> str | None:
+    """Several backends store a row as a column -> value map, where a repeated name loses cells."""
+    names = [str(column) for column in columns]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    return f"duplicate column names {repeated}" if repeated else None
 
 
 def figure_problem(figure: Any) -> str | None:
