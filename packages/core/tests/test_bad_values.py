@@ -220,3 +220,21 @@ def test_a_table_with_repeated_column_names_is_refused_at_the_call(tmp_path):
     with pytest.warns(TrackingWarning, match="duplicate column names"):
         run.log_table("t", columns=["a", "a"], data=[[1, 2]], step=0)
     assert "t" in run.finish().rejected_values
+
+
+def test_links_leaving_a_logged_folder_are_named_in_one_warning(tmp_path):
+    secret = tmp_path / "elsewhere" / "id_rsa"
+    secret.parent.mkdir()
+    secret.write_text("key")
+    folder = tmp_path / "outputs"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "sub" / "inside.txt").write_text("x")
+    (folder / "inside-link").symlink_to(folder / "sub" / "inside.txt")
+    (folder / "leak").symlink_to(secret)
+    (folder / "linked-dir").symlink_to(secret.parent, target_is_directory=True)
+    run = _media_run(tmp_path)
+    with pytest.warns(TrackingWarning, match="symlinks leading outside") as caught:
+        run.log_artifacts(folder)
+    run.finish()
+    message = str(caught[0].message)
+    assert "leak" in message and "linked-dir" in message and "inside-link" not in message

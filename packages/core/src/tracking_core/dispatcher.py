@@ -24,7 +24,7 @@ from .manifest import RunManifest, find_run_to_resume
 from .media import figure_problem, table_problem
 from .noop import NoOpTracker
 from .notices import logger, notice, reset_warnings, warn_once
-from .paths import check_artifact_path, check_name
+from .paths import check_artifact_path, check_name, warn_links_leaving
 from .redaction import redact_init_kwargs
 from .registry import LoggerType, get_available_trackers, resolve_tracker_class
 from .report import FinishReport
@@ -439,6 +439,7 @@ class Dispatcher:
         if not os.path.isdir(local_dir):
             raise FileNotFoundError(f"log_artifacts: {local_dir} is not a directory")
         artifact_path = check_artifact_path(artifact_path)  # the path rule (paths.py)
+        warn_links_leaving(local_dir)  # paths.py: links out of the folder are named, once
         self._fan_out("log_artifacts", ("artifacts", (os.fspath(local_dir), artifact_path)), None, None)
 
     # -- access ------------------------------------------------------------------------------

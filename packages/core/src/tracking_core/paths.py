@@ -13,13 +13,21 @@ tab, ...); it must not be ``.`` or ``..``, start or end with whitespace, end wit
 name Windows reserves for devices (``CON``, ``NUL``, ``COM1``, ... with or without an extension).
 An *artifact path* is a relative path of such names joined by ``/`` (a trailing ``/`` is ignored).
 
+Symlinks: ``log_artifact(path)`` logs the content of the file ``path`` points to, under the link's
+name: the caller named that file. ``log_artifacts(folder)`` hands the folder to each SDK, which reads
+linked files through their links; links that lead outside the folder (``secrets -> ~/.ssh``) are
+named in one ``TrackingWarning`` at the call (:func:`warn_links_leaving`), so nothing is copied out of
+a place the caller did not look at without a word.
+
 Explicit directories (``logging_dir``, TensorBoard's ``log_dir``, W&B's ``dir``, Aim's ``repo``)
 are the caller's choice of where to write and are not checked.
 """
 
 from __future__ import annotations
 
+import os
 import re
+from pathlib import Path
 from typing import Any
 
 MAX_NAME_LENGTH = 128
@@ -94,6 +102,43 @@ def check_artifact_path(path: Any, parameter: str = "artifact_path") -> str | No
                 "an artifact path is a relative path of names joined by '/'"
             )
     return trimmed
+
+
+def links_leaving(folder: str | os.PathLike, limit: int = 10_000) -> list[str]:
+    """Symlinks under ``folder`` whose target lies outside it (relative paths), without following linked folders.
+
+    Stops after ``limit`` entries so a huge folder costs the caller a bounded walk.
+    """
+    root = Path(folder).resolve()
+    leaving: list[str] = []
+    seen = 0
+    for directory, folders, files in os.walk(root):
+        for name in folders + files:
+            seen += 1
+            path = Path(directory, name)
+            if path.is_symlink():
+                target = path.resolve()
+                if target != root and root not in target.parents:
+                    leaving.append(path.relative_to(root).as_posix())
+        if seen >= limit:
+            break
+    return leaving
+
+
+def warn_links_leaving(folder: str | os.PathLike) -> None:
+    """One ``TrackingWarning`` naming the links under ``folder`` that lead outside it (their content is logged)."""
+    leaving = links_leaving(folder)
+    if leaving:
+        from .notices import warn_once
+
+        shown = ", ".join(leaving[:5]) + (f" and {len(leaving) - 5} more" if len(leaving) > 5 else "")
+        warn_once(
+            "all backends",
+            os.fspath(folder),
+            f"log_artifacts: symlinks leading outside the folder are logged with their targets' content: {shown}",
+            reason="links-leaving",
+            stacklevel=4,
+        )
 
 
 def _shown(value: Any) -> str:
