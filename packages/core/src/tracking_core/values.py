@@ -22,6 +22,7 @@ SEPARATOR = "/"
 _PLAIN = (float, int, str)
 _PLAIN_TYPES = frozenset(_PLAIN)
 _NUMBER_TYPES = frozenset((float, int))
+_FLOAT_TYPES = frozenset((float,))
 
 
 def _scalar(value: Any) -> Any:
@@ -56,7 +57,7 @@ def _scalar(value: Any) -> Any:
 
 _FLOAT_MAX = sys.float_info.max
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
-_INT64_LIMIT = 2**63  # every |value| below it is a float or an int every backend stores as it is
+_INT64_LIMIT = 2.0**63  # every |value| below it is a float or an int every backend stores (a float: fast compares)
 _MAX_DEPTH = 32
 
 
@@ -168,14 +169,17 @@ def _plain_keys(values: dict) -> bool:
 def snapshot(values: Mapping) -> tuple[dict[str, Any], dict[str, str] | None]:
     """The caller-side copy ``log`` hands to the backends.
 
-    The common case, a dict of plain numbers under keys seen before, is checked and copied at C
-    speed (set operations over ``map(type, ...)`` and one ``max`` over ``map(abs, ...)``, which sends
-    ints beyond 64 bits, NaN and inf to the slow path); a dict holding strings also pays for the
-    secret check of each string. Anything else takes the flattening path.
+    The common case, a dict of floats under keys seen before, is checked and copied at C speed (set
+    operations over ``map(type, ...)``). A dict that also holds ints pays one ``max`` over
+    ``map(abs, ...)``, which sends ints beyond 64 bits (and NaN) to the slow path; a dict holding
+    strings also pays for the secret check of each string. Anything else takes the flattening path.
     """
     if type(values) is dict:
-        if _NUMBER_TYPES.issuperset(map(type, values.values())):
-            if max(map(abs, values.values()), default=0) < _INT64_LIMIT and (
+        if _FLOAT_TYPES.issuperset(map(type, values.values())):  # the common case costs what it always did
+            if _known_keys.issuperset(values) or _plain_keys(values):
+                return values.copy(), None
+        elif _NUMBER_TYPES.issuperset(map(type, values.values())):  # ints: one more pass for the 64-bit range
+            if max(map(abs, values.values())) < _INT64_LIMIT and (
                 _known_keys.issuperset(values) or _plain_keys(values)
             ):
                 return values.copy(), None
