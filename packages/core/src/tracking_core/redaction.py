@@ -69,7 +69,7 @@ class _Settings:
         self.enabled = os.environ.get("TRACKING_REDACT", "1").strip().lower() not in ("0", "false", "no", "off")
         self.extra_patterns: list[str] = []
         self.key_parts = list(_SECRET_KEY_PARTS)
-        self.pattern = _compile([])
+        self.pattern: re.Pattern | None = None  # compiled at first use: ``import tracking_core`` stays cheap
 
 
 def _compile(extra: list[str]) -> re.Pattern:
@@ -100,7 +100,7 @@ def configure(
             for pattern in patterns:
                 re.compile(pattern)  # a bad pattern fails here, at the caller, not in a log() call
             _settings.extra_patterns = patterns
-            _settings.pattern = _compile(patterns)
+            _settings.pattern = None
         if extra_keys is not None:
             _settings.key_parts = _SECRET_KEY_PARTS + [str(part).lower() for part in extra_keys]
 
@@ -124,6 +124,8 @@ def redact_text(text: str) -> str:
     if not _settings.enabled:
         return text
     pattern = _settings.pattern
+    if pattern is None:
+        pattern = _settings.pattern = _compile(_settings.extra_patterns)
     if pattern.search(text) is None:
         return text
     return pattern.sub(_replace, text)
