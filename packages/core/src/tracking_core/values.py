@@ -170,7 +170,7 @@ def snapshot(values: Mapping) -> tuple[dict[str, Any], dict[str, str] | None]:
     """The caller-side copy ``log`` hands to the backends.
 
     The common case, a dict of floats under keys seen before, is checked and copied at C speed (set
-    operations over ``map(type, ...)``). A dict that also holds ints pays one ``max`` over
+    operations over ``map(type, ...)``). A dict that also holds ints pays one ``sum`` over
     ``map(abs, ...)``, which sends ints beyond 64 bits (and NaN) to the slow path; a dict holding
     strings also pays for the secret check of each string. Anything else takes the flattening path.
     """
@@ -178,17 +178,12 @@ def snapshot(values: Mapping) -> tuple[dict[str, Any], dict[str, str] | None]:
         if _FLOAT_TYPES.issuperset(map(type, values.values())):  # the common case costs what it always did
             if _known_keys.issuperset(values) or _plain_keys(values):
                 return values.copy(), None
-        elif _NUMBER_TYPES.issuperset(map(type, values.values())):  # ints: one more pass for the 64-bit range
-            if max(map(abs, values.values())) < _INT64_LIMIT and (
-                _known_keys.issuperset(values) or _plain_keys(values)
-            ):
-                return values.copy(), None
-        elif (
-            _PLAIN_TYPES.issuperset(map(type, values.values()))
-            and (_known_keys.issuperset(values) or _plain_keys(values))
-            and _strings_are_plain(values)
-        ):
-            return values.copy(), None
+        else:
+            kinds = set(map(type, values.values()))
+            if kinds <= _PLAIN_TYPES and (_known_keys.issuperset(values) or _plain_keys(values)):
+                # ints: one more pass for the 64-bit range; strings: the secret check of each
+                if _small(values) if str not in kinds else _strings_are_plain(values):
+                    return values.copy(), None
     if not isinstance(values, Mapping):
         raise TypeError(f"log() takes a dict of values, got {type(values).__name__}")
     rejected: dict[str, str] = {}
@@ -196,13 +191,25 @@ def snapshot(values: Mapping) -> tuple[dict[str, Any], dict[str, str] | None]:
     return out, rejected or None
 
 
+def _small(values: dict) -> bool:
+    """Every number's magnitude is below 2**63, in one C-level pass (a sum of absolute values cannot cancel).
+
+    False also for NaN, inf, an int too big for a float (``OverflowError``) and sums that merely add up
+    past 2**63: those take the slow path, which decides per value.
+    """
+    try:
+        return sum(map(abs, values.values())) < _INT64_LIMIT
+    except OverflowError:
+        return False
+
+
 def _strings_are_plain(values: dict) -> bool:
     """No string needs a change (ASCII or valid UTF-8, nothing secret-shaped) and no number is out of range."""
     for value in values.values():
         if type(value) is str:
-            if _text(value) != value:
-                return False
-        elif not abs(value) < _INT64_LIMIT:
+            if not value.isascii() or redact_text(value) is not value:
+                return False  # the slow path repairs or redacts it (and says so)
+        elif type(value) is int and not -_INT64_LIMIT < value < _INT64_LIMIT:
             return False
     return True
 
