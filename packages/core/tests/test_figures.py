@@ -82,6 +82,9 @@ def test_an_uncopyable_figure_is_passed_on_with_one_warning(memory, tmp_path):
         def __init__(self):
             self.lock = threading.Lock()
 
+        def savefig(self, *args, **kwargs):
+            """Draws like a matplotlib figure, so the call accepts it."""
+
     run = Dispatcher(log_with="memory", logging_dir=tmp_path)
     run.init_trackers("figures")
     figure = Unpicklable()

@@ -425,3 +425,34 @@ def test_metric_timestamps_are_when_log_was_called(tmp_path, reader_of):
     reader = reader_of(run.trackers[0])
     (point,) = reader.client.get_metric_history(reader.run_id, "loss")
     assert before <= point.timestamp <= after + 1
+
+
+def test_a_key_with_a_control_character_is_rewritten_not_refused_by_the_store(tmp_path, reader_of):
+    """MLflow's own name regex ends in ``$``, which lets ``"a\\nb"`` through; its store then refuses the batch."""
+    tracker = _started(tmp_path, "control")
+    assert tracker.sanitize_key("a\nb") == "a_b" and tracker.sanitize_key("tab\tkey") == "tab_key"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TrackingWarning)
+        tracker.log({"a\nb": 1.0, "ok": 2.0}, step=0)
+    tracker.finish()
+    assert set(reader_of(tracker).metrics()) == {"a_b", "ok"}
+
+
+def test_a_figure_name_never_leaves_the_run_artifacts(tmp_path, reader_of):
+    plt = pytest.importorskip("matplotlib.pyplot")
+    tracker = _started(tmp_path, "figure-name")
+    figure, axes = plt.subplots()
+    axes.plot([1, 2])
+    tracker.log_figure(figure, "../../escaped", step=0)
+    plt.close(figure)
+    tracker.finish()
+    (stored,) = tmp_path.parent.rglob("escaped.png")
+    assert tmp_path / "logs" in stored.parents, stored
+
+
+def test_a_chw_image_is_stored(tmp_path, reader_of):
+    np = pytest.importorskip("numpy")
+    tracker = _started(tmp_path, "chw")
+    tracker.log_images({"chw": np.zeros((3, 4, 5), dtype=np.uint8)}, step=0)
+    tracker.finish()
+    assert list(tmp_path.rglob("chw+step+0+*.png")), "the CHW image was not stored"

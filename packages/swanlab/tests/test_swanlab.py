@@ -390,3 +390,14 @@ def test_user_settings_object_wins_over_quiet_defaults(isolated: Path) -> None:
     assert "SwanLab·Monitor" in {thread.name for thread in threading.enumerate()}
     run.log({"x": 1.0}, step=0)
     assert run.finish().ok
+
+
+def test_chw_and_one_channel_images_are_stored(isolated: Path) -> None:
+    """The core accepts HW, HWC (1, 3, 4 channels) and CHW; SwanLab reads only HW and HWC with 3 or 4."""
+    np = pytest.importorskip("numpy")
+    run = run_dispatcher(isolated / "logs")
+    run.log_images({"chw": np.zeros((3, 5, 6), dtype=np.uint8), "gray": np.zeros((5, 6, 1), dtype=np.uint8)}, step=0)
+    assert run.finish().ok
+    data = read_run(run.get_tracker("swanlab").run_dir)
+    assert [(p.step, len(p.files)) for p in data.media["chw"]] == [(0, 1)]
+    assert [(p.step, len(p.files)) for p in data.media["gray"]] == [(0, 1)]

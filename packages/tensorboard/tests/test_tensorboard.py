@@ -318,3 +318,29 @@ def test_history_follows_the_event_files_of_a_resumed_run(tmp_path):
     second.finish()
     assert len(event_files(tmp_path)) == 2
     assert second.read_back_history()["a"] == [(0, 1.0), (1, 2.0), (1, 3.0)]
+
+
+def test_a_finite_value_beyond_float32_is_not_stored_as_inf(tmp_path):
+    tracker = started(tmp_path)
+    with pytest.warns(TrackingWarning, match="float32"):
+        tracker.log({"big": 1e39, "ok": 1.0}, step=0)
+    tracker.log({"big": 2.0}, step=1)
+    tracker.finish()
+    stored = tracker.read_back_metrics()
+    assert stored["big"] == {1: 2.0} and stored["ok"] == {0: 1.0}
+    assert any("float32" in note for note in tracker.report_notes())
+
+
+def test_read_back_survives_a_key_logged_as_number_and_as_text(tmp_path):
+    tracker = started(tmp_path)
+    tracker.log({"mixed": 1.0}, step=0)
+    tracker.log({"mixed": "text now"}, step=1)
+    tracker.log({"mixed": 3.0}, step=2)
+    tracker.finish()
+    assert tracker.read_back_metrics()["mixed"] == {0: 1.0, 2: 3.0}
+
+
+@pytest.mark.parametrize("keyword", ["run_id", "comment", "filename_suffix"])
+def test_names_that_become_paths_are_checked(tmp_path, keyword):
+    with pytest.raises(ValueError, match=keyword):
+        TensorBoardTracker("direct", tmp_path / "logs", **{keyword: "../../x"})

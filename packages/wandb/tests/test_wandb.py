@@ -405,3 +405,17 @@ def test_construction_imports_no_sdk(tmp_path: Path):
     assert result["wandb_imported"] is False
     assert not (tmp_path / "logs").exists()
     assert WandBTracker.main_process_only is False and WandBTracker.requires_logging_directory is False
+
+
+def test_one_pixel_high_or_wide_images_are_stored(tmp_path: Path):
+    """W&B squeezes size-1 axes of arrays, so a 1 x W x 3 image became a 2-D array and 1 x 1 x 2 a refused 1-D one."""
+    np = pytest.importorskip("numpy")
+    image = pytest.importorskip("PIL.Image")
+    run, tracker = start(tmp_path)
+    run.log_images({"row": np.zeros((1, 5, 3), dtype="uint8"), "chw": np.zeros((1, 1, 2), dtype="uint8")}, step=0)
+    report = finish(run)
+    stored = read_run(tracker.run_dir)
+    images = stored.of_type("images/separated")
+    assert set(images) == {"row", "chw"}, report
+    sizes = {key: image.open(stored.files / steps[0]["filenames"][0]).size for key, steps in images.items()}
+    assert sizes == {"row": (5, 1), "chw": (2, 1)}

@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 
 from tracking_core import GeneralTracker, flatten_config, notice, stringify, warn_once
 from tracking_core.jsonl import table_rows
+from tracking_core.paths import check_artifact_path
 
 from tracking_aim.series_writer import SeriesWriter
 
@@ -410,7 +411,8 @@ def _fit_int64(value: Any) -> Any:
 
 
 def _join(prefix: str | None, name: str) -> str:
-    prefix = (prefix or "").strip("/")
+    """``prefix/name`` inside the run's artifacts; Aim copies to that path as given, so it is checked."""
+    prefix = check_artifact_path(prefix)
     return f"{prefix}/{name}" if prefix else name
 
 

@@ -36,6 +36,7 @@ from typing import Any
 from tracking_core import GeneralTracker, notice
 from tracking_core.jsonl import table_rows
 from tracking_core.notices import logger
+from tracking_core.paths import check_name
 
 #: Keyword arguments of ``comet_ml.start``; any other keyword must be an ``ExperimentConfig`` field.
 START_KEYWORDS = frozenset(
@@ -128,6 +129,8 @@ class CometMLTracker(GeneralTracker):
         **kwargs: Any,
     ) -> None:
         super().__init__()
+        if run_dir is None:  # the offline archive goes to <logging_dir>/<run_name>/comet_ml without a run folder
+            check_name(run_name, "run_name")
         self.run_name = run_name
         self.logging_dir = Path(logging_dir) if logging_dir is not None else Path("runs")
         self.run_dir = Path(run_dir) if run_dir is not None else None

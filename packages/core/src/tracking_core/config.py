@@ -8,89 +8,121 @@ flat or string parameters use ``flatten_config`` and ``stringify`` on top of it.
 
 from __future__ import annotations
 
+import enum
 import json
 import math
 import os
 from collections.abc import Mapping
 from typing import Any
 
+from .redaction import REDACTED, announce, is_secret_key, redact_text
 from .values import SEPARATOR, _scalar
 
-REDACTED = "<redacted>"
-_SECRET_PARTS = (
-    "token",
-    "secret",
-    "password",
-    "passwd",
-    "apikey",
-    "api_key",
-    "api-key",
-    "credential",
-    "private_key",
-    "private-key",
-)
+__all__ = ["REDACTED", "flatten_config", "is_secret_key", "sanitize_config", "stringify"]
+
 _MAX_DEPTH = 32
-
-
-def is_secret_key(key: str) -> bool:
-    """Keys such as ``hub_token``, ``WANDB_API_KEY``, ``db_password`` never leave the process."""
-    lowered = str(key).lower()
-    return any(part in lowered for part in _SECRET_PARTS)
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
 def _to_mapping(value: Any) -> Mapping | None:
+    """The fields of a config-like object as a mapping, or ``None`` when it is not one.
+
+    Mappings, dataclasses, objects with ``model_dump``/``to_dict`` (pydantic, HF ``TrainingArguments``)
+    and plain objects with a ``__dict__`` (``argparse.Namespace``, ``types.SimpleNamespace``, a config
+    class instance) qualify; classes, functions, modules and arrays do not.
+    """
     if isinstance(value, Mapping):
         return value
+    if isinstance(value, (type, enum.Enum)) or hasattr(value, "shape") or callable(value):
+        return None
     fields = getattr(type(value), "__dataclass_fields__", None)
-    if fields is not None and not isinstance(value, type):
-        return {name: getattr(value, name) for name in fields}
-    if type(value).__name__ == "Namespace" and hasattr(value, "__dict__"):  # argparse / SimpleNamespace
-        return vars(value)
-    to_dict = getattr(value, "to_dict", None) or getattr(value, "model_dump", None)
-    if callable(to_dict) and not isinstance(value, type) and not hasattr(value, "shape"):
-        try:
-            result = to_dict()
-        except Exception:
-            return None
-        return result if isinstance(result, Mapping) else None
+    if fields is not None:
+        return {name: getattr(value, name, None) for name in fields}
+    for method in ("model_dump", "to_dict", "_asdict"):
+        to_dict = getattr(value, method, None)
+        if callable(to_dict):
+            try:
+                result = to_dict()
+            except Exception:
+                continue
+            if isinstance(result, Mapping):
+                return result
+    attributes = getattr(value, "__dict__", None)
+    if isinstance(attributes, dict) and type(value).__module__ not in ("builtins", "types"):
+        public = {key: item for key, item in attributes.items() if not key.startswith("_")}
+        return public or None  # an object without public fields is described by its str
+    if type(value).__name__ == "SimpleNamespace" and isinstance(attributes, dict):
+        return attributes
     return None
 
 
-def _clean(value: Any, depth: int, seen: set[int]) -> Any:
-    if value is None or isinstance(value, (bool, str)):
+def _number(value: Any) -> Any:
+    """Ints beyond 64 bits become their exact decimal text: several SDKs fail on them (Trackio, TensorBoard)."""
+    number = _scalar(value)
+    if type(number) is int and not _INT64_MIN <= number <= _INT64_MAX:
+        return str(number)
+    return number
+
+
+def _clean(value: Any, depth: int, seen: set[int], path: str, redacted: list[str]) -> Any:
+    if value is None or isinstance(value, bool):
         return value
+    if isinstance(value, str):
+        return _redacted_text(str(value), path, redacted)
     if isinstance(value, (int, float)):
-        return _scalar(value)
+        return _number(value)
     if depth > _MAX_DEPTH or id(value) in seen:
         return str(value) if depth <= _MAX_DEPTH else "<too deep>"
     mapping = _to_mapping(value)
     if mapping is not None:
         seen = seen | {id(value)}
-        return {
-            str(key): (REDACTED if is_secret_key(key) and item is not None else _clean(item, depth + 1, seen))
-            for key, item in mapping.items()
-        }
+        cleaned = {}
+        for key, item in mapping.items():
+            name = _redacted_text(str(key), path, redacted)
+            where = f"{path}{SEPARATOR}{name}" if path else name
+            if is_secret_key(key) and item is not None:
+                cleaned[name] = REDACTED
+                redacted.append(where)
+            else:
+                cleaned[name] = _clean(item, depth + 1, seen, where, redacted)
+        return cleaned
     if isinstance(value, (list, tuple, set, frozenset)):
         seen = seen | {id(value)}
         items = sorted(value, key=repr) if isinstance(value, (set, frozenset)) else value
-        return [_clean(item, depth + 1, seen) for item in items]
+        return [_clean(item, depth + 1, seen, path, redacted) for item in items]
     if isinstance(value, os.PathLike):
-        return os.fspath(value)
+        return _redacted_text(os.fspath(value), path, redacted)
     try:
-        return _scalar(value)  # numpy / tensor scalars
+        return _number(value)  # numpy / tensor scalars
     except Exception:
         pass
     try:
-        return str(value)
+        return _redacted_text(str(value), path, redacted)
     except Exception:
         return f"<unprintable {type(value).__name__}>"
 
 
+def _redacted_text(text: str, path: str, redacted: list[str]) -> str:
+    """``text`` as valid UTF-8 with credential-shaped parts redacted; notes ``path`` when it changed."""
+    if not text.isascii():
+        text = text.encode("utf-8", "replace").decode("utf-8")  # a lone surrogate fails most SDKs' encoders
+    clean = redact_text(text)
+    if clean is not text:
+        redacted.append(path or "config")
+    return clean
+
+
 def sanitize_config(config: Any) -> dict[str, Any]:
-    """A JSON-able deep copy of ``config`` with secret-looking keys redacted. Never raises."""
+    """A JSON-able deep copy of ``config`` with secrets redacted (see :mod:`tracking_core.redaction`).
+
+    Never raises; announces once which keys were redacted.
+    """
     if config is None:
         return {}
-    cleaned = _clean(config, 0, set())
+    redacted: list[str] = []
+    cleaned = _clean(config, 0, set(), "", redacted)
+    if redacted:
+        announce("config", dict.fromkeys(redacted))
     if not isinstance(cleaned, dict):
         return {"config": cleaned}
     return cleaned

@@ -20,10 +20,13 @@ from .delivery import Delivery, RetryPolicy
 from .distributed import get_rank
 from .errors import TrackingError
 from .jsonl import JsonlTracker
+from .media import figure_problem, table_problem
 from .noop import NoOpTracker
 from .notices import logger, notice, reset_warnings, warn_once
+from .paths import check_artifact_path, check_name, warn_links_leaving
 from .preflight import check_run_can_start, check_table_arguments, checked_logging_dir
 from .record import Record
+from .redaction import redact_init_kwargs
 from .registry import LoggerType, get_available_trackers, resolve_tracker_class
 from .report import BackendReport, FinishReport
 from .session import RunSession
@@ -210,11 +213,12 @@ class Dispatcher:
         """Create every tracker and start it in its worker; returns at once."""
         if self._initialized:
             raise RuntimeError("init_trackers() was already called on this Dispatcher; create a new one for a new run.")
+        project_name = check_name(str(project_name), "project_name")  # the path rule (paths.py)
         check_run_can_start(self._specs, Path(self.logging_dir or DEFAULT_LOGGING_DIR), writes=self.rank == 0)
         self._initialized = True
         reset_warnings()  # "once" means once per run: a new run in the same process warns again
-        init_kwargs = init_kwargs or {}
-        self.project_name = str(project_name)
+        init_kwargs = redact_init_kwargs(init_kwargs or {})  # secrets in tags/notes (redaction.py)
+        self.project_name = project_name
         root = Path(self.logging_dir or DEFAULT_LOGGING_DIR)
         session = RunSession(
             root / self.project_name,
@@ -455,7 +459,9 @@ class Dispatcher:
         """
         if data is None and dataframe is None:
             raise ValueError("log_table needs `data` (with optional `columns`) or `dataframe`")
-        check_table_arguments(columns, data, dataframe)
+        check_table_arguments(columns, data, dataframe)  # wrong types: an error naming the parameter
+        if problem := table_problem(columns, data, dataframe):  # wrong shapes: refused for every backend (media.py)
+            return self._reject({str(table_name): problem})
         payload = (
             table_name,
             list(columns) if columns is not None else None,
@@ -468,6 +474,8 @@ class Dispatcher:
         """A matplotlib or plotly figure, copied now: it may be changed, reused or closed once this returns."""
         from .figures import copy_figure  # pickle and copy load only for scripts that log figures
 
+        if problem := figure_problem(figure):  # media.py: refused here, for every backend
+            return self._reject({str(name): problem})
         snapshot, problem = copy_figure(figure)
         if problem:
             warn_once(
@@ -484,12 +492,15 @@ class Dispatcher:
         """A file for the backends that store artifacts; it must exist now (the path is checked at the call)."""
         if not os.path.isfile(local_path):
             raise FileNotFoundError(f"log_artifact: {local_path} is not a file")
+        artifact_path = check_artifact_path(artifact_path)  # the path rule (paths.py)
         self._fan_out("log_artifact", ("artifact", (os.fspath(local_path), artifact_path)), None, None)
 
     def log_artifacts(self, local_dir: str | os.PathLike, artifact_path: str | None = None) -> None:
         """A folder's files for the backends that store artifacts; the folder must exist now."""
         if not os.path.isdir(local_dir):
             raise FileNotFoundError(f"log_artifacts: {local_dir} is not a directory")
+        artifact_path = check_artifact_path(artifact_path)  # the path rule (paths.py)
+        warn_links_leaving(local_dir)  # paths.py: links out of the folder are named, once
         self._fan_out("log_artifacts", ("artifacts", (os.fspath(local_dir), artifact_path)), None, None)
 
     # -- access ------------------------------------------------------------------------------

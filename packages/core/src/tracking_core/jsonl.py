@@ -11,6 +11,7 @@ from typing import Any
 
 from .journal import JOURNAL_NAME, JournalWriter
 from .notices import notice
+from .paths import check_name, check_optional_name
 from .tracker import GeneralTracker
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
@@ -71,6 +72,9 @@ class JsonlTracker(GeneralTracker):
         journal_name: str = JOURNAL_NAME,
     ) -> None:
         super().__init__()
+        if not run_dir:  # <logging_dir>/<run_name>/<run_id>: both become folder names
+            check_name(run_name, "run_name")
+            check_optional_name(run_id, "run_id")
         self.run_name = run_name
         self._explicit = run_dir is not None or run_id is not None
         self.run_id = run_id or os.urandom(4).hex()

@@ -26,6 +26,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .paths import check_name
+
 MANIFEST_NAME = "run.json"
 FORMAT = "tracking-run"
 FORMAT_VERSION = 2
@@ -154,6 +156,7 @@ def find_run_to_resume(project_dir: Path, resume: bool | str) -> Path | None:
     replay into a run does not make it the most recently used one.
     """
     if isinstance(resume, str):
+        check_name(resume, "resume")  # a run id in the project folder, never a path (paths.py)
         run_dir = project_dir / resume
         if not (run_dir / MANIFEST_NAME).is_file():
             known = sorted(path.parent.name for path in project_dir.glob(f"*/{MANIFEST_NAME}"))

@@ -66,6 +66,11 @@ class OnceRegistry:
 _once = OnceRegistry()
 
 
+def first_time(*identity: object) -> bool:
+    """True the first time ``identity`` is seen in this run (``reset_warnings`` starts over)."""
+    return _once.first_time(*identity)
+
+
 def warn_once(backend: str, key: str, message: str, *, reason: str | None = None, stacklevel: int = 3) -> bool:
     """Warn about a value or key once per backend, key and reason; returns whether it warned.
 

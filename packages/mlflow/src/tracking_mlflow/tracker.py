@@ -89,6 +89,14 @@ def _parse_tags(raw: Any, source: str) -> dict[str, str]:
     return {str(key): stringify(value) for key, value in raw.items()}
 
 
+def _hwc(image: Any) -> Any:
+    """A CHW array as HWC: the core accepts both layouts, MLflow reads the last axis as channels."""
+    shape = getattr(image, "shape", None)
+    if shape is not None and len(shape) == 3 and shape[-1] not in (1, 3, 4) and shape[0] in (1, 3, 4):
+        return image.transpose(1, 2, 0)
+    return image
+
+
 def _artifact_path(key: str) -> str:
     """A run-relative artifact path for a metric/table key: ``/`` kept as folders, nothing that escapes."""
     parts = []
@@ -343,7 +351,9 @@ class MLflowTracker(GeneralTracker):
         valid = getattr(validation, "validate_param_and_metric_name", None)
         not_unique = getattr(validation, "path_not_unique", None)
         if callable(valid) and callable(not_unique):
-            self._key_ok = lambda key: bool(valid(key)) and not not_unique(key)
+            # isprintable: MLflow's own regex ends in ``$``, which lets a key with a newline through to a
+            # store that then refuses the whole batch holding it.
+            self._key_ok = lambda key: key.isprintable() and bool(valid(key)) and not not_unique(key)
 
     def _create_run(self, client: Any, embedded: bool) -> Any:
         experiment_id = self._experiment_id(client, embedded)
@@ -591,7 +601,7 @@ class MLflowTracker(GeneralTracker):
                     self.name, key, f"image key stored as {safe!r}: MLflow refuses the original", reason="image-key"
                 )
             for image in images if isinstance(images, (list, tuple)) else [images]:
-                self._client.log_image(self.active_run_id, image, key=safe, step=step, synchronous=True)
+                self._client.log_image(self.active_run_id, _hwc(image), key=safe, step=step, synchronous=True)
 
     def log_table(
         self,
@@ -617,6 +627,7 @@ class MLflowTracker(GeneralTracker):
 
     def log_figure(self, figure: Any, name: str, step: int | None = None, **kwargs: Any) -> None:
         """Saved as the artifact ``name`` (``name.png`` without a suffix), as ``mlflow.log_figure`` does."""
+        name = _artifact_path(name)  # a figure name never leaves the run's artifacts ("../x" -> "__/x")
         artifact_file = name if os.path.splitext(name)[1] else f"{name}.png"
         self._client.log_figure(self.active_run_id, figure, artifact_file, save_kwargs=kwargs or None)
 

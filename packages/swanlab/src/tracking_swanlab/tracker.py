@@ -32,6 +32,7 @@ from typing import Any
 from tracking_core import GeneralTracker, notice, warn_once
 from tracking_core.jsonl import table_rows
 from tracking_core.notices import logger
+from tracking_core.paths import check_optional_name
 
 #: SwanLab refuses control characters anywhere in a key and '.', '/' or whitespace at either end;
 #: longer keys are cut at 512 characters (``swanlab.sdk.internal.pkg.constraints``).
@@ -46,6 +47,16 @@ _MAX_KEY_LENGTH = 512
 _QUIET_DEFAULTS = {"probe.monitor": False, "terminal.proxy_type": "none"}
 
 DEFAULT_ONLINE_CHECK_TIMEOUT = 5.0
+
+
+def _hw_or_hwc(image: Any) -> Any:
+    """An array in the layouts SwanLab takes (HW, HWC with 3/4 channels); the core also accepts CHW and HW1."""
+    shape = getattr(image, "shape", None)
+    if shape is None or len(shape) != 3:
+        return image
+    if shape[-1] not in (1, 3, 4) and shape[0] in (1, 3, 4):
+        image = image.transpose(1, 2, 0)
+    return image[:, :, 0] if image.shape[-1] == 1 else image
 
 
 class SwanLabTracker(GeneralTracker):
@@ -91,6 +102,7 @@ class SwanLabTracker(GeneralTracker):
         **kwargs: Any,
     ) -> None:
         super().__init__()
+        check_optional_name(kwargs.get("id"), "id")  # the run id is part of SwanLab's run folder name
         self.run_name = run_name
         self.logging_dir = Path(logging_dir) if logging_dir is not None else None
         self.online_check_timeout = online_check_timeout
@@ -338,7 +350,7 @@ class SwanLabTracker(GeneralTracker):
             key = self.sanitize_key(key)
             if self._accepts(key, "image", step):
                 items = images if isinstance(images, (list, tuple)) else [images]
-                payload[key] = [self._swanlab.Image(image, **kwargs) for image in items]
+                payload[key] = [self._swanlab.Image(_hw_or_hwc(image), **kwargs) for image in items]
         if payload:
             self._run.log(payload, step=step)
 

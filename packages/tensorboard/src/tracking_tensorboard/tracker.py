@@ -28,6 +28,9 @@ from typing import Any
 
 from tracking_core import GeneralTracker, flatten_config, notice, stringify, warn_once
 from tracking_core.jsonl import table_rows
+from tracking_core.paths import check_name, check_optional_name
+
+_FLOAT32_MAX = 3.4028234663852886e38
 
 #: Text-summary tag holding the run's configuration as exact JSON (hparams keep a flat copy).
 CONFIG_TAG = "config/json"
@@ -118,6 +121,11 @@ class TensorBoardTracker(GeneralTracker):
         flush_secs: float | None = None,
     ) -> None:
         super().__init__()
+        if log_dir is None:  # names that become folders/files stay inside logging_dir
+            check_name(run_name, "run_name")
+        check_optional_name(run_id, "run_id")
+        check_optional_name(comment or None, "comment")
+        check_optional_name(filename_suffix or None, "filename_suffix")
         self.run_name = run_name
         self.logging_dir = Path(logging_dir)
         self.run_id = run_id or _new_run_id()
@@ -131,6 +139,7 @@ class TensorBoardTracker(GeneralTracker):
         self._step = -1
         self._wrote_hparams = False
         self._last_flush = time.monotonic()
+        self._notes: list[str] = []
 
     @property
     def tracker(self) -> Any:
@@ -192,6 +201,9 @@ class TensorBoardTracker(GeneralTracker):
                 if isinstance(value, str):
                     summaries.append(events.text_value(key, value))
                 elif isinstance(value, numbers.Real):
+                    if _FLOAT32_MAX < abs(value) < math.inf:
+                        self._beyond_float32(key)
+                        continue
                     summaries.append(events.scalar_value(key, value))
                 else:
                     warn_once(
@@ -203,6 +215,14 @@ class TensorBoardTracker(GeneralTracker):
             step = self._next_step(step)
             if summaries:  # the dispatcher's timestamp is when log() was called; an explicit walltime wins
                 writer.add_summary(summaries, step, kwargs.get("walltime", kwargs.get("timestamp")))
+
+    def _beyond_float32(self, key: str) -> None:
+        """TensorBoard stores scalars as float32, where such a value would read back as inf: not logged."""
+        if warn_once(self.name, key, "a finite value beyond float32 range is not logged", reason="float32"):
+            self._notes.append(f"{key!r}: values beyond float32 range (|x| > 3.4e38) were not logged")
+
+    def report_notes(self) -> list[str]:
+        return list(self._notes)
 
     def _flush_if_due(self) -> None:
         if self.flush_secs is not None and time.monotonic() - self._last_flush >= self.flush_secs:
@@ -280,9 +300,10 @@ class TensorBoardTracker(GeneralTracker):
                 for value in event.summary.value:
                     if value.metadata.plugin_data.plugin_name:
                         plugin_of.setdefault(value.tag, value.metadata.plugin_data.plugin_name)
-                    if plugin_of.get(value.tag) == "scalars":
-                        point = (event.step, float(tensor_util.make_ndarray(value.tensor)))
-                        history.setdefault(value.tag, []).append(point)
+                    if plugin_of.get(value.tag) in ("scalars", "text"):
+                        array = tensor_util.make_ndarray(value.tensor)
+                        if array.dtype.kind in "fiu" and array.size == 1:  # a key also logged as text holds strings
+                            history.setdefault(value.tag, []).append((event.step, float(array)))
         return history
 
     def finish(self) -> None:

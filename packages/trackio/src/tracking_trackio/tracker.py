@@ -40,6 +40,7 @@ from typing import Any
 from tracking_core import GeneralTracker
 from tracking_core.jsonl import table_rows
 from tracking_core.notices import logger, notice, warn_once
+from tracking_core.paths import check_optional_name
 
 #: Trackio's module constants that hold its storage location, and where each lives under the storage dir.
 _LOCATION_ATTRIBUTES = {"TRACKIO_DIR": None, "MEDIA_DIR": "media", "ARTIFACTS_DIR": "artifacts"}
@@ -157,6 +158,7 @@ class TrackioTracker(GeneralTracker):
 
     def __init__(self, run_name: str, logging_dir: str | os.PathLike | None = None, **kwargs: Any) -> None:
         super().__init__()
+        check_optional_name(kwargs.get("name"), "name")  # Trackio saves media under media/<project>/<name>/
         self.run_name = run_name
         self.logging_dir = logging_dir
         # Resolved now, so a later chdir of the training script does not move the store.

@@ -31,6 +31,7 @@ from typing import Any
 from tracking_core import GeneralTracker, notice, warn_once
 from tracking_core.jsonl import table_rows
 from tracking_core.notices import logger
+from tracking_core.paths import check_optional_name
 
 from .transaction_log import read_runs, wait_until_written
 
@@ -102,6 +103,7 @@ class WandBTracker(GeneralTracker):
 
     def __init__(self, run_name: str, logging_dir: str | os.PathLike | None = None, **kwargs: Any) -> None:
         super().__init__()
+        check_optional_name(kwargs.get("id"), "id")  # W&B names the run folder after it
         self.run_name = run_name
         self.logging_dir = Path(logging_dir) if logging_dir is not None else None
         self.init_kwargs = kwargs
@@ -504,5 +506,12 @@ def _channels_last(image: Any) -> Any:
     """W&B transposes channel-first torch tensors but not numpy arrays; the dispatcher sends numpy."""
     shape = getattr(image, "shape", None)
     if shape is not None and len(shape) == 3 and shape[0] in (1, 3, 4) and shape[-1] not in (1, 3, 4):
-        return image.transpose(1, 2, 0)
+        image = image.transpose(1, 2, 0)
+    if getattr(image, "ndim", 0) == 3 and 1 in image.shape[:2]:
+        # W&B squeezes size-1 axes, turning a 1-pixel-high or -wide image into a 1-D array it then refuses.
+        from PIL import Image as PILImage
+        from tracking_core.png import image_to_rows
+
+        height, width, channels, raw = image_to_rows(image)
+        return PILImage.frombytes({1: "L", 3: "RGB", 4: "RGBA"}[channels], (width, height), raw)
     return image
