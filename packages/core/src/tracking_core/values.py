@@ -178,12 +178,12 @@ def snapshot(values: Mapping) -> tuple[dict[str, Any], dict[str, str] | None]:
         if _FLOAT_TYPES.issuperset(map(type, values.values())):  # the common case costs what it always did
             if _known_keys.issuperset(values) or _plain_keys(values):
                 return values.copy(), None
-        else:
-            kinds = set(map(type, values.values()))
-            if kinds <= _PLAIN_TYPES and (_known_keys.issuperset(values) or _plain_keys(values)):
-                # ints: one more pass for the 64-bit range; strings: the secret check of each
-                if _small(values) if str not in kinds else _strings_are_plain(values):
-                    return values.copy(), None
+        elif _NUMBER_TYPES.issuperset(map(type, values.values())):  # ints too: one more pass, the 64-bit range
+            if _small(values) and (_known_keys.issuperset(values) or _plain_keys(values)):
+                return values.copy(), None
+        elif _PLAIN_TYPES.issuperset(map(type, values.values())):  # strings: the secret check of each
+            if _strings_are_plain(values) and (_known_keys.issuperset(values) or _plain_keys(values)):
+                return values.copy(), None
     if not isinstance(values, Mapping):
         raise TypeError(f"log() takes a dict of values, got {type(values).__name__}")
     rejected: dict[str, str] = {}
