@@ -27,8 +27,8 @@ from .paths import check_artifact_path, check_name, warn_links_leaving
 from .preflight import check_run_can_start, check_table_arguments, checked_logging_dir
 from .record import Record
 from .redaction import redact_init_kwargs
-from .registry import LoggerType, get_available_trackers, resolve_tracker_class
 from .report import BackendReport, FinishReport
+from .selection import DEFAULT_LOGGING_DIR, TrackerSpec, construct_tracker, resolve_specs
 from .session import RunSession
 from .spill import SpillJournal, spill_name
 from .tracker import GeneralTracker, RunContext, has_capability
@@ -37,19 +37,9 @@ from .worker import BackendWorker
 
 _EMPTY: dict = {}
 _now = time.time
-DEFAULT_LOGGING_DIR = "runs"
 DEFAULT_FINISH_TIMEOUT = 120.0
 DEFAULT_FLUSH_INTERVAL = 1.0
 UNWRAP_TIMEOUT = 120.0
-TrackerSpec = str | LoggerType | GeneralTracker | type
-
-
-def _names(log_with: Any) -> list[Any]:
-    if log_with is None:
-        return []
-    if isinstance(log_with, (str, LoggerType, GeneralTracker, type)):
-        return [log_with]
-    return list(log_with)
 
 
 MAX_STEP = 2**63 - 1  # every backend stores steps as signed 64-bit integers
@@ -65,16 +55,6 @@ def checked_step(step: Any) -> int:
     if not 0 <= step <= MAX_STEP:
         raise ValueError(f"step must be between 0 and 2**63 - 1, got {step}")
     return step
-
-
-def _accepted_keywords(cls: type) -> set[str]:
-    import inspect  # only at init_trackers: keeps `import tracking_core` fast
-
-    try:
-        parameters = inspect.signature(cls.__init__).parameters
-    except (TypeError, ValueError):
-        return set()
-    return {name for name, p in parameters.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
 
 
 class Dispatcher:
@@ -137,7 +117,7 @@ class Dispatcher:
         self.flush_interval = float(flush_interval)
         self.retry = RetryPolicy(float(first), float(longest))
         self.rank = get_rank()
-        self._specs = self._resolve(log_with)
+        self._specs = resolve_specs(log_with, self.logging_dir)
         self._workers: list[BackendWorker] = []  # emptied by finish()
         self._puts: list = []  # the workers' enqueue functions; emptied by finish()
         self._all_workers: list[BackendWorker] = []
@@ -158,52 +138,6 @@ class Dispatcher:
         self._replay_sources: list[Path] | None = None
 
     # -- set-up ----------------------------------------------------------------------------
-    def _resolve(self, log_with: Any) -> list[type | GeneralTracker]:
-        specs: list[type | GeneralTracker] = []
-        requested = _names(log_with) or ["jsonl"]
-        if any(
-            str(getattr(item, "value", item)) == LoggerType.ALL.value for item in requested if isinstance(item, str)
-        ):
-            requested = [
-                item for item in requested if not (isinstance(item, str) and str(getattr(item, "value", item)) == "all")
-            ]
-            requested += get_available_trackers()
-        seen: set[str] = set()
-        for item in requested:
-            if isinstance(item, GeneralTracker):
-                spec, name = item, item.name
-            elif isinstance(item, type):
-                if not issubclass(item, GeneralTracker):
-                    raise ValueError(f"{item!r} is not a GeneralTracker subclass")
-                spec, name = item, item.name
-            else:
-                spec = resolve_tracker_class(str(getattr(item, "value", item)))
-                name = spec.name
-            if name in seen:
-                continue
-            seen.add(name)
-            needs_dir = getattr(spec, "requires_logging_directory", False)
-            if needs_dir and self.logging_dir is None and not isinstance(spec, GeneralTracker):
-                raise ValueError(
-                    f"Tracker {name!r} requires a logging directory: pass logging_dir=... "
-                    "(tracking_core.init uses ./runs by default)."
-                )
-            specs.append(spec)
-        return specs
-
-    def _construct(self, cls: type, project_name: str, kwargs: dict) -> GeneralTracker:
-        """``cls(project, logging_dir, **kwargs)`` or ``cls(project, **kwargs)`` as in accelerate.
-
-        A tracker that does not require a logging directory but accepts a ``logging_dir`` keyword
-        gets the run's, so embedded defaults land in the same place for every backend.
-        """
-        kwargs = dict(kwargs or {})
-        if cls.requires_logging_directory:
-            return cls(project_name, kwargs.pop("logging_dir", self.logging_dir), **kwargs)
-        if "logging_dir" not in kwargs and "logging_dir" in _accepted_keywords(cls):
-            kwargs["logging_dir"] = self.logging_dir if self.logging_dir is not None else DEFAULT_LOGGING_DIR
-        return cls(project_name, **kwargs)
-
     def _spill_factory(self, backend: str) -> GeneralTracker:
         return JsonlTracker(
             self.project_name or "run", run_dir=self.run_dir, run_id=self.run_id, journal_name=spill_name(backend)
@@ -242,7 +176,7 @@ class Dispatcher:
             tracker = (
                 spec
                 if isinstance(spec, GeneralTracker)
-                else self._construct(spec, self.project_name, init_kwargs.get(name))
+                else construct_tracker(spec, self.project_name, self.logging_dir, init_kwargs.get(name))
             )
             tracker.run_context = context._replace(resume=session.resume_state(name)) if self.resumed else context
             self._workers.append(
