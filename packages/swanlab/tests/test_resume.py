@@ -3,18 +3,14 @@ folder per process, every folder read back with SwanLab's own record reader."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import signal
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
-from tracking_core import RunContext, TrackingWarning
+from tracking_core import TrackingWarning
 from tracking_core.notices import reset_warnings
+from tracking_core.testing.resume import log_loss, loss, started_tracker, state_of_a_killed_run
 from tracking_swanlab import SwanLabTracker
 from tracking_swanlab.reader import read_run
 
@@ -31,22 +27,8 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def loss(step: int) -> float:
-    return 1.0 / (step + 1)
-
-
 def tracker_for(logs: Path, state: dict | None, **kwargs) -> SwanLabTracker:
-    """A started tracker as the dispatcher sets it up; the state goes through JSON as through ``run.json``."""
-    tracker = SwanLabTracker("resume", logging_dir=logs, **kwargs)
-    resume = json.loads(json.dumps(state)) if state is not None else None
-    tracker.run_context = RunContext("resume", "run-1", logs / "resume" / "run-1", logs, resume=resume)
-    tracker.start()
-    return tracker
-
-
-def log_loss(tracker: SwanLabTracker, steps: range) -> None:
-    for step in steps:
-        tracker.log({"loss": loss(step)}, step=step)
+    return started_tracker(SwanLabTracker, logs, state, **kwargs)
 
 
 def test_resume_in_process(tmp_path: Path) -> None:
@@ -124,32 +106,7 @@ def test_the_later_folder_asks_swanlab_sync_to_resume(tmp_path: Path) -> None:
 
 def test_resume_after_the_first_process_was_killed(tmp_path: Path) -> None:
     logs = tmp_path / "logs"
-    code = f"""
-        import json, os, signal
-        from pathlib import Path
-        from tracking_core import RunContext
-        from tracking_swanlab import SwanLabTracker
-        logs = Path({str(logs)!r})
-        tracker = SwanLabTracker("resume", logging_dir=logs)
-        tracker.run_context = RunContext("resume", "run-1", logs / "resume" / "run-1", logs)
-        tracker.start()
-        for step in range(10):
-            tracker.log({{"loss": 1.0 / (step + 1)}}, step=step)
-        tracker.flush()
-        print(json.dumps(tracker.resume_state()), flush=True)
-        os.kill(os.getpid(), signal.SIGKILL)
-    """
-    killed = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        cwd=tmp_path,
-        env=dict(os.environ),
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=150,
-    )
-    assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
-    state = json.loads(killed.stdout.strip().splitlines()[-1])
+    state = state_of_a_killed_run(SwanLabTracker, logs, cwd=tmp_path)
 
     tracker = tracker_for(logs, state)
     log_loss(tracker, range(10, 20))

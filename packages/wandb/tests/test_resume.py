@@ -3,18 +3,14 @@ process, every folder read back from its ``.wandb`` transaction log."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import signal
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
-from tracking_core import RunContext, TrackingWarning
+from tracking_core import TrackingWarning
 from tracking_core.notices import reset_warnings
+from tracking_core.testing.resume import log_loss, loss, started_tracker, state_of_a_killed_run
 from tracking_wandb import WandBTracker
 from tracking_wandb.transaction_log import find_log, iter_records, read_run
 
@@ -29,22 +25,8 @@ def _no_credentials(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     reset_warnings()
 
 
-def loss(step: int) -> float:
-    return 1.0 / (step + 1)
-
-
 def tracker_for(logs: Path, state: dict | None, **kwargs) -> WandBTracker:
-    """A started tracker as the dispatcher sets it up; the state goes through JSON as through ``run.json``."""
-    tracker = WandBTracker("resume", logging_dir=logs, **kwargs)
-    resume = json.loads(json.dumps(state)) if state is not None else None
-    tracker.run_context = RunContext("resume", "run-1", logs / "resume" / "run-1", logs, resume=resume)
-    tracker.start()
-    return tracker
-
-
-def log_loss(tracker: WandBTracker, steps: range) -> None:
-    for step in steps:
-        tracker.log({"loss": loss(step)}, step=step)
+    return started_tracker(WandBTracker, logs, state, **kwargs)
 
 
 def run_record(folder: Path):
@@ -107,33 +89,8 @@ def test_a_step_written_again_after_resume_shows_twice_in_the_history(tmp_path: 
 
 def test_resume_after_the_first_process_was_killed(tmp_path: Path) -> None:
     logs = tmp_path / "logs"
-    code = f"""
-        import json, os, signal
-        from tracking_core import RunContext
-        from pathlib import Path
-        from tracking_wandb import WandBTracker
-        logs = Path({str(logs)!r})
-        tracker = WandBTracker("resume", logging_dir=logs)
-        tracker.run_context = RunContext("resume", "run-1", logs / "resume" / "run-1", logs)
-        tracker.start()
-        for step in range(10):
-            tracker.log({{"loss": 1.0 / (step + 1)}}, step=step)
-        tracker.flush()
-        print(json.dumps(tracker.resume_state()), flush=True)
-        os.kill(os.getpid(), signal.SIGKILL)
-    """
     env = {key: value for key, value in os.environ.items() if not key.startswith("WANDB_")}
-    killed = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        cwd=tmp_path,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=150,
-    )
-    assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
-    state = json.loads(killed.stdout.strip().splitlines()[-1])
+    state = state_of_a_killed_run(WandBTracker, logs, cwd=tmp_path, env=env)
 
     tracker = tracker_for(logs, state)
     log_loss(tracker, range(10, 20))
