@@ -13,7 +13,7 @@ from tracking_clearml import ClearMLTracker
 from tracking_clearml.session import OfflineSession
 from tracking_core import TrackingWarning
 from tracking_core.notices import reset_warnings
-from tracking_core.testing.resume import log_loss, loss, started_tracker, state_of_a_killed_run
+from tracking_core.testing.resume import finished_run, log_loss, loss, started_tracker, state_of_a_killed_run
 
 
 @pytest.fixture(autouse=True)
@@ -37,9 +37,7 @@ def test_resume_in_process(tmp_path: Path) -> None:
     assert state == {"task_id": first.tracker.id, "mode": "offline", "session_dir": str(first.offline_folder)}
     assert state["task_id"].startswith("offline-")
 
-    second = tracker_for(logs, state)
-    log_loss(second, range(10, 20))
-    second.finish()
+    second = finished_run(ClearMLTracker, logs, range(10, 20), state)
 
     assert second.tracker.id == first.tracker.id and second.offline_folder == first.offline_folder
     assert second.report_notes() == [
@@ -60,9 +58,7 @@ def test_resume_after_the_first_process_was_killed(tmp_path: Path) -> None:
     state = state_of_a_killed_run(ClearMLTracker, logs, cwd=tmp_path, env=env)
     assert not Path(f"{state['session_dir']}.zip").exists()  # killed before ClearML zipped the session
 
-    tracker = tracker_for(logs, state)
-    log_loss(tracker, range(10, 20))
-    tracker.finish()
+    tracker = finished_run(ClearMLTracker, logs, range(10, 20), state)
 
     assert tracker.tracker.id == state["task_id"]
     assert OfflineSession(f"{state['session_dir']}.zip").scalars() == {"loss": {s: loss(s) for s in range(20)}}
@@ -72,9 +68,7 @@ def test_resume_after_the_first_process_was_killed(tmp_path: Path) -> None:
 @pytest.mark.parametrize("case", ["session-gone", "no-task", "was-online"])
 def test_a_task_that_cannot_be_reopened_gets_a_new_task_and_a_note(tmp_path: Path, case: str) -> None:
     logs = tmp_path / "logs"
-    first = tracker_for(logs, None)
-    log_loss(first, range(3))
-    first.finish()
+    first = finished_run(ClearMLTracker, logs, range(3))
     state = first.resume_state()
     if case == "session-gone":
         shutil.rmtree(first.offline_folder)
@@ -102,13 +96,11 @@ def test_a_task_that_cannot_be_reopened_gets_a_new_task_and_a_note(tmp_path: Pat
 
 def test_explicit_task_in_init_kwargs_wins_over_the_saved_task(tmp_path: Path) -> None:
     logs = tmp_path / "logs"
-    first = tracker_for(logs, None)
-    log_loss(first, range(2))
-    first.finish()
+    first = finished_run(ClearMLTracker, logs, range(2))
 
-    second = tracker_for(logs, first.resume_state(), reuse_last_task_id=False, continue_last_task=False)
-    log_loss(second, range(2, 4))
-    second.finish()
+    second = finished_run(
+        ClearMLTracker, logs, range(2, 4), first.resume_state(), reuse_last_task_id=False, continue_last_task=False
+    )
 
     assert second.tracker.id != first.tracker.id
     assert second.read_back_metrics() == {"loss": {2: loss(2), 3: loss(3)}}

@@ -13,7 +13,7 @@ from tracking_comet_ml import CometMLTracker
 from tracking_comet_ml.tracker import read_archive_metrics
 from tracking_core import TrackingWarning
 from tracking_core.notices import reset_warnings
-from tracking_core.testing.resume import log_loss, loss, started_tracker, state_of_a_killed_run
+from tracking_core.testing.resume import finished_run, log_loss, loss, started_tracker, state_of_a_killed_run
 
 
 @pytest.fixture(autouse=True)
@@ -41,9 +41,7 @@ def test_resume_in_process(tmp_path: Path) -> None:
     assert state["experiment_key"] == key and state["mode"] == "offline"
     assert state["offline_directory"] == str(first.archive_path.parent)
 
-    second = tracker_for(logs, state)
-    log_loss(second, range(10, 20))
-    second.finish()
+    second = finished_run(CometMLTracker, logs, range(10, 20), state)
 
     assert second.tracker.get_key() == key
     assert second.archives() == [first.archive_path, second.archive_path]
@@ -66,9 +64,7 @@ def test_resume_after_the_first_process_was_killed(tmp_path: Path) -> None:
     state = state_of_a_killed_run(CometMLTracker, logs, cwd=tmp_path, env=env)
     assert Path(state["data_dir"], "messages.json").is_file()  # Comet's data of the killed process, not archived
 
-    tracker = tracker_for(logs, state)
-    log_loss(tracker, range(10, 20))
-    tracker.finish()
+    tracker = finished_run(CometMLTracker, logs, range(10, 20), state)
 
     earlier = Path(state["offline_directory"]) / state["archive_name"]
     assert tracker.tracker.get_key() == state["experiment_key"]
@@ -112,9 +108,7 @@ def test_explicit_experiment_key_wins_over_the_saved_experiment(tmp_path: Path) 
     first.finish()
 
     chosen = "c" * 32
-    second = tracker_for(logs, state, experiment_key=chosen)
-    log_loss(second, range(2, 4))
-    second.finish()
+    second = finished_run(CometMLTracker, logs, range(2, 4), state, experiment_key=chosen)
 
     assert second.tracker.get_key() == chosen
     assert second.read_back_metrics() == {"loss": {2: loss(2), 3: loss(3)}}

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from tracking_core import TrackingWarning
 from tracking_core.notices import reset_warnings
-from tracking_core.testing.resume import log_loss, loss, started_tracker, state_of_a_killed_run
+from tracking_core.testing.resume import finished_run, log_loss, loss, started_tracker, state_of_a_killed_run
 from tracking_wandb import WandBTracker
 from tracking_wandb.transaction_log import find_log, iter_records, read_run
 
@@ -48,9 +48,7 @@ def test_resume_in_process(tmp_path: Path) -> None:
         "run_dirs": [str(first.run_dir)],
     }
 
-    second = tracker_for(logs, state)
-    log_loss(second, range(10, 20))
-    second.finish()
+    second = finished_run(WandBTracker, logs, range(10, 20), state)
 
     assert second.run.id == first.run.id and second.run_dir != first.run_dir
     assert second.run_dirs == [first.run_dir, second.run_dir]
@@ -75,9 +73,7 @@ def test_resume_in_process(tmp_path: Path) -> None:
 
 def test_a_step_written_again_after_resume_shows_twice_in_the_history(tmp_path: Path) -> None:
     logs = tmp_path / "logs"
-    first = tracker_for(logs, None)
-    log_loss(first, range(5))
-    first.finish()
+    first = finished_run(WandBTracker, logs, range(5))
     second = tracker_for(logs, first.resume_state())
     second.log({"loss": 0.5}, step=4)  # the resumed process repeats the last step
     log_loss(second, range(5, 7))
@@ -92,9 +88,7 @@ def test_resume_after_the_first_process_was_killed(tmp_path: Path) -> None:
     env = {key: value for key, value in os.environ.items() if not key.startswith("WANDB_")}
     state = state_of_a_killed_run(WandBTracker, logs, cwd=tmp_path, env=env)
 
-    tracker = tracker_for(logs, state)
-    log_loss(tracker, range(10, 20))
-    tracker.finish()
+    tracker = finished_run(WandBTracker, logs, range(10, 20), state)
 
     assert tracker.run.id == state["id"] and tracker.earlier_run_dirs == [Path(state["run_dirs"][0])]
     # W&B keeps the latest step's row open until a later step or the end of the run commits it, so the killed
@@ -107,9 +101,7 @@ def test_resume_after_the_first_process_was_killed(tmp_path: Path) -> None:
 @pytest.mark.parametrize("case", ["folders-gone", "no-id"])
 def test_a_run_that_cannot_be_reopened_gets_a_new_run_and_a_note(tmp_path: Path, case: str) -> None:
     logs = tmp_path / "logs"
-    first = tracker_for(logs, None)
-    log_loss(first, range(3))
-    first.finish()
+    first = finished_run(WandBTracker, logs, range(3))
     state = first.resume_state()
     if case == "folders-gone":
         shutil.rmtree(first.run_dir)
@@ -132,13 +124,9 @@ def test_a_run_that_cannot_be_reopened_gets_a_new_run_and_a_note(tmp_path: Path,
 @pytest.mark.parametrize("explicit", [{"id": "chosen01"}, {"resume": "never"}])
 def test_explicit_choice_in_init_kwargs_wins_over_the_saved_run(tmp_path: Path, explicit: dict) -> None:
     logs = tmp_path / "logs"
-    first = tracker_for(logs, None)
-    log_loss(first, range(2))
-    first.finish()
+    first = finished_run(WandBTracker, logs, range(2))
 
-    second = tracker_for(logs, first.resume_state(), **explicit)
-    log_loss(second, range(2, 4))
-    second.finish()
+    second = finished_run(WandBTracker, logs, range(2, 4), first.resume_state(), **explicit)
 
     assert second.run.id != first.run.id and second.run.id == explicit.get("id", second.run.id)
     assert second.read_back_metrics() == {"loss": {2: loss(2), 3: loss(3)}}

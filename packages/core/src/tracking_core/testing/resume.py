@@ -63,6 +63,23 @@ def started_tracker(
     return tracker
 
 
+def finished_run(
+    tracker_class: type[T],
+    logging_dir: str | Path,
+    steps: Iterable[int],
+    resume_state: dict | None = None,
+    *,
+    project: str = "resume",
+    **kwargs: Any,
+) -> T:
+    """A tracker from :func:`started_tracker` that logged ``loss`` at ``steps`` and finished: one process's
+    part of a run, ready to be read back or resumed from its ``resume_state()``."""
+    tracker = started_tracker(tracker_class, logging_dir, resume_state, project=project, **kwargs)
+    log_loss(tracker, steps)
+    tracker.finish()
+    return tracker
+
+
 def state_of_a_killed_run(
     tracker_class: type[GeneralTracker],
     logging_dir: str | Path,
