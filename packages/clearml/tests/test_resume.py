@@ -29,10 +29,7 @@ def tracker_for(logs: Path, state: dict | None, **kwargs) -> ClearMLTracker:
 
 def test_resume_in_process(tmp_path: Path) -> None:
     logs = tmp_path / "logs"
-    first = tracker_for(logs, None)
-    first.store_init_configuration({"lr": 0.1})
-    log_loss(first, range(10))
-    first.finish()
+    first = finished_run(ClearMLTracker, logs, range(10), config={"lr": 0.1})
     state = first.resume_state()
     assert state == {"task_id": first.tracker.id, "mode": "offline", "session_dir": str(first.offline_folder)}
     assert state["task_id"].startswith("offline-")

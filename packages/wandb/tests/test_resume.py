@@ -35,10 +35,7 @@ def run_record(folder: Path):
 
 def test_resume_in_process(tmp_path: Path) -> None:
     logs = tmp_path / "logs"
-    first = tracker_for(logs, None)
-    first.store_init_configuration({"lr": 0.1})
-    log_loss(first, range(10))
-    first.finish()
+    first = finished_run(WandBTracker, logs, range(10), config={"lr": 0.1})
     state = first.resume_state()
     assert state == {
         "id": first.run.id,

@@ -70,11 +70,14 @@ def finished_run(
     resume_state: dict | None = None,
     *,
     project: str = "resume",
+    config: dict | None = None,
     **kwargs: Any,
 ) -> T:
-    """A tracker from :func:`started_tracker` that logged ``loss`` at ``steps`` and finished: one process's
-    part of a run, ready to be read back or resumed from its ``resume_state()``."""
+    """A tracker from :func:`started_tracker` that stored ``config`` (if given), logged ``loss`` at ``steps``
+    and finished: one process's part of a run, ready to be read back or resumed from its ``resume_state()``."""
     tracker = started_tracker(tracker_class, logging_dir, resume_state, project=project, **kwargs)
+    if config is not None:
+        tracker.store_init_configuration(config)
     log_loss(tracker, steps)
     tracker.finish()
     return tracker
