@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import textwrap
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
@@ -54,8 +55,11 @@ def table(rows: list[dict] | None = None) -> str:
 
 
 def run_script(code: str, *args: str, cwd: str | Path, timeout: float = 300) -> subprocess.CompletedProcess:
-    """Run ``python -c code *args`` in ``cwd`` to its end, its stdout and stderr captured as text."""
-    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=timeout, cwd=cwd)
+    """Run ``python -c code *args`` (``code`` dedented) in ``cwd`` to its end, its stdout and stderr captured
+    as text."""
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code), *args], capture_output=True, text=True, timeout=timeout, cwd=cwd
+    )
 
 
 def start_in_own_session(code: str, *args: str, cwd: str | Path) -> subprocess.Popen:
