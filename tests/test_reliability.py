@@ -8,12 +8,10 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 
 import pytest
-from tracking_core.testing.reliability import tally
+from tracking_core.testing.reliability import last_json_line, run_script, start_in_own_session, tally
 
 CELL = os.environ.get("TRACKING_BACKEND") or "jsonl"
 pytestmark = pytest.mark.reliability
@@ -59,12 +57,10 @@ if sys.argv[2] == "raise":
 @pytest.mark.parametrize("ending", ["normal", "raise"])
 def test_a_run_never_finished_reaches_the_backend(tmp_path, ending):
     """The script ends right after its loop, while the backend may still be starting."""
-    result = subprocess.run(
-        [sys.executable, "-c", FORGETFUL, CELL, ending], capture_output=True, text=True, timeout=300, cwd=tmp_path
-    )
+    result = run_script(FORGETFUL, CELL, ending, cwd=tmp_path)
     assert result.returncode == (0 if ending == "normal" else 1), result.stdout + result.stderr
     assert "can't register atexit" not in result.stderr, result.stderr
-    out = json.loads(result.stdout.strip().splitlines()[-1])
+    out = last_json_line(result.stdout)
     assert out["finished"], result.stderr
     for name in {CELL, "jsonl"}:
         assert out["states"][name] == "finished", (out, result.stderr)
@@ -97,14 +93,7 @@ print(json.dumps({"first": first, "points": points, "resumed": run.resumed, "ok"
 
 
 def test_a_job_killed_with_sigkill_resumes_without_losing_or_repeating_points(tmp_path):
-    process = subprocess.Popen(
-        [sys.executable, "-c", KILLED, CELL, "new", "1000000"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        cwd=tmp_path,
-        start_new_session=True,
-    )
+    process = start_in_own_session(KILLED, CELL, "new", "1000000", cwd=tmp_path)
     assert process.stdout is not None
     deadline = time.monotonic() + 240
     while process.stdout.readline().strip() != "ready":
@@ -116,15 +105,9 @@ def test_a_job_killed_with_sigkill_resumes_without_losing_or_repeating_points(tm
     manifest = json.loads((run_dir / "run.json").read_text())
     written = sum(1 for line in (run_dir / "journal.jsonl").read_text().splitlines() if '"metrics"' in line)
     target = written + 100
-    result = subprocess.run(
-        [sys.executable, "-c", KILLED, CELL, "resume", str(target)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=tmp_path,
-    )
+    result = run_script(KILLED, CELL, "resume", str(target), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    out = json.loads(result.stdout.strip().splitlines()[-1])
+    out = last_json_line(result.stdout)
     # it carries on after the furthest record any backend or the journal holds: no step is logged twice
     assert out["resumed"] and out["first"] >= written, (out, manifest)
     if out["points"] is None:
@@ -166,14 +149,7 @@ print(json.dumps({"first": first, "before": [s for s, _ in history.get("train/lo
 def test_what_a_sigkill_costs_a_backend_on_its_own(tmp_path):
     """No journal to catch up from: what the backend loses is what it had not made durable (measured,
     printed); a resumed run never logs a step the backend already holds."""
-    process = subprocess.Popen(
-        [sys.executable, "-c", ALONE, CELL, "new"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        cwd=tmp_path,
-        start_new_session=True,
-    )
+    process = start_in_own_session(ALONE, CELL, "new", cwd=tmp_path)
     assert process.stdout is not None
     last = -1
     while last < 300:
@@ -184,11 +160,9 @@ def test_what_a_sigkill_costs_a_backend_on_its_own(tmp_path):
     os.killpg(process.pid, signal.SIGKILL)  # the job and every process it started (an SDK's service too)
     last = max([last, *(int(word) for word in process.stdout.read().split() if word.isdigit())])
     process.wait(60)
-    result = subprocess.run(
-        [sys.executable, "-c", ALONE, CELL, "resume"], capture_output=True, text=True, timeout=300, cwd=tmp_path
-    )
+    result = run_script(ALONE, CELL, "resume", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    out = json.loads(result.stdout.strip().splitlines()[-1])
+    out = last_json_line(result.stdout)
     kept = out["before"] if not any("not resumed" in note for note in out["notes"]) else []
     figures = tally("SIGKILL, no journal (measured)", CELL, range(last + 1), kept)
     figures["duplicated"] += sum(step >= out["first"] for step in kept)  # steps the resumed run logs again

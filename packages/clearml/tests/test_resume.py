@@ -6,17 +6,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 from tracking_clearml import ClearMLTracker
 from tracking_clearml.session import OfflineSession
-from tracking_core import RunContext, TrackingWarning
+from tracking_core import TrackingWarning
 from tracking_core.notices import reset_warnings
+from tracking_core.testing.resume import finished_run, log_loss, loss, started_tracker, state_of_a_killed_run
 
 
 @pytest.fixture(autouse=True)
@@ -26,37 +23,18 @@ def _no_user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     reset_warnings()
 
 
-def loss(step: int) -> float:
-    return 1.0 / (step + 1)
-
-
 def tracker_for(logs: Path, state: dict | None, **kwargs) -> ClearMLTracker:
-    """A started tracker as the dispatcher sets it up; the state goes through JSON as through ``run.json``."""
-    tracker = ClearMLTracker("resume", logging_dir=logs, **kwargs)
-    resume = json.loads(json.dumps(state)) if state is not None else None
-    tracker.run_context = RunContext("resume", "run-1", logs / "resume" / "run-1", logs, resume=resume)
-    tracker.start()
-    return tracker
-
-
-def log_loss(tracker: ClearMLTracker, steps: range) -> None:
-    for step in steps:
-        tracker.log({"loss": loss(step)}, step=step)
+    return started_tracker(ClearMLTracker, logs, state, **kwargs)
 
 
 def test_resume_in_process(tmp_path: Path) -> None:
     logs = tmp_path / "logs"
-    first = tracker_for(logs, None)
-    first.store_init_configuration({"lr": 0.1})
-    log_loss(first, range(10))
-    first.finish()
+    first = finished_run(ClearMLTracker, logs, range(10), config={"lr": 0.1})
     state = first.resume_state()
     assert state == {"task_id": first.tracker.id, "mode": "offline", "session_dir": str(first.offline_folder)}
     assert state["task_id"].startswith("offline-")
 
-    second = tracker_for(logs, state)
-    log_loss(second, range(10, 20))
-    second.finish()
+    second = finished_run(ClearMLTracker, logs, range(10, 20), state)
 
     assert second.tracker.id == first.tracker.id and second.offline_folder == first.offline_folder
     assert second.report_notes() == [
@@ -72,39 +50,12 @@ def test_resume_in_process(tmp_path: Path) -> None:
 
 def test_resume_after_the_first_process_was_killed(tmp_path: Path) -> None:
     logs = tmp_path / "logs"
-    code = f"""
-        import json, os, signal
-        from pathlib import Path
-        from tracking_core import RunContext
-        from tracking_clearml import ClearMLTracker
-        logs = Path({str(logs)!r})
-        tracker = ClearMLTracker("resume", logging_dir=logs)
-        tracker.run_context = RunContext("resume", "run-1", logs / "resume" / "run-1", logs)
-        tracker.start()
-        for step in range(10):
-            tracker.log({{"loss": 1.0 / (step + 1)}}, step=step)
-        tracker.flush()
-        print(json.dumps(tracker.resume_state()), flush=True)
-        os.kill(os.getpid(), signal.SIGKILL)
-    """
     env = {key: value for key, value in os.environ.items() if not key.startswith(("CLEARML_", "TRAINS_"))}
     env["CLEARML_CONFIG_FILE"] = str(tmp_path / "no-clearml.conf")
-    killed = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        cwd=tmp_path,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=150,
-    )
-    assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
-    state = json.loads(killed.stdout.strip().splitlines()[-1])
+    state = state_of_a_killed_run(ClearMLTracker, logs, cwd=tmp_path, env=env)
     assert not Path(f"{state['session_dir']}.zip").exists()  # killed before ClearML zipped the session
 
-    tracker = tracker_for(logs, state)
-    log_loss(tracker, range(10, 20))
-    tracker.finish()
+    tracker = finished_run(ClearMLTracker, logs, range(10, 20), state)
 
     assert tracker.tracker.id == state["task_id"]
     assert OfflineSession(f"{state['session_dir']}.zip").scalars() == {"loss": {s: loss(s) for s in range(20)}}
@@ -114,9 +65,7 @@ def test_resume_after_the_first_process_was_killed(tmp_path: Path) -> None:
 @pytest.mark.parametrize("case", ["session-gone", "no-task", "was-online"])
 def test_a_task_that_cannot_be_reopened_gets_a_new_task_and_a_note(tmp_path: Path, case: str) -> None:
     logs = tmp_path / "logs"
-    first = tracker_for(logs, None)
-    log_loss(first, range(3))
-    first.finish()
+    first = finished_run(ClearMLTracker, logs, range(3))
     state = first.resume_state()
     if case == "session-gone":
         shutil.rmtree(first.offline_folder)
@@ -144,13 +93,11 @@ def test_a_task_that_cannot_be_reopened_gets_a_new_task_and_a_note(tmp_path: Pat
 
 def test_explicit_task_in_init_kwargs_wins_over_the_saved_task(tmp_path: Path) -> None:
     logs = tmp_path / "logs"
-    first = tracker_for(logs, None)
-    log_loss(first, range(2))
-    first.finish()
+    first = finished_run(ClearMLTracker, logs, range(2))
 
-    second = tracker_for(logs, first.resume_state(), reuse_last_task_id=False, continue_last_task=False)
-    log_loss(second, range(2, 4))
-    second.finish()
+    second = finished_run(
+        ClearMLTracker, logs, range(2, 4), first.resume_state(), reuse_last_task_id=False, continue_last_task=False
+    )
 
     assert second.tracker.id != first.tracker.id
     assert second.read_back_metrics() == {"loss": {2: loss(2), 3: loss(3)}}

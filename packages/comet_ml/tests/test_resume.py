@@ -5,18 +5,15 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
-import sys
-import textwrap
 import zipfile
 from pathlib import Path
 
 import pytest
 from tracking_comet_ml import CometMLTracker
 from tracking_comet_ml.tracker import read_archive_metrics
-from tracking_core import RunContext, TrackingWarning
+from tracking_core import TrackingWarning
 from tracking_core.notices import reset_warnings
+from tracking_core.testing.resume import finished_run, log_loss, loss, started_tracker, state_of_a_killed_run
 
 
 @pytest.fixture(autouse=True)
@@ -25,22 +22,8 @@ def _fresh_warnings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     reset_warnings()
 
 
-def loss(step: int) -> float:
-    return 1.0 / (step + 1)
-
-
 def tracker_for(logs: Path, state: dict | None, **kwargs) -> CometMLTracker:
-    """A started tracker as the dispatcher sets it up; the state goes through JSON as through ``run.json``."""
-    tracker = CometMLTracker("resume", logging_dir=logs, **kwargs)
-    resume = json.loads(json.dumps(state)) if state is not None else None
-    tracker.run_context = RunContext("resume", "run-1", logs / "resume" / "run-1", logs, resume=resume)
-    tracker.start()
-    return tracker
-
-
-def log_loss(tracker: CometMLTracker, steps: range) -> None:
-    for step in steps:
-        tracker.log({"loss": loss(step)}, step=step)
+    return started_tracker(CometMLTracker, logs, state, **kwargs)
 
 
 def experiment_json(archive: Path) -> dict:
@@ -58,9 +41,7 @@ def test_resume_in_process(tmp_path: Path) -> None:
     assert state["experiment_key"] == key and state["mode"] == "offline"
     assert state["offline_directory"] == str(first.archive_path.parent)
 
-    second = tracker_for(logs, state)
-    log_loss(second, range(10, 20))
-    second.finish()
+    second = finished_run(CometMLTracker, logs, range(10, 20), state)
 
     assert second.tracker.get_key() == key
     assert second.archives() == [first.archive_path, second.archive_path]
@@ -78,39 +59,12 @@ def test_resume_in_process(tmp_path: Path) -> None:
 
 def test_resume_after_the_first_process_was_killed(tmp_path: Path) -> None:
     logs = tmp_path / "logs"
-    code = f"""
-        import json, os, signal
-        from pathlib import Path
-        from tracking_core import RunContext
-        from tracking_comet_ml import CometMLTracker
-        logs = Path({str(logs)!r})
-        tracker = CometMLTracker("resume", logging_dir=logs)
-        tracker.run_context = RunContext("resume", "run-1", logs / "resume" / "run-1", logs)
-        tracker.start()
-        for step in range(10):
-            tracker.log({{"loss": 1.0 / (step + 1)}}, step=step)
-        tracker.flush()
-        print(json.dumps(tracker.resume_state()), flush=True)
-        os.kill(os.getpid(), signal.SIGKILL)
-    """
     env = {key: value for key, value in os.environ.items() if not key.startswith("COMET_")}
     env["COMET_API_KEY"] = ""
-    killed = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        cwd=tmp_path,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=150,
-    )
-    assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
-    state = json.loads(killed.stdout.strip().splitlines()[-1])
+    state = state_of_a_killed_run(CometMLTracker, logs, cwd=tmp_path, env=env)
     assert Path(state["data_dir"], "messages.json").is_file()  # Comet's data of the killed process, not archived
 
-    tracker = tracker_for(logs, state)
-    log_loss(tracker, range(10, 20))
-    tracker.finish()
+    tracker = finished_run(CometMLTracker, logs, range(10, 20), state)
 
     earlier = Path(state["offline_directory"]) / state["archive_name"]
     assert tracker.tracker.get_key() == state["experiment_key"]
@@ -154,9 +108,7 @@ def test_explicit_experiment_key_wins_over_the_saved_experiment(tmp_path: Path) 
     first.finish()
 
     chosen = "c" * 32
-    second = tracker_for(logs, state, experiment_key=chosen)
-    log_loss(second, range(2, 4))
-    second.finish()
+    second = finished_run(CometMLTracker, logs, range(2, 4), state, experiment_key=chosen)
 
     assert second.tracker.get_key() == chosen
     assert second.read_back_metrics() == {"loss": {2: loss(2), 3: loss(3)}}

@@ -20,7 +20,7 @@ from tracking_core import Dispatcher, PartialDelivery, TrackingError, register_t
 from tracking_core.journal import read_journal
 from tracking_core.replay import replay
 from tracking_core.testing import MemoryTracker
-from tracking_core.testing.reliability import tally
+from tracking_core.testing.reliability import run_script, tally
 
 from .helpers import FailingTracker
 
@@ -29,17 +29,6 @@ pytestmark = pytest.mark.reliability
 
 def _steps(path: Path) -> list[int]:
     return [entry["step"] for entry in read_journal(path) if entry["type"] == "metrics"] if path.exists() else []
-
-
-def _python(script: str, *args: str, cwd: Path, timeout: float = 120, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(script), *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        timeout=timeout,
-        **kwargs,
-    )
 
 
 # -- 1. a script that never calls finish() ------------------------------------------------------------
@@ -89,7 +78,7 @@ if sys.argv[3] == "raise":
 @pytest.mark.parametrize("ending", ["normal", "raise"])
 def test_a_run_never_finished_delivers_everything_at_exit(tmp_path, ending):
     stored = tmp_path / "slowstart.txt"
-    result = _python(FORGETFUL, str(tmp_path / "runs"), str(stored), ending, cwd=tmp_path)
+    result = run_script(FORGETFUL, str(tmp_path / "runs"), str(stored), ending, cwd=tmp_path, timeout=120)
     assert result.returncode == (0 if ending == "normal" else 1), result.stderr
     assert "the training loop crashed" in result.stderr or ending == "normal"
     assert "can't register atexit" not in result.stderr and "logged after" not in result.stderr
@@ -136,7 +125,7 @@ print("parent", run.finish().ok, flush=True)
 
 
 def test_a_forked_child_is_inert_and_the_parent_unaffected(tmp_path):
-    result = _python(FORKING, str(tmp_path / "runs"), cwd=tmp_path, timeout=60)
+    result = run_script(FORKING, str(tmp_path / "runs"), cwd=tmp_path, timeout=60)
     assert result.returncode == 0, result.stderr
     lines = dict(line.split(" ", 1) for line in result.stdout.splitlines())
     seconds, warned, backends = lines["child"].split()
@@ -349,7 +338,7 @@ def test_a_killed_job_resumes_after_the_last_durable_step(tmp_path):
     manifest = json.loads((run_dir / "run.json").read_text())
     assert manifest["last_step"] >= 150, manifest  # the background flush recorded it, not only finish()
     target = len(written) + 200
-    result = _python(KILLED, str(tmp_path / "runs"), "resume", str(target), cwd=tmp_path)
+    result = run_script(KILLED, str(tmp_path / "runs"), "resume", str(target), cwd=tmp_path, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split()[-1] == str(len(written))  # carried on right after the last written step
     figures = tally("SIGKILL, then resume=True", "jsonl", range(target), _steps(run_dir / "journal.jsonl"))
@@ -376,7 +365,7 @@ print(b.state, b.delivered, b.spilled, b.dropped, flush=True)
 
 def test_a_full_disk_spills_exactly_what_the_journal_could_not_store(tmp_path):
     limit = 300 * 1024  # the journal passes it about two thirds into the run; the spill (a new file) stays under it
-    result = _python(FULL_DISK, str(tmp_path / "runs"), str(limit), cwd=tmp_path)
+    result = run_script(FULL_DISK, str(tmp_path / "runs"), str(limit), cwd=tmp_path, timeout=120)
     assert result.returncode == 0, result.stderr
     state, delivered, spilled, dropped = result.stdout.split()
     (run_dir,) = (tmp_path / "runs" / "full").iterdir()

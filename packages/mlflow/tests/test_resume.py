@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from tracking_core import TrackingWarning
-from tracking_core.tracker import RunContext
+from tracking_core.testing.resume import log_loss, started_tracker
 from tracking_mlflow import MLflowTracker
 
 
@@ -25,17 +25,7 @@ def logs(tmp_path_factory) -> Path:
 
 
 def _tracker(project: str, logs: Path, state: dict | None = None, **kwargs) -> MLflowTracker:
-    """A tracker as the dispatcher sets it up; the state goes through JSON as it does through ``run.json``."""
-    tracker = MLflowTracker(project, logging_dir=logs, **kwargs)
-    resume = json.loads(json.dumps(state)) if state is not None else None
-    tracker.run_context = RunContext(project, "run-1", logs / project / "run-1", logs, resume=resume)
-    tracker.start()
-    return tracker
-
-
-def _log_loss(tracker: MLflowTracker, steps: range) -> None:
-    for step in steps:
-        tracker.log({"loss": 1.0 / (step + 1)}, step=step)
+    return started_tracker(MLflowTracker, logs, state, project=project, **kwargs)
 
 
 def _runs(reader, experiment_id: str) -> list:
@@ -51,7 +41,7 @@ def _tracking_warnings(caught: list) -> list[str]:
 def test_resume_in_process(logs, reader_of):
     first = _tracker("in-process", logs)
     first.store_init_configuration({"lr": 0.1, "model": {"depth": 2}})
-    _log_loss(first, range(10))
+    log_loss(first, range(10))
     first.finish()
     state = first.resume_state()
     assert state == {
@@ -67,7 +57,7 @@ def test_resume_in_process(logs, reader_of):
         warnings.simplefilter("always")
         second.store_init_configuration({"lr": 0.1, "model": {"depth": 2}})  # the same config again
     assert _tracking_warnings(caught) == []
-    _log_loss(second, range(10, 20))
+    log_loss(second, range(10, 20))
     second.finish()
 
     reader = reader_of(second)
@@ -108,7 +98,7 @@ def test_resume_after_the_first_process_was_killed(logs, reader_of):
     assert tracker.active_run_id == state["run_id"]
     with pytest.warns(TrackingWarning, match="cannot change"):  # as for a run resumed with MLFLOW_RUN_ID
         tracker.store_init_configuration({"lr": 0.2})
-    _log_loss(tracker, range(10, 20))
+    log_loss(tracker, range(10, 20))
     tracker.finish()
 
     reader = reader_of(tracker)
@@ -133,7 +123,7 @@ def test_a_run_that_cannot_be_reopened_gets_a_new_run_and_a_note(case, logs, tmp
 
     with pytest.warns(TrackingWarning, match="could not resume"):
         tracker = _tracker(project, logs, state)
-    _log_loss(tracker, range(3))
+    log_loss(tracker, range(3))
     tracker.finish()
 
     assert tracker.active_run_id != state["run_id"]

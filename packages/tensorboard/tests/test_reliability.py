@@ -2,14 +2,9 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-import textwrap
-
 import pytest
 from tracking_core.journal import read_journal
-from tracking_core.testing.reliability import tally
+from tracking_core.testing.reliability import last_json_line, run_script, tally
 
 pytestmark = pytest.mark.reliability
 
@@ -34,15 +29,9 @@ print(json.dumps({"state": b.state, "delivered": b.delivered, "spilled": b.spill
 
 def test_a_full_disk_spills_exactly_what_the_event_file_could_not_store(tmp_path):
     limit = 200 * 1024  # the event file passes it part-way; the spill journal (a new file) stays under it
-    result = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(FULL_DISK), str(tmp_path / "runs"), str(limit)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=tmp_path,
-    )
+    result = run_script(FULL_DISK, str(tmp_path / "runs"), str(limit), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    out = json.loads(result.stdout.strip().splitlines()[-1])
+    out = last_json_line(result.stdout)
     spilled = [entry["step"] for entry in read_journal(out["spill"]) if entry["type"] == "metrics"]
     figures = tally("disk full (RLIMIT_FSIZE)", "tensorboard", range(3000), out["stored"], spilled)
     assert figures["lost"] == 0 and figures["duplicated"] == 0, figures

@@ -6,27 +6,14 @@ import json
 import signal
 import sqlite3
 from pathlib import Path
-from typing import Any
 
 import pytest
-from tracking_core import RunContext
+from tracking_core.testing.resume import loss, started_tracker
 from tracking_trackio import TrackioTracker
 
 from .test_contract import read_config, run_python, trackio_db
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
-
-
-def loss(step: int) -> float:
-    return 1 / (step + 1)
-
-
-def resumed_tracker(project: str, logging_dir: Path, state: dict | None, **kwargs: Any) -> TrackioTracker:
-    """A tracker as the dispatcher sets it up for a resumed run: the state after its trip through run.json."""
-    tracker = TrackioTracker(project, logging_dir=logging_dir, **kwargs)
-    restored = json.loads(json.dumps(state))
-    tracker.run_context = RunContext(project, "run-1", logging_dir / project / "run-1", logging_dir, resume=restored)
-    return tracker
 
 
 def read_runs(logging_dir: Path, project: str) -> dict[tuple[str, str], dict[int, float]]:
@@ -62,8 +49,7 @@ def test_resume_in_process_continues_the_same_run(tmp_path: Path) -> None:
         "storage_dir": str(logs.resolve() / "trackio"),
     }
 
-    second = resumed_tracker("resume", logs, state)
-    second.start()
+    second = started_tracker(TrackioTracker, logs, state, project="resume")
     assert (second.tracker.name, second.tracker.id) == (first.tracker.name, first.tracker.id)
     for step in range(10, 20):
         second.log({"loss": loss(step)}, step=step)
@@ -93,8 +79,7 @@ def test_resume_after_the_first_process_was_killed(tmp_path: Path) -> None:
     killed = run_python(code, tmp_path, returncode=-signal.SIGKILL)
     state = json.loads(killed.stdout.strip().splitlines()[-1])
 
-    tracker = resumed_tracker("killed", tmp_path / "runs", state)
-    tracker.start()
+    tracker = started_tracker(TrackioTracker, tmp_path / "runs", state, project="killed")
     assert tracker.tracker.id == state["id"]
     for step in range(10, 20):
         tracker.log({"loss": loss(step)})  # no step: Trackio counts on from the stored run's last step
@@ -135,8 +120,7 @@ def test_unknown_saved_run_starts_a_new_run_with_a_note(tmp_path: Path, case: st
     elif case == "no-name":
         state = {}
 
-    tracker = resumed_tracker("lost", logs, state)
-    tracker.start()
+    tracker = started_tracker(TrackioTracker, logs, state, project="lost")
     tracker.log({"loss": loss(0)}, step=0)
     tracker.finish()
 
@@ -161,8 +145,7 @@ def test_explicit_choice_in_kwargs_wins_over_the_saved_run(tmp_path: Path, expli
     first.log({"loss": loss(0)}, step=0)
     first.finish()
 
-    second = resumed_tracker("choice", logs, first.resume_state(), **explicit)
-    second.start()
+    second = started_tracker(TrackioTracker, logs, first.resume_state(), project="choice", **explicit)
     second.log({"loss": loss(1)}, step=1)
     second.finish()
 

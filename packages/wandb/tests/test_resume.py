@@ -3,18 +3,14 @@ process, every folder read back from its ``.wandb`` transaction log."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import signal
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
-from tracking_core import RunContext, TrackingWarning
+from tracking_core import TrackingWarning
 from tracking_core.notices import reset_warnings
+from tracking_core.testing.resume import finished_run, log_loss, loss, started_tracker, state_of_a_killed_run
 from tracking_wandb import WandBTracker
 from tracking_wandb.transaction_log import find_log, iter_records, read_run
 
@@ -29,22 +25,8 @@ def _no_credentials(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     reset_warnings()
 
 
-def loss(step: int) -> float:
-    return 1.0 / (step + 1)
-
-
 def tracker_for(logs: Path, state: dict | None, **kwargs) -> WandBTracker:
-    """A started tracker as the dispatcher sets it up; the state goes through JSON as through ``run.json``."""
-    tracker = WandBTracker("resume", logging_dir=logs, **kwargs)
-    resume = json.loads(json.dumps(state)) if state is not None else None
-    tracker.run_context = RunContext("resume", "run-1", logs / "resume" / "run-1", logs, resume=resume)
-    tracker.start()
-    return tracker
-
-
-def log_loss(tracker: WandBTracker, steps: range) -> None:
-    for step in steps:
-        tracker.log({"loss": loss(step)}, step=step)
+    return started_tracker(WandBTracker, logs, state, **kwargs)
 
 
 def run_record(folder: Path):
@@ -53,10 +35,7 @@ def run_record(folder: Path):
 
 def test_resume_in_process(tmp_path: Path) -> None:
     logs = tmp_path / "logs"
-    first = tracker_for(logs, None)
-    first.store_init_configuration({"lr": 0.1})
-    log_loss(first, range(10))
-    first.finish()
+    first = finished_run(WandBTracker, logs, range(10), config={"lr": 0.1})
     state = first.resume_state()
     assert state == {
         "id": first.run.id,
@@ -66,9 +45,7 @@ def test_resume_in_process(tmp_path: Path) -> None:
         "run_dirs": [str(first.run_dir)],
     }
 
-    second = tracker_for(logs, state)
-    log_loss(second, range(10, 20))
-    second.finish()
+    second = finished_run(WandBTracker, logs, range(10, 20), state)
 
     assert second.run.id == first.run.id and second.run_dir != first.run_dir
     assert second.run_dirs == [first.run_dir, second.run_dir]
@@ -93,9 +70,7 @@ def test_resume_in_process(tmp_path: Path) -> None:
 
 def test_a_step_written_again_after_resume_shows_twice_in_the_history(tmp_path: Path) -> None:
     logs = tmp_path / "logs"
-    first = tracker_for(logs, None)
-    log_loss(first, range(5))
-    first.finish()
+    first = finished_run(WandBTracker, logs, range(5))
     second = tracker_for(logs, first.resume_state())
     second.log({"loss": 0.5}, step=4)  # the resumed process repeats the last step
     log_loss(second, range(5, 7))
@@ -107,37 +82,10 @@ def test_a_step_written_again_after_resume_shows_twice_in_the_history(tmp_path: 
 
 def test_resume_after_the_first_process_was_killed(tmp_path: Path) -> None:
     logs = tmp_path / "logs"
-    code = f"""
-        import json, os, signal
-        from tracking_core import RunContext
-        from pathlib import Path
-        from tracking_wandb import WandBTracker
-        logs = Path({str(logs)!r})
-        tracker = WandBTracker("resume", logging_dir=logs)
-        tracker.run_context = RunContext("resume", "run-1", logs / "resume" / "run-1", logs)
-        tracker.start()
-        for step in range(10):
-            tracker.log({{"loss": 1.0 / (step + 1)}}, step=step)
-        tracker.flush()
-        print(json.dumps(tracker.resume_state()), flush=True)
-        os.kill(os.getpid(), signal.SIGKILL)
-    """
     env = {key: value for key, value in os.environ.items() if not key.startswith("WANDB_")}
-    killed = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        cwd=tmp_path,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=150,
-    )
-    assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
-    state = json.loads(killed.stdout.strip().splitlines()[-1])
+    state = state_of_a_killed_run(WandBTracker, logs, cwd=tmp_path, env=env)
 
-    tracker = tracker_for(logs, state)
-    log_loss(tracker, range(10, 20))
-    tracker.finish()
+    tracker = finished_run(WandBTracker, logs, range(10, 20), state)
 
     assert tracker.run.id == state["id"] and tracker.earlier_run_dirs == [Path(state["run_dirs"][0])]
     # W&B keeps the latest step's row open until a later step or the end of the run commits it, so the killed
@@ -150,9 +98,7 @@ def test_resume_after_the_first_process_was_killed(tmp_path: Path) -> None:
 @pytest.mark.parametrize("case", ["folders-gone", "no-id"])
 def test_a_run_that_cannot_be_reopened_gets_a_new_run_and_a_note(tmp_path: Path, case: str) -> None:
     logs = tmp_path / "logs"
-    first = tracker_for(logs, None)
-    log_loss(first, range(3))
-    first.finish()
+    first = finished_run(WandBTracker, logs, range(3))
     state = first.resume_state()
     if case == "folders-gone":
         shutil.rmtree(first.run_dir)
@@ -175,13 +121,9 @@ def test_a_run_that_cannot_be_reopened_gets_a_new_run_and_a_note(tmp_path: Path,
 @pytest.mark.parametrize("explicit", [{"id": "chosen01"}, {"resume": "never"}])
 def test_explicit_choice_in_init_kwargs_wins_over_the_saved_run(tmp_path: Path, explicit: dict) -> None:
     logs = tmp_path / "logs"
-    first = tracker_for(logs, None)
-    log_loss(first, range(2))
-    first.finish()
+    first = finished_run(WandBTracker, logs, range(2))
 
-    second = tracker_for(logs, first.resume_state(), **explicit)
-    log_loss(second, range(2, 4))
-    second.finish()
+    second = finished_run(WandBTracker, logs, range(2, 4), first.resume_state(), **explicit)
 
     assert second.run.id != first.run.id and second.run.id == explicit.get("id", second.run.id)
     assert second.read_back_metrics() == {"loss": {2: loss(2), 3: loss(3)}}

@@ -11,7 +11,9 @@ what its SDK wrote; pytest then runs every contract test against the real SDK::
         def read_metrics(self, run: ContractRun) -> dict[str, dict[int, float]]:
             ...  # open what the SDK wrote under run.logging_dir with the SDK's own reader
 
-Requires pytest (``pip install tracking-core[testing]``).
+The contract requires pytest (``pip install tracking-core[testing]``). Helpers for a backend's own
+tests that need no pytest: :mod:`.resume` (a tracker started with a saved resume state, a run killed
+with SIGKILL) and :mod:`.reliability` (counting what a fault cost, running a script).
 """
 
 from typing import TYPE_CHECKING, Any
@@ -20,14 +22,19 @@ from .memory import MemoryTracker
 
 if TYPE_CHECKING:
     from .contract import ContractRun, TrackerContract
+    from .resume import started_tracker, state_of_a_killed_run
 
-__all__ = ["ContractRun", "MemoryTracker", "TrackerContract"]
+__all__ = ["ContractRun", "MemoryTracker", "TrackerContract", "started_tracker", "state_of_a_killed_run"]
 
 
 def __getattr__(name: str) -> Any:
-    # The contract needs pytest; MemoryTracker does not, so import the contract on first use.
+    # The contract needs pytest; MemoryTracker does not, so import the contract (and the resume helpers) on first use.
     if name in ("ContractRun", "TrackerContract"):
         from . import contract
 
         return getattr(contract, name)
+    if name in ("started_tracker", "state_of_a_killed_run"):
+        from . import resume
+
+        return getattr(resume, name)
     raise AttributeError(name)

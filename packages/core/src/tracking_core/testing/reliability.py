@@ -2,13 +2,19 @@
 
 Reliability tests read back what a backend stored (with its own reader) and hand the steps to
 :func:`tally`; the figures are kept for the end of the test session, where the pytest plugin
-:mod:`tracking_core.testing.pytest_plugin` prints them as one table.
+:mod:`tracking_core.testing.pytest_plugin` prints them as one table. The scenarios run in child
+processes (:func:`run_script`, :func:`start_in_own_session`) so a fault can end one without ending the tests.
 """
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+import textwrap
 from collections import Counter
 from collections.abc import Iterable
+from pathlib import Path
 
 FIGURES: list[dict] = []
 
@@ -46,3 +52,29 @@ def table(rows: list[dict] | None = None) -> str:
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip() for line in cells]
     lines.insert(1, "  ".join("-" * width for width in widths))
     return "\n".join(lines)
+
+
+def run_script(code: str, *args: str, cwd: str | Path, timeout: float = 300) -> subprocess.CompletedProcess:
+    """Run ``python -c code *args`` (``code`` dedented) in ``cwd`` to its end, its stdout and stderr captured
+    as text."""
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code), *args], capture_output=True, text=True, timeout=timeout, cwd=cwd
+    )
+
+
+def start_in_own_session(code: str, *args: str, cwd: str | Path) -> subprocess.Popen:
+    """Start ``python -c code *args`` in a session of its own, so ``os.killpg(process.pid, SIGKILL)`` ends it
+    and every process its SDK started; its stdout is a text pipe to read progress from, its stderr dropped."""
+    return subprocess.Popen(
+        [sys.executable, "-c", code, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        cwd=cwd,
+        start_new_session=True,
+    )
+
+
+def last_json_line(output: str) -> dict:
+    """The JSON a script printed last (an SDK may print its own lines before it)."""
+    return json.loads(output.strip().splitlines()[-1])
