@@ -175,13 +175,15 @@ def snapshot(values: Mapping) -> tuple[dict[str, Any], dict[str, str] | None]:
     strings also pays for the secret check of each string. Anything else takes the flattening path.
     """
     if type(values) is dict:
-        if _FLOAT_TYPES.issuperset(map(type, values.values())):  # the common case costs what it always did
+        # One set of the value types (frozenset.issuperset would build it anyway), then set compares.
+        kinds = set(map(type, values.values()))
+        if kinds <= _FLOAT_TYPES:  # the common case costs what it always did
             if _known_keys.issuperset(values) or _plain_keys(values):
                 return values.copy(), None
-        elif _NUMBER_TYPES.issuperset(map(type, values.values())):  # ints too: one more pass, the 64-bit range
+        elif kinds <= _NUMBER_TYPES:  # ints too: one more pass, the 64-bit range
             if _small(values) and (_known_keys.issuperset(values) or _plain_keys(values)):
                 return values.copy(), None
-        elif _PLAIN_TYPES.issuperset(map(type, values.values())):  # strings: the secret check of each
+        elif kinds <= _PLAIN_TYPES:  # strings: the secret check of each
             if _strings_are_plain(values) and (_known_keys.issuperset(values) or _plain_keys(values)):
                 return values.copy(), None
     if not isinstance(values, Mapping):
