@@ -276,6 +276,9 @@ def test_a_backend_that_comes_back_gets_its_spill_in_order_then_live_records(mem
     assert any("recovered" in note for note in backend.notes), backend.notes
     progress = json.loads((run.run_dir / "run.json").read_text())["progress"]["outage"]
     assert progress == {"seq": 299, "step": 299}
+    from tracking_core.runs import describe_run
+
+    assert "spilled" not in describe_run(run.run_dir).backends["outage"]  # its spill owes nothing any more
 
 
 # -- 6. replay into the original run -----------------------------------------------------------------------------
@@ -290,6 +293,9 @@ def test_replay_completes_the_original_run_once_and_never_becomes_the_resumed_ru
         run.log({"loss": float(step)}, step=step)
     report = run.finish(timeout=5)
     assert report.backends["outage"].spilled == 40 and report.backends["outage"].delivered == 1  # the config
+    from tracking_core.runs import describe_run
+
+    assert describe_run(run.run_dir).backends["outage"].endswith(", 40 spilled")
     Outage.down.clear()
     spill = run.run_dir / "spill-outage.jsonl"
     first = replay(spill, progress=False)  # the spill names its backend

@@ -33,7 +33,7 @@ from typing import Any, NamedTuple
 from .errors import PartialDelivery, TrackingError
 from .mapping import BackendValues
 from .notices import logger, warn_once
-from .record import Record, call_kwargs, deliver
+from .record import CONTROL_KINDS, Record, call_kwargs, deliver
 from .report import BackendReport
 from .session import CursorFile
 from .spill import SpillJournal, SpillReader, backlog
@@ -465,7 +465,7 @@ class Delivery:
                 self._spill_record(record)
 
     def _spill_record(self, record: Record) -> None:
-        if record.kind in ("flush", "finish"):
+        if record.kind in CONTROL_KINDS:
             return
         with self._spill_lock:
             if self._spill.holds(record) or (record.seq is not None and record.seq <= self.cursor):
@@ -637,7 +637,7 @@ class Delivery:
         self._unconfirmed = []
         numbered = sorted((record for record in owed if record.seq is not None), key=lambda record: record.seq)
         for record in [*numbered, *(record for record in owed if record.seq is None)]:
-            if record.kind in ("flush", "finish"):
+            if record.kind in CONTROL_KINDS:
                 if record.kind == "flush":
                     record.payload.set()
                 continue

@@ -10,7 +10,6 @@ replaying twice, or replaying after the backend recovered on its own, stores not
 from __future__ import annotations
 
 import os
-import re
 import sys
 import time
 from collections.abc import Iterable
@@ -22,8 +21,7 @@ from .manifest import MANIFEST_NAME, RunManifest
 from .notices import notice
 from .record import record_from_entry
 from .report import FinishReport
-
-_SEQ = re.compile(rb'"seq":(\d+)')
+from .spill import numbered
 
 
 class Progress:
@@ -110,12 +108,6 @@ def _targets(to: str | Iterable[str] | None, header: dict) -> list[str]:
     return [name.strip() for name in to.split(",") if name.strip()] if isinstance(to, str) else list(to)
 
 
-def _numbered(path: Path) -> list[int]:
-    """The ``seq`` of every record in a journal (one pass over the bytes, no JSON parsing)."""
-    with open(path, "rb") as handle:
-        return [int(match.group(1)) for line in handle if (match := _SEQ.search(line))]
-
-
 def replay(
     journal: str | os.PathLike,
     to: str | Iterable[str] | None = None,
@@ -135,7 +127,7 @@ def replay(
     header = read_header(path)
     targets = _targets(to, header)
     run_dir = path.parent
-    seqs = _numbered(path)
+    seqs = numbered(path)
     if logging_dir is not None and Path(logging_dir).resolve() != run_dir.parent.parent.resolve():
         new_run = True  # the original run lives where it is: another folder means a copy
     if not new_run and not (run_dir / MANIFEST_NAME).is_file():

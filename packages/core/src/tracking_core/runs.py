@@ -15,6 +15,8 @@ from pathlib import Path
 
 from .journal import JOURNAL_NAME
 from .manifest import MANIFEST_NAME
+from .session import CursorFile, cursor_name
+from .spill import numbered, spill_name
 
 _TAIL_BYTES = 4096
 
@@ -63,12 +65,22 @@ def _journal_ends(journal: Path) -> tuple[dict, dict | None]:
     return (header if isinstance(header, dict) else {}), (last if isinstance(last, dict) else None)
 
 
-def _spilled(run_dir: Path) -> dict[str, int]:
-    """Records waiting in each backend's spill journal (the header line not counted)."""
+def _spilled(run_dir: Path, progress: dict) -> dict[str, int]:
+    """Records each backend still owes: those in its spill journal past its cursor (recovered ones are not)."""
     counts = {}
-    for spill in run_dir.glob("spill-*.jsonl"):
-        with open(spill, "rb") as handle:
-            counts[spill.stem[len("spill-") :]] = max(0, sum(1 for _ in handle) - 1)
+    for spill in run_dir.glob(spill_name("*")):
+        backend = spill.stem[len("spill-") :]
+        entry = progress.get(backend)
+        cursor = int(entry.get("seq", -1)) if isinstance(entry, dict) else -1
+        on_file = CursorFile.read(run_dir / cursor_name(backend))
+        if on_file is not None:
+            cursor = max(cursor, on_file[0])
+        seqs = set(numbered(spill))
+        if seqs:
+            counts[backend] = sum(seq > cursor for seq in seqs)
+        else:  # written before records were numbered: every record but the header is owed
+            with open(spill, "rb") as handle:
+                counts[backend] = max(0, sum(1 for _ in handle) - 1)
     return counts
 
 
@@ -104,7 +116,8 @@ def describe_run(run_dir: Path) -> RunInfo:
     if last is not None and info.status == "-":
         info.status = "finished" if last.get("type") == "finish" else "not finished"
     states = manifest.get("backends") if isinstance(manifest.get("backends"), dict) else {}
-    spilled = _spilled(run_dir)
+    progress = manifest.get("progress") if isinstance(manifest.get("progress"), dict) else {}
+    spilled = _spilled(run_dir, progress)
     for name in sorted(set(states) | set(spilled)):
         state = "resumable" if states.get(name) else ("started" if name in states else "not started")
         if spilled.get(name):

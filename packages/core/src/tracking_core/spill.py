@@ -10,11 +10,20 @@ from __future__ import annotations
 
 import heapq
 import json
+import re
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from .record import Record, deliver, record_from_entry
 from .tracker import GeneralTracker
+
+_SEQ = re.compile(rb'"seq":(\d+)')
+
+
+def numbered(path: Path) -> list[int]:
+    """The ``seq`` of every record in a journal (one pass over the bytes, no JSON parsing)."""
+    with open(path, "rb") as handle:
+        return [int(match.group(1)) for line in handle if (match := _SEQ.search(line))]
 
 
 def spill_name(backend: str) -> str:
