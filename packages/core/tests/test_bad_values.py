@@ -238,3 +238,11 @@ def test_links_leaving_a_logged_folder_are_named_in_one_warning(tmp_path):
     run.finish()
     message = str(caught[0].message)
     assert "leak" in message and "linked-dir" in message and "inside-link" not in message
+
+
+def test_a_table_given_as_an_iterator_is_read_once(memory, tmp_path):
+    run = Dispatcher(log_with="memory", logging_dir=tmp_path)
+    run.init_trackers("p")
+    run.log_table("t", columns=["a", "b"], data=([i, i * 2] for i in range(3)), step=0)
+    run.finish()
+    assert MemoryTracker.runs[-1].tables == [("t", ["a", "b"], [[0, 0], [1, 2], [2, 4]], 0)]

@@ -393,6 +393,8 @@ class Dispatcher:
         """
         if data is None and dataframe is None:
             raise ValueError("log_table needs `data` (with optional `columns`) or `dataframe`")
+        if data is not None and hasattr(data, "__iter__") and not isinstance(data, (list, tuple, str, bytes, dict)):
+            data = list(data)  # an iterator is read once, here: the checks and the copy below see the same rows
         check_table_arguments(columns, data, dataframe)  # wrong types: an error naming the parameter
         if problem := table_problem(columns, data, dataframe):  # wrong shapes: refused for every backend (media.py)
             return self._reject({str(table_name): problem})
