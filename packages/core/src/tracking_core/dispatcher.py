@@ -336,6 +336,31 @@ class Dispatcher:
         elif not self._initialized and self.rank == 0:
             raise RuntimeError(f"{what}() before init_trackers(): call init_trackers(project_name) first")
 
+    # -- configuration after start ---------------------------------------------------------
+    def log_config(self, values: Any) -> None:
+        """Add to the run's configuration after ``init_trackers`` (hyper-parameters known late).
+
+        Lightning and transformers hand hyper-parameters over once training starts, sweeps add
+        derived ones: ``values`` gets the same sanitising and redaction as ``init``'s ``config``
+        and is merged into each backend's config facility (``store_init_configuration`` again,
+        with the new keys). A key given again with a new value replaces it where the SDK allows
+        (MLflow params are write-once: see that backend's notes).
+        """
+        if not self._workers:
+            self._not_running("log_config")
+            return
+        clean = sanitize_config(values)
+        if not clean:
+            return
+        import copy  # each backend gets its own copy, as with init's config
+
+        with self._lock:
+            self._seq = seq = self._seq + 1
+            for worker in self._workers:
+                worker.put(Record("config", copy.deepcopy(clean), None, _EMPTY, None, seq))
+        if self._pending_error is not None:
+            self._raise_pending()
+
     # -- optional capabilities ---------------------------------------------------------------
     def _fan_out(self, capability: str, record_for: Any, step: Any, log_kwargs: dict | None) -> None:
         if not self._workers:
