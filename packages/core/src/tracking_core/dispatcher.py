@@ -19,6 +19,7 @@ from .config import sanitize_config
 from .delivery import Delivery, RetryPolicy
 from .distributed import get_rank
 from .errors import TrackingError
+from .histogram import Histogram, histogram_from_counts, histogram_of
 from .jsonl import JsonlTracker
 from .media import figure_problem, table_problem
 from .noop import NoOpTracker
@@ -32,7 +33,7 @@ from .selection import DEFAULT_LOGGING_DIR, TrackerSpec, construct_tracker, reso
 from .session import RunSession
 from .spill import SpillJournal, spill_name
 from .tracker import GeneralTracker, RunContext, has_capability
-from .values import image_problem, snapshot, snapshot_media
+from .values import image_problem, key_problem, snapshot, snapshot_media
 from .worker import BackendWorker
 
 _EMPTY: dict = {}
@@ -362,7 +363,11 @@ class Dispatcher:
             self._raise_pending()
 
     # -- optional capabilities ---------------------------------------------------------------
-    def _fan_out(self, capability: str, record_for: Any, step: Any, log_kwargs: dict | None) -> None:
+    def _fan_out(
+        self, capability: str, record_for: Any, step: Any, log_kwargs: dict | None, instead: str | None = None
+    ) -> None:
+        """Queue one record for the backends with ``capability``; ``instead`` says what the others do
+        with it (they get it too, and the contract's default stores that), else they skip it."""
         if not self._workers:
             self._not_running(capability)
             return
@@ -371,18 +376,20 @@ class Dispatcher:
             self._seq = seq = self._seq + 1
             lacking = []
             for worker in self._workers:
-                if has_capability(worker.tracker, capability):
+                capable = has_capability(worker.tracker, capability)
+                if not capable:
+                    lacking.append(worker.name)
+                if capable or instead:
                     kwargs = log_kwargs.get(worker.name, _EMPTY) if log_kwargs else _EMPTY
                     worker.put(Record(record_for[0], record_for[1], step, kwargs, None, seq))
-                else:
-                    lacking.append(worker.name)
         if self._pending_error is not None:
             self._raise_pending()
         if lacking:
             warn_once(
                 ", ".join(lacking),
                 capability,
-                f"{capability} is not supported by {', '.join(lacking)}; those backends skip it",
+                f"{capability} is not supported by {', '.join(lacking)}; "
+                + (f"those backends store {instead}" if instead else "those backends skip it"),
                 reason="capability",
                 stacklevel=4,
             )
@@ -448,6 +455,58 @@ class Dispatcher:
                 stacklevel=3,
             )
         self._fan_out("log_figure", ("figure", (snapshot, name)), step, log_kwargs)
+
+    def log_histogram(
+        self,
+        name: str,
+        values: Any = None,
+        *,
+        counts: Any = None,
+        edges: Any = None,
+        step: int | None = None,
+        bins: int = 64,
+        log_kwargs: dict | None = None,
+    ) -> None:
+        """A distribution (weights, gradients, activations) at ``step``.
+
+        Give raw ``values`` (a list, numpy array or tensor, binned here into ``bins`` equal bins,
+        so they may change once this returns) or ``counts`` over ``edges`` binned already. Backends
+        with histograms store their own (TensorBoard, W&B, Aim, Comet, ClearML, ...); the others
+        store ``<name>/count``, ``/min``, ``/max``, ``/mean`` and ``/std`` as metrics, and say so once.
+        """
+        name = str(getattr(name, "value", name))
+        if problem := key_problem(name):
+            raise ValueError(f"log_histogram: name {name!r}: {problem}")
+        if isinstance(values, Histogram):
+            histogram = values
+        elif values is not None:
+            if counts is not None or edges is not None:
+                raise ValueError("log_histogram takes `values`, or `counts` with `edges`, not both")
+            try:
+                histogram, skipped = histogram_of(values, bins)
+            except ValueError as error:
+                if "finite" not in str(error):
+                    raise
+                return self._reject({name: "a histogram of no finite value"})
+            if skipped:
+                warn_once(
+                    "all backends",
+                    name,
+                    f"{skipped} non-finite value(s) left out of the histogram",
+                    reason="histogram-non-finite",
+                    stacklevel=3,
+                )
+        elif counts is not None and edges is not None:
+            histogram = histogram_from_counts(counts, edges)
+        else:
+            raise ValueError("log_histogram needs `values`, or `counts` with `edges`")
+        self._fan_out(
+            "log_histogram",
+            ("histogram", (name, histogram)),
+            step,
+            log_kwargs,
+            instead=f"{name}/count, /min, /max, /mean and /std as metrics",
+        )
 
     def log_artifact(self, local_path: str | os.PathLike, artifact_path: str | None = None) -> None:
         """A file for the backends that store artifacts; it must exist now (the path is checked at the call)."""

@@ -10,6 +10,7 @@ from typing import Any, ClassVar, NamedTuple, TypeVar
 
 from .distributed import is_main_process
 from .errors import PartialDelivery
+from .histogram import Histogram, histogram_summary
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -190,6 +191,14 @@ class GeneralTracker:
     def log_figure(self, figure: Any, name: str, step: int | None = None, **kwargs: Any) -> None:
         """Record a matplotlib (or plotly) figure; the dispatcher hands over its own copy, free to draw."""
         raise self._unsupported("log_figure")
+
+    def log_histogram(self, name: str, histogram: Histogram, step: int | None = None, **kwargs: Any) -> None:
+        """Record a distribution; override to map it onto the SDK's own histogram.
+
+        This default keeps what a metrics-only backend can show: ``<name>/count``, ``/min``,
+        ``/max``, ``/mean`` and ``/std`` through :meth:`log` (the dispatcher says so once).
+        """
+        self.log(histogram_summary(name, histogram), step=step, **kwargs)
 
     def log_artifact(self, local_path: str | os.PathLike, artifact_path: str | None = None) -> None:
         """Store a copy of one file, under ``artifact_path`` when given."""
