@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from itertools import pairwise
 from typing import Any, NamedTuple
 
 __all__ = ["Histogram", "histogram_from_counts", "histogram_of", "histogram_summary"]
@@ -132,11 +133,11 @@ def histogram_from_counts(counts: Sequence[Any], edges: Sequence[Any]) -> Histog
         raise ValueError(f"edges must have one more entry than counts, got {len(edges_list)} and {len(counts_list)}")
     if not counts_list or len(counts_list) > MAX_BINS:
         raise ValueError(f"counts must have 1 to {MAX_BINS} bins, got {len(counts_list)}")
-    if any(not math.isfinite(edge) for edge in edges_list) or any(b <= a for a, b in zip(edges_list, edges_list[1:])):
+    if any(not math.isfinite(edge) for edge in edges_list) or any(b <= a for a, b in pairwise(edges_list)):
         raise ValueError("edges must be finite and increasing")
     if any(not math.isfinite(count) or count < 0 for count in counts_list):
         raise ValueError("counts must be finite and not negative")
-    centres = [(a + b) / 2 for a, b in zip(edges_list, edges_list[1:])]
+    centres = [(a + b) / 2 for a, b in pairwise(edges_list)]
     total_count = math.fsum(counts_list)
     filled = [index for index, count in enumerate(counts_list) if count > 0]
     return Histogram(
