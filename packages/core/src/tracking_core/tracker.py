@@ -162,9 +162,29 @@ class GeneralTracker:
         """
         return None
 
+    def add_note(self, line: str) -> None:
+        """Keep a line for the finish report (once, however often the same line is added)."""
+        notes = self.__dict__.setdefault("_notes", [])
+        if line not in notes:
+            notes.append(line)
+
     def report_notes(self) -> list[str]:
-        """Lines for the finish report, e.g. "fell back to offline: the server did not answer"."""
-        return []
+        """Lines for the finish report, e.g. "fell back to offline: the server did not answer".
+
+        The default returns what :meth:`add_note` kept; override to add lines computed at finish.
+        """
+        return list(self.__dict__.get("_notes", ()))
+
+    def _wait_for_start(self) -> None:
+        """Block (bounded) until the dispatcher's worker has run ``start()``; call first in SDK-object properties.
+
+        A tracker a dispatcher manages starts in its worker thread, so ``tracker.run`` read by the
+        training script right after ``init_trackers`` would otherwise be ``None``. No-op for a tracker
+        used on its own and inside the worker.
+        """
+        manager = self.__dict__.get("_manager")
+        if manager is not None:
+            manager.wait_started()
 
     # -- optional capabilities ---------------------------------------------------------------
     def _unsupported(self, capability: str):
