@@ -49,6 +49,12 @@ class RunContext(NamedTuple):
     run_dir: Path
     logging_dir: Path
     resume: dict | None = None
+    #: global rank of this process and the job's process count
+    rank: int = 0
+    world_size: int = 1
+    #: per-rank mode (``per_rank=True``): the job's run id, shared by every rank; name this rank's
+    #: run ``<run name>-rank<N>`` and group the ranks as the SDK groups runs. ``None``: one run per job.
+    group: str | None = None
 
 
 class GeneralTracker:
@@ -152,6 +158,14 @@ class GeneralTracker:
         (one point per step), so override it where the SDK's reader lists every stored point.
         """
         return {key: sorted(series.items()) for key, series in self.read_back_metrics().items()}
+
+    def read_back_images(self) -> dict[str, list[tuple[int, Any]]]:
+        """Every image this run stored, per key, as ``(step, HW or HWC uint8 array)`` in storage order.
+
+        Read with the SDK's own reader after ``finish()``; the shared tests compare it with what
+        was logged, one test per image layout. Leave it unimplemented where images cannot be read back.
+        """
+        raise NotImplementedError(f"tracker {getattr(self, 'name', type(self).__name__)!r} cannot read images back")
 
     def resume_state(self) -> dict | None:
         """What a later process needs to continue this run in the SDK (JSON-serialisable), or ``None``.
