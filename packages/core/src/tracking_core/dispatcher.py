@@ -34,7 +34,7 @@ from .session import RunSession
 from .spill import SpillJournal, spill_name
 from .tracker import GeneralTracker, RunContext, has_capability
 from .values import image_problem, key_problem, snapshot, snapshot_media
-from .worker import BackendWorker
+from .worker import BackendWorker, direct_arguments
 
 _EMPTY: dict = {}
 _now = time.time
@@ -137,6 +137,7 @@ class Dispatcher:
         self.resumed = False
         self._session: RunSession | None = None
         self._replay_sources: list[Path] | None = None
+        self._only = threading.local()  # a direct call on one managed tracker: the backend it is for
 
     # -- set-up ----------------------------------------------------------------------------
     def _spill_factory(self, backend: str) -> GeneralTracker:
@@ -191,6 +192,8 @@ class Dispatcher:
             )
         self._all_workers = list(self._workers)
         self._puts = [worker.put for worker in self._workers]
+        for worker in self._workers:
+            worker.manage(self._direct_call)
         if clean_config is not None:
             self._seq += 1
         for worker in self._workers:
@@ -355,9 +358,10 @@ class Dispatcher:
             return
         import copy  # each backend gets its own copy, as with init's config
 
+        only = getattr(self._only, "worker", None)
         with self._lock:
             self._seq = seq = self._seq + 1
-            for worker in self._workers:
+            for worker in self._workers if only is None else [only]:
                 worker.put(Record("config", copy.deepcopy(clean), None, _EMPTY, None, seq))
         if self._pending_error is not None:
             self._raise_pending()
@@ -371,11 +375,12 @@ class Dispatcher:
         if not self._workers:
             self._not_running(capability)
             return
+        only = getattr(self._only, "worker", None)
         with self._lock:
             step = self._current_step(step)
             self._seq = seq = self._seq + 1
             lacking = []
-            for worker in self._workers:
+            for worker in self._workers if only is None else [only]:
                 capable = has_capability(worker.tracker, capability)
                 if not capable:
                     lacking.append(worker.name)
@@ -523,6 +528,76 @@ class Dispatcher:
         warn_links_leaving(local_dir)  # paths.py: links out of the folder are named, once
         self._fan_out("log_artifacts", ("artifacts", (os.fspath(local_dir), artifact_path)), None, None)
 
+    # -- methods called on a managed tracker -------------------------------------------------
+    def _direct_call(self, worker: BackendWorker, method: str, own: Any, args: tuple, kwargs: dict) -> Any:
+        """``tracker.<method>(...)`` called by the script on a tracker this dispatcher manages.
+
+        The call becomes the same record the dispatcher's own method makes (same checks, same
+        copies), queued for that backend only, so it keeps its place in the backend's order and a
+        failure stays in its worker. ``flush`` and ``finish`` wait, as the SDK's own would.
+        """
+        arguments = direct_arguments(own, args, kwargs)
+        if worker not in self._workers:
+            if self._report is None and not self._in_forked_child:  # this backend alone was finished
+                warn_once(worker.name, method, f"{method}() after finish() is ignored", reason="after-finish")
+            else:
+                self._not_running(f"{worker.name}.{method}")
+            return None
+        if method == "flush":
+            return self._flush_workers([worker], None)
+        if method == "finish":
+            return self._finish_one(worker)
+        extra = arguments.pop("**", {})
+        positional = list(arguments.values())
+        step = arguments.get("step")
+        self._only.worker = worker
+        try:
+            if method == "log":
+                self._log_to(worker, positional[0], step, extra)
+            elif method == "store_init_configuration":
+                self.log_config(positional[0])
+            else:
+                log_kwargs = {worker.name: extra} if extra else None
+                if method == "log_images":
+                    self.log_images(positional[0], step=step, log_kwargs=log_kwargs)
+                elif method == "log_table":
+                    names = ("columns", "data", "dataframe")
+                    columns, data, dataframe = (arguments.get(name) for name in names)
+                    self.log_table(positional[0], columns, data, dataframe, step=step, log_kwargs=log_kwargs)
+                elif method == "log_figure":
+                    self.log_figure(positional[0], str(positional[1]), step=step, log_kwargs=log_kwargs)
+                elif method == "log_histogram":
+                    self.log_histogram(positional[0], positional[1], step=step, log_kwargs=log_kwargs)
+                elif method == "log_artifact":
+                    self.log_artifact(positional[0], positional[1] if len(positional) > 1 else None)
+                elif method == "log_artifacts":
+                    self.log_artifacts(positional[0], positional[1] if len(positional) > 1 else None)
+        finally:
+            self._only.worker = None
+        return None
+
+    def _log_to(self, worker: BackendWorker, values: dict, step: int | None, kwargs: dict) -> None:
+        """``log`` for one backend (a direct call on its tracker): the dispatcher's step and value rules."""
+        flat, rejected = snapshot(values)
+        if rejected:
+            self._reject(rejected)
+        with self._lock:
+            step = self._step + 1 if step is None else self._checked_step(step)
+            self._step = step
+            self._seq = seq = self._seq + 1
+            worker.put(Record("log", flat, step, kwargs or _EMPTY, _now(), seq))
+        if self._pending_error is not None:
+            self._raise_pending()
+
+    def _finish_one(self, worker: BackendWorker) -> None:
+        """``tracker.finish()`` on a managed tracker: close that backend now; the others carry on."""
+        with self._lock:
+            self._workers = [other for other in self._workers if other is not worker]
+            self._puts = [other.put for other in self._workers]
+        worker.put(Record("finish", None, None, _EMPTY, None, None))
+        if not worker.join(self.finish_timeout):
+            worker.abandon()
+
     # -- access ------------------------------------------------------------------------------
     @property
     def trackers(self) -> list[GeneralTracker]:
@@ -556,8 +631,11 @@ class Dispatcher:
         """Wait until everything logged so far is durable in every healthy backend (or in its spill)."""
         if self._pending_error is not None:
             self._raise_pending()
+        return self._flush_workers(self._workers, timeout)
+
+    def _flush_workers(self, workers: list[BackendWorker], timeout: float | None) -> bool:
         events = []
-        for worker in self._workers:
+        for worker in workers:
             event = threading.Event()
             worker.put(Record("flush", event, None, _EMPTY, None, None))
             events.append(event)
