@@ -153,6 +153,11 @@ class JsonlTracker(GeneralTracker):
         self._writer.write(_with_seq(record, kwargs))
         self._writer.flush()
 
+    def log_histogram(self, name: str, histogram: Any, step: int | None = None, **kwargs: Any) -> None:
+        record = {"type": "histogram", "name": name, "step": step, "histogram": histogram.to_json()}
+        self._writer.write(_with_seq(record, kwargs))
+        self._writer.flush()
+
     def log_artifact(self, local_path, artifact_path=None, seq: int | None = None) -> None:
         record = {"type": "artifact", "local_path": os.path.abspath(local_path), "artifact_path": artifact_path}
         self._writer.write(_with_seq(record, {"seq": seq}))
@@ -170,6 +175,18 @@ class JsonlTracker(GeneralTracker):
         from .journal import JournalSummary
 
         return JournalSummary(self.journal_path).metrics
+
+    def read_back_images(self) -> dict[str, list[tuple[int, Any]]]:
+        from .journal import read_journal
+        from .png import load_png
+
+        images: dict[str, list[tuple[int, Any]]] = {}
+        for entry in read_journal(self.journal_path):
+            if entry["type"] == "images":
+                for key, paths in (entry.get("images") or {}).items():
+                    for path in paths:
+                        images.setdefault(key, []).append((entry.get("step"), load_png(self.run_dir / path)))
+        return images
 
     def flush(self) -> None:
         if self._writer is not None:
