@@ -34,6 +34,12 @@ _INHERITED_NOT = (
     "OMPI_COMM_WORLD_SIZE",
     "PMI_RANK",
     "PMI_SIZE",
+    "SLURM_JOB_ID",
+    "SLURM_STEP_ID",
+    "OMPI_MCA_ess_base_jobid",
+    "PMIX_NAMESPACE",
+    "TORCHELASTIC_RUN_ID",
+    "TRACKING_RUN_ID",
     "MLFLOW_TRACKING_URI",
     "MLFLOW_EXPERIMENT_NAME",
     "WANDB_SERVICE",
@@ -162,13 +168,17 @@ def accelerate_launch(nproc: int, args: list[str], cwd: Path) -> list[tuple[list
 
 def simulated(launcher: str, world: int, args: list[str]) -> list[tuple[list[str], dict[str, str]]]:
     """What ``srun -n N`` or ``mpirun -np N`` would start: N processes differing only in their rank variables."""
-    names = {"slurm": ("SLURM_PROCID", "SLURM_NTASKS"), "mpi": ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE")}
-    rank_name, size_name = names[launcher]
+    names = {
+        "slurm": ("SLURM_PROCID", "SLURM_NTASKS", "SLURM_JOB_ID"),
+        "mpi": ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_MCA_ess_base_jobid"),
+    }
+    rank_name, size_name, job_name = names[launcher]
     port = str(free_port())
+    job = {job_name: port, "TEST_MASTER_PORT": port}  # the launcher's job id tells this job from another
     return [
         (
             [sys.executable, str(TRAIN), "--launcher", launcher, *args],
-            clean_env(**{rank_name: str(rank), size_name: str(world), "TEST_MASTER_PORT": port}),
+            clean_env(**{rank_name: str(rank), size_name: str(world), **job}),
         )
         for rank in range(world)
     ]

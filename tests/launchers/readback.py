@@ -39,12 +39,13 @@ def read_all(backends: list[str], logging_dir: Path, project: str) -> dict[str, 
 
 
 def jsonl_runs(logging_dir: Path, project: str) -> list[StoredRun]:
-    """One run per journal file (per-rank mode keeps one journal per rank in the job's run folder)."""
+    """One run per journal: ``<run id>/journal.jsonl``, or ``<run id>/rank-<N>/journal.jsonl`` per rank."""
     from tracking_core.journal import JournalSummary
 
     runs = []
-    for path in sorted((logging_dir / project).glob("*/journal*.jsonl")):
-        run = StoredRun("jsonl", path.name, group=path.parent.name)
+    for path in sorted((logging_dir / project).rglob("journal.jsonl")):
+        relative = path.parent.relative_to(logging_dir / project)
+        run = StoredRun("jsonl", relative.as_posix(), group=relative.parts[0] if len(relative.parts) > 1 else None)
         for key, points in JournalSummary(path).metrics.items():
             for step, value in points:
                 run.add(key, step, value)

@@ -73,7 +73,7 @@ def test_one_run_per_job_holds_rank_zeros_points(scenario: Scenario, tmp_path: P
     assert [summaries[rank]["trackers"] for rank in sorted(summaries)] == [len(scenario.backend_list())] + [0] * (
         scenario.world - 1
     )
-    assert all(summary["ok"] for summary in summaries.values()), summaries
+    assert all(summary["ok"] for summary in summaries.values()), f"{summaries}\n{job.output()}"
     runs = read_all(scenario.backend_list(), logging_dir, "launch")
     problems = check(scenario.name, runs, world=scenario.world, steps=STEPS, per_rank=False, seconds=job.seconds)
     assert not problems, "\n".join(problems)
@@ -95,4 +95,47 @@ def test_a_rank_that_crashes_ends_the_job_and_rank_zero_keeps_its_steps(scenario
     assert "rank 1 crashes at step 3" in job.output()
     runs = read_all(scenario.backend_list(), logging_dir, "launch")
     problems = check(scenario.name, runs, world=scenario.world, steps=CRASH_STEP, per_rank=False, seconds=job.seconds)
+    assert not problems, "\n".join(problems) + "\n" + job.output()
+
+
+PER_RANK = [
+    Scenario("torchrun-2-per-rank", "torchrun", 2),  # the run id travels by broadcast
+    Scenario("torchrun-4-per-rank", "torchrun", 4),
+    Scenario("torchrun-2-nodes-per-rank", "torchrun", 2, nnodes=2, backends="jsonl"),
+    Scenario("accelerate-2-per-rank", "accelerate", 2, backends="jsonl"),
+    Scenario("slurm-2-per-rank", "slurm", 2),  # tracking starts before the process group: by file
+    Scenario("mpi-4-per-rank", "mpi", 4, backends="jsonl"),
+    # Every rank opens the same MLflow sqlite store and Aim repo. When the store does not exist yet, the
+    # ranks race to create it: MLflow's schema migration fails in all but one ("table ... already exists"),
+    # Aim's get_repo raises RuntimeError for a repo another process is half-way through creating. The
+    # dispatcher retries start once; the records of a rank that still fails wait in its spill journal.
+    pytest.param(
+        Scenario("torchrun-4-per-rank-shared-stores", "torchrun", 4, backends="jsonl,mlflow,aim"),
+        marks=pytest.mark.xfail(reason="MLflow and Aim stores created by several ranks at once race", strict=False),
+    ),
+]
+
+
+@pytest.mark.parametrize("scenario", PER_RANK, ids=lambda s: s.name)
+def test_per_rank_mode_gives_each_rank_its_own_run_in_one_group(scenario: Scenario, tmp_path: Path):
+    job, logging_dir = launch(scenario, tmp_path, per_rank=True)
+    runs = read_all(scenario.backend_list(), logging_dir, "launch")
+    problems = check(scenario.name, runs, world=scenario.world, steps=STEPS, per_rank=True, seconds=job.seconds)
+    assert [p.returncode for p in job.processes] == [0] * len(job.processes), job.output()
+    summaries = job.summaries
+    assert sorted(summaries) == list(range(scenario.world)), job.output()
+    assert {summary["trackers"] for summary in summaries.values()} == {len(scenario.backend_list())}
+    assert len({summary["run_id"] for summary in summaries.values()}) == 1, summaries  # rank 0's id everywhere
+    failed = {rank: summary["failed"] for rank, summary in summaries.items() if summary["failed"]}
+    assert not failed, f"backends that failed, per rank: {failed}\n{job.output()}"
+    assert not problems, "\n".join(problems)
+
+
+def test_per_rank_mode_when_a_rank_crashes(tmp_path: Path):
+    """Every rank's run holds the steps it got through; the surviving ranks exit instead of hanging."""
+    scenario = Scenario("slurm-2-per-rank-crash", "slurm", 2)
+    job, logging_dir = launch(scenario, tmp_path, per_rank=True, crash=(1, CRASH_STEP))
+    assert all(p.returncode != 0 for p in job.processes), job.output()
+    runs = read_all(scenario.backend_list(), logging_dir, "launch")
+    problems = check(scenario.name, runs, world=2, steps=CRASH_STEP, per_rank=True, seconds=job.seconds)
     assert not problems, "\n".join(problems) + "\n" + job.output()
