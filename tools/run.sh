@@ -3,7 +3,8 @@
 # private virtualenv on first use, then drives the Hatch environments of pyproject.toml.
 #
 #   bash tools/run.sh demo     # the main job: `tracking demo` with every backend, embedded defaults
-#   bash tools/run.sh test     # lint, core alone, one cell per backend, shared tests, oldest SDKs, packages, docs (= .ci/run)
+#   bash tools/run.sh test     # lint, core alone, one cell per backend, shared tests, oldest SDKs, launchers, packages, docs (= .ci/run)
+#   bash tools/run.sh launch   # real launchers (torchrun, accelerate launch, simulated srun/mpirun) over CPU torch
 #   bash tools/run.sh bench    # tools/bench.py in the all-backends environment
 #   bash tools/run.sh lint     # ruff and actionlint (what pre-commit runs)
 #   bash tools/run.sh dist     # build every wheel and sdist and check them (LICENSE, metadata, twine check)
@@ -81,6 +82,7 @@ run_tests() {
   for backend in $(oldest_cells); do
     step "$backend oldest SDK" "$hatch" run "oldest.$backend:unit" --junitxml="$reports/$backend-oldest.xml"
   done
+  step launchers "$hatch" run launch:run --junitxml="$reports/launch.xml"
   step packages "$hatch" run dist:check
   step docs "$hatch" run docs:build
   python3 "$root/tools/junit_total.py" "$reports"/*.xml
@@ -95,6 +97,7 @@ case "${1:-test}" in
   demo) shift; "$hatch" run all:demo "$@" ;;
   test) run_tests ;;
   bench) shift; "$hatch" run all:bench "$@" ;;
+  launch) shift; "$hatch" run launch:run "$@" ;;
   lint) "$hatch" run lint:check && actionlint ;;
   actionlint) actionlint ;;
   dist) shift; "$hatch" run dist:check "$@" ;;
@@ -106,5 +109,5 @@ case "${1:-test}" in
       *) echo "usage: bash tools/run.sh docs [build|serve] [mkdocs options]" >&2; exit 2 ;;
     esac
     ;;
-  *) echo "usage: bash tools/run.sh demo|test|bench|lint|actionlint|dist|docs" >&2; exit 2 ;;
+  *) echo "usage: bash tools/run.sh demo|test|bench|launch|lint|actionlint|dist|docs" >&2; exit 2 ;;
 esac
