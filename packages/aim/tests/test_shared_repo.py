@@ -2,8 +2,8 @@
 mode. Each process logs values that name it; read back with ``aim.Repo``, each run must hold exactly its
 own points, none lost, none twice, none of another process's.
 
-The repo is made first, as ``aim init`` makes it before a team points its jobs at it. Processes that
-find no repo and create it at the same moment race inside Aim (see the xfail test below).
+The shared repo is made first, as ``aim init`` makes it before a team points its jobs at it; the last
+test has the ranks of a job create it themselves, all at once.
 """
 
 from __future__ import annotations
@@ -85,8 +85,9 @@ def _check(repo: Path, experiment: str, results: list[dict], scenario: str) -> N
     for result in results:
         assert result["ok"] and result["errors"] == 0 and result["spilled"] == 0, result
     opened = readback.open_repo(repo)
-    hashes = [run.hash for run in opened.iter_runs() if run.experiment == experiment]
-    assert sorted(hashes) == sorted(result["run_hash"] for result in results)
+    stored = {run.hash: run.experiment for run in opened.iter_runs()}
+    hashes = [run_hash for run_hash, name in stored.items() if name == experiment]
+    assert sorted(hashes) == sorted(result["run_hash"] for result in results), (stored, results)
     for result in results:
         writer = result["writer"]
         series = readback.metrics(opened.get_run(result["run_hash"]))
@@ -118,7 +119,11 @@ def test_four_ranks_in_per_rank_mode(repo, tmp_path):
     _check(repo, "per-rank", results, "4 ranks per-rank, one Aim repo")
 
 
-@pytest.mark.xfail(reason="Aim: a process that finds another's half-created repo raises RuntimeError", strict=False)
-def test_two_jobs_that_both_create_the_repo(tmp_path):
-    results = _writers(tmp_path / "fresh", tmp_path, "fresh", [{}, {}], per_rank=False)
-    _check(tmp_path / "fresh", "fresh", results, "2 jobs creating one Aim repo")
+def test_four_ranks_that_create_the_repo_at_once(tmp_path):
+    """Per-rank mode's default layout: every rank opens ``<logging_dir>/.aim``, which none finds, at the same
+    moment. Aim raises a bare RuntimeError in a process that finds another's half-made repo; the backend
+    must create it once, under a lock."""
+    job = {"WORLD_SIZE": "4", "MASTER_PORT": "29518"}
+    envs = [{**job, "RANK": str(rank)} for rank in range(4)]
+    results = _writers(tmp_path / "fresh", tmp_path, "fresh", envs, per_rank=True)
+    _check(tmp_path / "fresh", "fresh", results, "4 ranks creating one Aim repo")

@@ -16,11 +16,13 @@ from __future__ import annotations
 import io
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from tracking_core import GeneralTracker, flatten_config, notice, stringify, warn_once
+from tracking_core.filelock import exclusive
 from tracking_core.jsonl import table_rows
 from tracking_core.paths import check_artifact_path
 
@@ -115,7 +117,8 @@ class AimTracker(GeneralTracker):
         kwargs.setdefault("repo", str(self.logging_dir.absolute()))  # Aim creates <dir>/.aim if missing
         if self.project_name is not None:
             kwargs.setdefault("experiment", self.project_name)
-        run = self._resumed_run(sdk, kwargs) or sdk.Run(**kwargs)
+        with _opening(kwargs["repo"]):
+            run = self._resumed_run(sdk, kwargs) or sdk.Run(**kwargs)
         self._run, self.run_hash = run, run.hash
         self._writer = SeriesWriter.for_run(run)  # None: a remote repo or tracking thread; Run.track then
         if self.display_name:
@@ -369,6 +372,22 @@ def _load_sdk() -> _Sdk:
                 raise
             time.sleep(0.05 * (attempt + 1))
     raise AssertionError("unreachable")
+
+
+@contextmanager
+def _opening(repo: Any) -> Iterator[None]:
+    """Open runs of a local repo one process at a time.
+
+    Aim guards neither the creation of ``.aim`` nor that of an experiment against another process doing
+    the same (per-rank mode: every rank opens the repo at the same moment). A process that finds the repo
+    half-made raises a bare ``RuntimeError``; runs created at once may lose their experiment. A remote
+    repo or a ``Repo`` object passes through.
+    """
+    if not isinstance(repo, (str, os.PathLike)) or "://" in str(repo):
+        yield
+        return
+    with exclusive(os.path.join(os.fspath(repo), ".aim-open.lock")):
+        yield
 
 
 def _drain_tracking_thread(run: Any) -> None:
