@@ -116,3 +116,33 @@ def test_four_ranks_in_per_rank_mode(server, tmp_path):
     assert len({result["run_id"] for result in results}) == 4
     _check(server, "per-rank", results, "4 ranks per-rank, one server")
     assert all(result["errors"] == 0 and result["spilled"] == 0 for result in results), results
+
+
+def test_four_ranks_that_create_one_sqlite_store_at_once(tmp_path):
+    """Per-rank mode's default layout: every rank opens ``<logging_dir>/mlflow.db``, which none finds, at the
+    same moment. MLflow's schema migration is not safe against that; the backend must serialise it."""
+    job = {"WORLD_SIZE": "4", "MASTER_PORT": str(free_port())}
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "RANK", "WORLD_SIZE", "MASTER_"))}
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-c", JOB, "fresh-store", str(rank), "20", "per-rank"],
+            cwd=tmp_path,
+            env={**base, **job, "RANK": str(rank), "MLFLOW_DISABLE_TELEMETRY": "true"},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for rank in range(4)
+    ]
+    results = []
+    for process in processes:
+        out, err = process.communicate(timeout=240)
+        assert process.returncode == 0, err[-3000:]
+        results.append(json.loads(out.strip().splitlines()[-1]))
+    assert all(result["ok"] and result["errors"] == 0 for result in results), results
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path}/runs/mlflow.db")
+    experiment = client.get_experiment_by_name("fresh-store")
+    runs = client.search_runs([experiment.experiment_id])
+    assert sorted(int(run.data.metrics["writer"]) for run in runs) == [0, 1, 2, 3]

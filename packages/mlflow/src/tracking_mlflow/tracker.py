@@ -39,6 +39,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from tracking_core import GeneralTracker, flatten_config, notice, stringify, warn_once
 from tracking_core.errors import PartialDelivery
+from tracking_core.filelock import exclusive
 from tracking_core.jsonl import table_rows
 
 # The SDK's limits (mlflow 3.x values); start() reads the installed SDK's own from mlflow.utils.validation.
@@ -290,7 +291,15 @@ class MLflowTracker(GeneralTracker):
                 os.environ.setdefault(variable, value)
         if embedded:
             os.makedirs(self.logging_dir, exist_ok=True)
-        return MlflowClient(tracking_uri=uri)  # opening a sqlite store creates and migrates it
+        store = _local_store(uri)
+        if store is None or not uri.startswith("sqlite:"):
+            return MlflowClient(tracking_uri=uri)
+        # Opening a sqlite store creates and migrates it, which MLflow does not guard against another
+        # process doing at the same time (per-rank mode: every rank opens the same file at once).
+        with exclusive(f"{store}.lock"):
+            client = MlflowClient(tracking_uri=uri)
+            client.search_experiments(max_results=1)  # the store is created and migrated here, under the lock
+        return client
 
     def _saved_run(self) -> tuple[str, str | None] | None:
         """``(run id, tracking URI)`` from ``run_context.resume``: what ``resume_state`` saved earlier."""
