@@ -150,13 +150,14 @@ def test_hyperparameters_after_the_run_started_are_kept(tmp_path, read_back_of):
 
 
 @pytest.mark.xfail(
+    raises=AssertionError,
     reason="tracking-tensorboard writes a second hparams session_start_info for log_config, and TensorBoard "
-    "keeps a run's first one: the backend must merge (the backend group's log_config item); drop this mark then"
+    "keeps a run's first one: the backend must merge (the backend group's log_config item); drop this mark then",
 )
 def test_tensorboard_shows_late_hyperparameters(tmp_path, read_back_of):
     (tracker,) = _late_hyperparameters(tmp_path, ["tensorboard"]).trackers
     config = read_back_of(tracker).config
-    assert float(config["lr"]) == 0.1 and float(config["seed"]) == 0, config
+    assert config.get("lr") == 0.1 and config.get("seed") == 0, config  # TensorBoard's hparams are floats
 
 
 def test_other_ranks_log_nothing(tmp_path, monkeypatch):

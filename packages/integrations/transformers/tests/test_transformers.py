@@ -138,6 +138,21 @@ def test_checkpoints_are_not_stored_by_default(tmp_path):
     assert not [info.path for info in client.list_artifacts(mlflow_tracker.active_run_id) if "checkpoint" in info.path]
 
 
+@pytest.mark.xfail(
+    raises=AssertionError,
+    reason="tracking_core's redaction takes every key containing 'token' for a secret, numbers included: the "
+    "model's pad_token_id and the arguments' include_num_input_tokens_seen reach the backends as '<redacted>'",
+)
+def test_token_ids_and_counts_are_not_taken_for_secrets(tmp_path):
+    from tracking_core import sanitize_config
+
+    callback = TrackingCallback(log_with="jsonl")
+    trainer = trainer_with(callback, tmp_path / "out")
+    config = sanitize_config(callback.run_config(trainer.args, trainer.model))
+    assert config["hub_token"] == "<redacted>"  # a secret: redacted
+    assert config["pad_token_id"] == trainer.model.config.pad_token_id  # a token id: a number to keep
+
+
 def test_trainer_key_names_follow_transformers():
     logs = {"loss": 1.0, "eval_loss": 0.5, "test_f1": 0.9, "epoch": 1.0, "learning_rate": 1e-3}
     assert trainer_keys(logs) == {
