@@ -177,3 +177,45 @@ def test_per_rank_runs_are_named_and_tagged(tmp_path: Path) -> None:
     ]
     assert [session.task["project_name"] for session in tasks] == ["job", "job"]
     assert [session.scalars()["loss"] for session in tasks] == [{0: 0.0}, {0: 1.0}]
+
+
+RANK_SCRIPT = r"""
+import json, sys
+from tracking_core import init
+
+run = init("job", log_with="clearml", logging_dir=sys.argv[2], per_rank=True)
+run.log({"loss": float(sys.argv[1])}, step=0)
+tracker = run.get_tracker("clearml")
+run.finish()
+print(json.dumps({"session": f"{tracker.offline_folder}.zip", "group": tracker.run_context.group}))
+"""
+
+
+def test_per_rank_mode_gives_one_task_per_rank(tmp_path: Path) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    processes = []
+    for rank in range(2):
+        env = {key: value for key, value in os.environ.items() if not key.startswith(("CLEARML_", "TRAINS_"))}
+        env.update(RANK=str(rank), WORLD_SIZE="2", MASTER_PORT="29632", CLEARML_CONFIG_FILE=str(tmp_path / "none.conf"))
+        env.pop("TRACKING_RUN_ID", None)
+        command = [sys.executable, "-c", RANK_SCRIPT, str(rank), str(tmp_path / "logs")]
+        processes.append(
+            subprocess.Popen(command, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        )
+    results = []
+    for process in processes:
+        out, err = process.communicate(timeout=180)
+        assert process.returncode == 0, err[-3000:]
+        results.append(json.loads(out.strip().splitlines()[-1]))
+    (group,) = {result["group"] for result in results}
+    sessions = [OfflineSession(result["session"]) for result in results]
+    assert [session.task["name"] for session in sessions] == ["job-rank0", "job-rank1"]
+    assert [sorted(session.task.get("tags", [])) for session in sessions] == [
+        [f"group:{group}", "rank:0"],
+        [f"group:{group}", "rank:1"],
+    ]
+    assert [session.scalars()["loss"] for session in sessions] == [{0: 0.0}, {0: 1.0}]

@@ -155,8 +155,14 @@ def test_per_rank_runs_are_named_and_tagged(tmp_path, monkeypatch, comet_archive
     archives = []
     for rank in range(2):
         tracker = CometMLTracker("job", logging_dir=logging_dir)
-        tracker.run_context = RunContext(
-            "job", "run-7", logging_dir / "job" / "run-7", logging_dir, rank=rank, world_size=2, group="run-7"
+        tracker.run_context = RunContext(  # as the dispatcher builds it with per_rank=True
+            "job",
+            f"run-7-rank{rank}",
+            logging_dir / "job" / "run-7",
+            logging_dir,
+            rank=rank,
+            world_size=2,
+            group="run-7",
         )
         tracker.start()
         tracker.log({"loss": float(rank)}, step=0)
@@ -169,4 +175,46 @@ def test_per_rank_runs_are_named_and_tagged(tmp_path, monkeypatch, comet_archive
         ["group:run-7", "rank:1"],
     ]
     assert archives[0].path.parent == archives[1].path.parent == Path(logging_dir / "job" / "run-7" / "comet_ml")
+    assert [archive.metrics()["loss"] for archive in archives] == [{0: 0.0}, {0: 1.0}]
+
+
+RANK_SCRIPT = r"""
+import json, sys
+from tracking_core import init
+
+run = init("job", log_with="comet_ml", logging_dir=sys.argv[2], per_rank=True)
+run.log({"loss": float(sys.argv[1])}, step=0)
+tracker = run.get_tracker("comet_ml")
+run.finish()
+print(json.dumps({"archive": str(tracker.archive_path), "group": tracker.run_context.group}))
+"""
+
+
+def test_per_rank_mode_gives_one_experiment_per_rank(tmp_path, comet_archive):
+    import os
+    import subprocess
+    import sys
+    from types import SimpleNamespace
+
+    processes = []
+    for rank in range(2):
+        env = {**os.environ, "RANK": str(rank), "WORLD_SIZE": "2", "MASTER_PORT": "29631", "COMET_API_KEY": ""}
+        env.pop("TRACKING_RUN_ID", None)
+        command = [sys.executable, "-c", RANK_SCRIPT, str(rank), str(tmp_path / "logs")]
+        processes.append(
+            subprocess.Popen(command, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        )
+    results = []
+    for process in processes:
+        out, err = process.communicate(timeout=180)
+        assert process.returncode == 0, err[-3000:]
+        results.append(json.loads(out.strip().splitlines()[-1]))
+    (group,) = {result["group"] for result in results}
+    archives = [comet_archive(SimpleNamespace(archive_path=result["archive"], mode="offline")) for result in results]
+    assert [archive.others()["Name"] for archive in archives] == [f"{group}-rank0", f"{group}-rank1"]
+    assert [sorted(archive.experiment["tags"]) for archive in archives] == [
+        [f"group:{group}", "rank:0"],
+        [f"group:{group}", "rank:1"],
+    ]
+    assert {archive.experiment["project_name"] for archive in archives} == {"job"}
     assert [archive.metrics()["loss"] for archive in archives] == [{0: 0.0}, {0: 1.0}]

@@ -194,7 +194,8 @@ class CometMLTracker(GeneralTracker):
         tags: list[str] = []
         context = self.run_context
         if context is not None and context.group is not None:  # per-rank: one experiment per rank, tagged
-            name = f"{name}-rank{context.rank}"
+            suffix = f"-rank{context.rank}"
+            name = name if name.endswith(suffix) else f"{name}{suffix}"  # the dispatcher's run id has it already
             tags = [f"group:{context.group}", f"rank:{context.rank}"]
         return {
             "project_name": self.run_name,
