@@ -477,3 +477,21 @@ def test_a_run_writes_only_under_logging_dir_and_leaves_nothing_running(tmp_path
     assert stray == [], stray
     assert "comet upload" in process.stderr  # the notice says how to upload the archive
     assert list((cwd / "logs" / "iso").glob("*/comet_ml/*.zip"))
+
+
+def test_a_tls_complaint_counts_as_an_answer():
+    """The probe before an online start (probe_http) treats a TLS failure as a server that answered, as the
+    requests-based probe with Comet's ``verify`` setting did: Comet's own TLS settings decide the rest."""
+    from tracking_core.adapters import probe_http
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _AnswersOnlyThePing)  # plain HTTP only
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        port = server.server_address[1]
+        assert probe_http(f"https://127.0.0.1:{port}/clientlib/isAlive/ver", 2.0) is None  # TLS fails: answered
+        assert probe_http(f"http://127.0.0.1:{port}/clientlib/isAlive/ver", 2.0) is None
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert probe_http(f"https://127.0.0.1:{refused_port()}/clientlib/isAlive/ver", 1.0) is not None

@@ -429,8 +429,6 @@ class ClearMLTracker(GeneralTracker):
             images = image_list(value)
             for index, image in enumerate(images):
                 variant = series if len(images) == 1 else f"{series}/{index}"
-                if variant != series and self._key_map.get((title, series)) == key:
-                    self._key_map[(title, variant)] = key
                 path = _png_file(image)
                 try:
                     self._logger.report_image(
