@@ -32,7 +32,7 @@ _TEXT_LINE = re.compile(r"^\[(?:step (-?\d+)|summary)\] (.+?): (.*)$")
 class OfflineSession:
     """The contents of one offline session folder or zip."""
 
-    def __init__(self, path: str | os.PathLike) -> None:
+    def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         if not self.path.exists() and Path(f"{self.path}.zip").exists():
             self.path = Path(f"{self.path}.zip")
@@ -52,7 +52,8 @@ class OfflineSession:
 
     @property
     def task(self) -> dict[str, Any]:
-        return json.loads(self.read_text("task.json") or "{}")
+        task: dict[str, Any] = json.loads(self.read_text("task.json") or "{}")
+        return task
 
     def _events(self, name: str) -> Iterator[dict[str, Any]]:
         for line in self.read_text(name).splitlines():

@@ -177,7 +177,7 @@ class ClearMLTracker(GeneralTracker):
     server_timeout: ClassVar[float] = 5.0
 
     def __init__(
-        self, run_name: str | None = None, *, logging_dir: str | os.PathLike | None = None, **kwargs: Any
+        self, run_name: str | None = None, *, logging_dir: str | os.PathLike[str] | None = None, **kwargs: Any
     ) -> None:
         super().__init__()
         self.run_name = run_name
@@ -194,7 +194,7 @@ class ClearMLTracker(GeneralTracker):
         #: (title, series) -> key for keys :func:`key_of` would not give back; stored in the task for readers.
         self._key_map: dict[tuple[str, str], str] = {}
         self._key_map_saved = 0
-        self._config: dict = {}
+        self._config: dict[str, Any] = {}
         self._environ_before: dict[str, str | None] = {}
 
     @property
@@ -239,7 +239,7 @@ class ClearMLTracker(GeneralTracker):
         else:
             notice(f"clearml: task {self._task.id} at {self._task.get_output_log_web_page()}")
 
-    def _continue_saved_task(self, kwargs: dict, cache_dir: Path | None) -> Path | None:
+    def _continue_saved_task(self, kwargs: dict[str, Any], cache_dir: Path | None) -> Path | None:
         """Point ``Task.init`` at the task saved by ``resume_state`` in an earlier process; returns the cache dir.
 
         ``continue_last_task=0`` continues the task with the iterations as logged: ClearML's default offset
@@ -368,7 +368,7 @@ class ClearMLTracker(GeneralTracker):
         return self._task
 
     # -- config ------------------------------------------------------------------------------
-    def store_init_configuration(self, values: dict) -> None:
+    def store_init_configuration(self, values: dict[str, Any]) -> None:
         """The config so far: the configuration object ``General`` (as accelerate names it) and the
         Hyperparameters section ``General``; a later call merges its keys into both."""
         self._config.update(values)
@@ -396,7 +396,9 @@ class ClearMLTracker(GeneralTracker):
                 self._key_map[pair] = key
         return pair
 
-    def log(self, values: dict, step: int | None = None, *, single_value: bool = False, **kwargs: Any) -> None:
+    def log(
+        self, values: dict[str, Any], step: int | None = None, *, single_value: bool = False, **kwargs: Any
+    ) -> None:
         """Scalars per step; ``step=None`` or ``single_value=True`` records summary values instead."""
         logger = self._logger
         for key, value in values.items():
@@ -418,7 +420,7 @@ class ClearMLTracker(GeneralTracker):
                 logger.report_scalar(title, series, value, iteration=step, **kwargs)
 
     # -- media -------------------------------------------------------------------------------
-    def log_images(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
+    def log_images(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:
         """Debug samples (PNG): ``{key: image, list of images or NCHW/NHWC batch}``.
 
         One image is reported as ``(title, series)`` of its key, as accelerate does; several are the
@@ -438,7 +440,15 @@ class ClearMLTracker(GeneralTracker):
                     Path(path).unlink(missing_ok=True)
                     raise
 
-    def log_table(self, table_name, columns=None, data=None, dataframe=None, step=None, **kwargs) -> None:
+    def log_table(
+        self,
+        table_name: str,
+        columns: list[str] | None = None,
+        data: list[list[Any]] | None = None,
+        dataframe: Any = None,
+        step: int | None = None,
+        **kwargs: Any,
+    ) -> None:
         if dataframe is None and data is None:
             raise ValueError("`ClearMLTracker.log_table` requires that `data` to be supplied if `dataframe` is `None`")
         title, series = self._pair(table_name)
@@ -478,14 +488,14 @@ class ClearMLTracker(GeneralTracker):
         )
 
     # -- artifacts ---------------------------------------------------------------------------
-    def log_artifact(self, local_path: str | os.PathLike, artifact_path: str | None = None) -> None:
+    def log_artifact(self, local_path: str | os.PathLike[str], artifact_path: str | None = None) -> None:
         name = os.path.basename(os.fspath(local_path))
         self._upload(f"{artifact_path.strip('/')}/{name}" if artifact_path else name, local_path)
 
-    def log_artifacts(self, local_dir: str | os.PathLike, artifact_path: str | None = None) -> None:
+    def log_artifacts(self, local_dir: str | os.PathLike[str], artifact_path: str | None = None) -> None:
         self._upload(artifact_path or os.path.basename(os.path.abspath(local_dir)), local_dir)
 
-    def _upload(self, name: str, path: str | os.PathLike) -> None:
+    def _upload(self, name: str, path: str | os.PathLike[str]) -> None:
         # wait_on_upload: the copy (offline) or upload is done before the caller can change the file.
         if not self._task.upload_artifact(name, artifact_object=os.fspath(path), wait_on_upload=True):
             raise RuntimeError(f"ClearML did not store artifact {name!r} from {path}")
@@ -519,7 +529,7 @@ class ClearMLTracker(GeneralTracker):
             self._restore_environ()
 
     # -- resume, read-back, notes ------------------------------------------------------------
-    def resume_state(self) -> dict | None:
+    def resume_state(self) -> dict[str, Any] | None:
         """The task id and, offline, its session folder; ``None`` for a task the application created."""
         if self._task is None or self._external:
             return None

@@ -16,7 +16,7 @@ from typing import Any
 from tracking_core.notices import logger
 
 
-def read_archive_history(path: str | os.PathLike) -> dict[str, list[tuple[int, Any]]]:
+def read_archive_history(path: str | os.PathLike[str]) -> dict[str, list[tuple[int, Any]]]:
     """``{name: [(step, value), ...]}`` from every metric message of an offline archive's ``messages.json``
     (one JSON message per line), in message order."""
     with zipfile.ZipFile(path) as archive:
@@ -30,12 +30,12 @@ def read_archive_history(path: str | os.PathLike) -> dict[str, list[tuple[int, A
     return history
 
 
-def read_archive_metrics(path: str | os.PathLike) -> dict[str, dict[int, Any]]:
+def read_archive_metrics(path: str | os.PathLike[str]) -> dict[str, dict[int, Any]]:
     """``{name: {step: value}}`` of an offline archive, the last message at a step winning."""
     return {name: dict(points) for name, points in read_archive_history(path).items()}
 
 
-def read_archive_images(path: str | os.PathLike) -> dict[str, list[tuple[int | None, bytes]]]:
+def read_archive_images(path: str | os.PathLike[str]) -> dict[str, list[tuple[int | None, bytes]]]:
     """``{key: [(step, image file bytes), ...]}`` of the images (and figures) in an archive, in message order.
 
     The key is the ``metadata["key"]`` this backend attaches, else the image name Comet shows.

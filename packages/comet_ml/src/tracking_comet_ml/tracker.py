@@ -123,8 +123,8 @@ class CometMLTracker(GeneralTracker):
         self,
         run_name: str,
         *,
-        logging_dir: str | os.PathLike | None = None,
-        run_dir: str | os.PathLike | None = None,
+        logging_dir: str | os.PathLike[str] | None = None,
+        run_dir: str | os.PathLike[str] | None = None,
         run_id: str | None = None,
         start_timeout: float = DEFAULT_START_TIMEOUT,
         **kwargs: Any,
@@ -147,7 +147,7 @@ class CometMLTracker(GeneralTracker):
         self._experiment: Any = None
         self._finished = False
         self._max_key_length = 100
-        self._config: dict = {}
+        self._config: dict[str, Any] = {}
 
     @property
     def offline_directory(self) -> Path:
@@ -204,7 +204,9 @@ class CometMLTracker(GeneralTracker):
             "tags": tags,
         }
 
-    def _continue_saved_experiment(self, comet_ml: Any, config: Any, start_kwargs: dict, online: bool) -> None:
+    def _continue_saved_experiment(
+        self, comet_ml: Any, config: Any, start_kwargs: dict[str, Any], online: bool
+    ) -> None:
         """Point ``comet_ml.start`` at the experiment saved by ``resume_state`` in an earlier process.
 
         Offline, ``mode="get"`` writes an archive marked to append to the experiment of that key on upload
@@ -282,7 +284,7 @@ class CometMLTracker(GeneralTracker):
         return self._experiment
 
     # -- config ------------------------------------------------------------------------------
-    def store_init_configuration(self, values: dict) -> None:
+    def store_init_configuration(self, values: dict[str, Any]) -> None:
         """Parameters (merged by Comet key by key) and the whole config so far as the ``config.json`` asset."""
         experiment = self._experiment
         experiment.log_parameters(values)
@@ -296,7 +298,7 @@ class CometMLTracker(GeneralTracker):
         # Comet cuts longer metric names itself; doing it here puts the mapping in the finish report.
         return key[: self._max_key_length]
 
-    def log(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
+    def log(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:
         experiment = self._experiment
         if step is not None:
             experiment.set_step(step)
@@ -312,12 +314,12 @@ class CometMLTracker(GeneralTracker):
         if numbers:
             experiment.log_metrics(numbers, step=step, **kwargs)
 
-    def log_batch(self, entries: Sequence[tuple[dict, int | None, dict]]) -> None:
+    def log_batch(self, entries: Sequence[tuple[dict[str, Any], int | None, dict[str, Any]]]) -> None:
         # One log_metrics call per step: consecutive records of the same step (say, losses and the learning
         # rate logged apart) are merged unless they share a key, since Comet keeps every point it is given.
-        pending: dict | None = None
+        pending: dict[str, Any] | None = None
         pending_step: int | None = None
-        pending_kwargs: dict = {}
+        pending_kwargs: dict[str, Any] = {}
         for values, step, kwargs in entries:
             if (
                 pending is not None
@@ -334,7 +336,7 @@ class CometMLTracker(GeneralTracker):
             self.log(pending, step=pending_step, **pending_kwargs)
 
     # -- media -------------------------------------------------------------------------------
-    def log_images(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
+    def log_images(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:
         """``{key: image, list of images or NCHW/NHWC batch}``; each image a PNG named ``key``."""
         extra = kwargs.pop("metadata", {})
         for key, images in values.items():
@@ -345,7 +347,15 @@ class CometMLTracker(GeneralTracker):
                 )
                 self._check(result, key)
 
-    def log_table(self, table_name, columns=None, data=None, dataframe=None, step=None, **kwargs) -> None:
+    def log_table(
+        self,
+        table_name: str,
+        columns: list[str] | None = None,
+        data: list[list[Any]] | None = None,
+        dataframe: Any = None,
+        step: int | None = None,
+        **kwargs: Any,
+    ) -> None:
         # The CSV that log_table writes, logged with log_asset because log_table has no step and reads an
         # existing file of the same name from the working directory instead of the data.
         columns, rows = table_rows(columns, data, dataframe)
@@ -376,13 +386,13 @@ class CometMLTracker(GeneralTracker):
         self._check(result, name)
 
     # -- artifacts ---------------------------------------------------------------------------
-    def log_artifact(self, local_path: str | os.PathLike, artifact_path: str | None = None) -> None:
+    def log_artifact(self, local_path: str | os.PathLike[str], artifact_path: str | None = None) -> None:
         file_name = os.path.basename(local_path)
         if artifact_path:
             file_name = f"{artifact_path.rstrip('/')}/{file_name}"
         self._check(self._experiment.log_asset(os.fspath(local_path), file_name=file_name), os.fspath(local_path))
 
-    def log_artifacts(self, local_dir: str | os.PathLike, artifact_path: str | None = None) -> None:
+    def log_artifacts(self, local_dir: str | os.PathLike[str], artifact_path: str | None = None) -> None:
         local_dir = os.fspath(local_dir)
         if not artifact_path:
             # Comet names each file <folder name>/<path inside the folder>.
@@ -426,7 +436,7 @@ class CometMLTracker(GeneralTracker):
             self.archive_path = archives[-1]
 
     # -- resume, read-back, notes ------------------------------------------------------------
-    def resume_state(self) -> dict | None:
+    def resume_state(self) -> dict[str, Any] | None:
         """The experiment key and, offline, where its archives go and where Comet keeps its data until ``end()``."""
         experiment = self._experiment
         if experiment is None or not experiment.alive:
