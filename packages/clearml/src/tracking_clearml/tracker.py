@@ -29,48 +29,29 @@ per-rank runs               task ``<name>-rank<N>`` with tags ``group:<job run i
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import json
 import math
 import os
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
 from tracking_core import GeneralTracker, Histogram, notice, warn_once
-from tracking_core.adapters import figure_to_png, image_list, probe_http, table_rows, to_hwc_uint8
+from tracking_core.adapters import figure_to_png, image_list, table_rows, to_hwc_uint8
 from tracking_core.notices import logger
 from tracking_core.png import encode_png
 
 from .naming import KEY_MAP_OBJECT, key_of, text_line, title_series
 from .session import OfflineSession
-
-#: ``auto_connect_frameworks`` with every integration off. A key missing from this dict means True to
-#: ClearML, and only ``detect_repository: False`` stops the git probing thread that ``Task.close()``
-#: joins for up to 300 s (it hung ``close()`` in about one run in five).
-NO_FRAMEWORKS: dict[str, bool] = dict.fromkeys(
-    "catboost detect_repository fastai gradio hydra joblib lightgbm matplotlib megengine pytorch scikit "
-    "tensorboard tensorflow tfdefines xgboost".split(),
-    False,
+from .startup import (
+    LEAKED_ENV,
+    QUIET_INIT,
+    cache_dir_during_init,
+    choose_mode,
+    forget_foreign_offline_master,
+    report_from_a_thread,
 )
-
-#: ``Task.init`` defaults of a library that only records what it is given; user kwargs win.
-QUIET_INIT: dict[str, Any] = {
-    "reuse_last_task_id": False,
-    "auto_connect_frameworks": NO_FRAMEWORKS,
-    "auto_resource_monitoring": False,
-    "auto_connect_streams": False,
-    "auto_connect_arg_parser": False,
-}
-
-_CACHE_ENV = ("CLEARML_CACHE_DIR", "TRAINS_CACHE_DIR")
-_MASTER_ENV = ("CLEARML_PROC_MASTER_ID", "TRAINS_PROC_MASTER_ID")
-#: Variables ``Task.init`` / ``Task.set_offline`` set in ``os.environ`` and never unset; child processes
-#: started after the run would inherit them (a child inheriting the master id gets a stub Task).
-_LEAKED_ENV = (*_MASTER_ENV, "CLEARML_OFFLINE_MODE", "TRAINS_OFFLINE_MODE")
-_SDK_DEFAULT_CACHE = "~/.clearml/cache"
 
 
 def _json_cell(value: Any) -> Any:
@@ -105,36 +86,6 @@ def _figure_file(figure: Any, **savefig_kwargs: Any) -> str:
     with os.fdopen(handle, "wb") as file:
         file.write(figure_to_png(figure, **savefig_kwargs))
     return path
-
-
-def _has_credentials() -> bool:
-    """Whether ClearML has credentials (environment or ``clearml.conf``) to go online with."""
-    from clearml.backend_api.session.defs import ENV_ACCESS_KEY, ENV_AUTH_TOKEN, ENV_SECRET_KEY
-    from clearml.config import config_obj
-
-    if ENV_AUTH_TOKEN.get():
-        return True
-    access = ENV_ACCESS_KEY.get() or config_obj.get("api.credentials.access_key", None)
-    secret = ENV_SECRET_KEY.get() or config_obj.get("api.credentials.secret_key", None)
-    return bool(access and secret)
-
-
-@contextlib.contextmanager
-def _cache_dir(path: Path | None) -> Iterator[None]:
-    """Point ClearML's cache (where offline sessions go) at ``path`` while ``Task.init`` runs.
-
-    The SDK has no per-task setting: the session folder is derived from ``CLEARML_CACHE_DIR`` once, when
-    the task is created, and kept on the task. Setting the variable only for that call leaves the rest of
-    the process (``StorageManager`` downloads, a later run) with the user's own cache.
-    """
-    if path is None:
-        yield
-        return
-    os.environ["CLEARML_CACHE_DIR"] = str(path)
-    try:
-        yield
-    finally:
-        os.environ.pop("CLEARML_CACHE_DIR", None)
 
 
 class ClearMLTracker(GeneralTracker):
@@ -205,20 +156,28 @@ class ClearMLTracker(GeneralTracker):
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
-        self._environ_before = {name: os.environ.get(name) for name in _LEAKED_ENV}
+        self._environ_before = {name: os.environ.get(name) for name in LEAKED_ENV}
         from clearml import Task
 
-        self._forget_foreign_offline_master(Task)
+        forget_foreign_offline_master(Task)
         current = Task.current_task()
         if current is not None:
             self._task, self._external, self.mode = current, True, "external"
             self._logger = current.get_logger()
             notice(f"clearml: logging into the application's task {current.id} (left open at finish)")
             return
-        self.mode, cache_dir = self._choose_mode(Task)
+        self.mode, cache_dir, unanswered = choose_mode(Task, self.logging_dir, self.server_timeout)
+        if unanswered is not None and self.mode == "online":  # CLEARML_OFFLINE_MODE=0 and no server
+            self.add_note(f"not started: {unanswered} and CLEARML_OFFLINE_MODE=0 asks for online mode")
+            raise ConnectionError(
+                f"{unanswered} and CLEARML_OFFLINE_MODE=0 asks for online mode (Task.init would retry for hours)"
+            )
+        if unanswered is not None:
+            self.add_note(f"fell back to an offline session: {unanswered}")
+            logger.warning("clearml: %s; this run is recorded as an offline session instead", unanswered)
         if self.mode == "offline":
             Task.set_offline(offline_mode=True)
-        self._report_from_a_thread(Task)
+        report_from_a_thread(Task)
         kwargs = {**QUIET_INIT, **self.init_kwargs}
         kwargs.setdefault("project_name", os.environ.get("CLEARML_PROJECT") or self.run_name)
         kwargs.setdefault("task_name", os.environ.get("CLEARML_TASK") or self.run_name)
@@ -227,7 +186,7 @@ class ClearMLTracker(GeneralTracker):
             kwargs["task_name"] = f"{kwargs['task_name']}-rank{context.rank}"
             kwargs["tags"] = [*(kwargs.get("tags") or []), f"group:{context.group}", f"rank:{context.rank}"]
         cache_dir = self._continue_saved_task(kwargs, cache_dir)
-        with _cache_dir(cache_dir):
+        with cache_dir_during_init(cache_dir):
             self._task = Task.init(**kwargs)
         self._logger = self._task.get_logger()
         folder = self.offline_folder
@@ -280,79 +239,12 @@ class ClearMLTracker(GeneralTracker):
         self.add_note(message)
         warn_once(self.name, "resume", message, reason="resume")
 
-    def _choose_mode(self, task_class: Any) -> tuple[str, Path | None]:
-        """("offline" | "online" | "remote", cache folder to use for an offline session or None)."""
-        from clearml.backend_api.session.defs import ENV_OFFLINE_MODE
-        from clearml.backend_api.session.session import Session
-        from clearml.config import config, running_remotely
-
-        if running_remotely():
-            return "remote", None
-        user_cache = any(os.environ.get(name) for name in _CACHE_ENV) or (
-            str(config.get("storage.cache.default_base_dir", _SDK_DEFAULT_CACHE)) != _SDK_DEFAULT_CACHE
-        )
-        offline_cache = None if user_cache else self.logging_dir.absolute() / "clearml"
-        choice = ENV_OFFLINE_MODE.get()  # True / False when the user set CLEARML_OFFLINE_MODE, else None
-        if task_class.is_offline() or choice is True:
-            return "offline", offline_cache
-        if not _has_credentials():
-            # Online without credentials is ClearML's MissingConfigError; only an explicit choice gets it.
-            return ("online", None) if choice is False else ("offline", offline_cache)
-        host = Session.get_api_server_host()
-        problem = probe_http(f"{host.rstrip('/')}/debug.ping", self.server_timeout)
-        if problem is None:
-            return "online", None
-        unanswered = f"the ClearML server {host} did not answer within {self.server_timeout:g} s ({problem})"
-        if choice is False:
-            self.add_note(f"not started: {unanswered} and CLEARML_OFFLINE_MODE=0 asks for online mode")
-            raise ConnectionError(
-                f"{unanswered} and CLEARML_OFFLINE_MODE=0 asks for online mode (Task.init would retry for hours)"
-            )
-        self.add_note(f"fell back to an offline session: {unanswered}")
-        logger.warning("clearml: %s; this run is recorded as an offline session instead", unanswered)
-        return "offline", offline_cache
-
-    @staticmethod
-    def _forget_foreign_offline_master(task_class: Any) -> None:
-        """Drop an inherited ``CLEARML_PROC_MASTER_ID`` when this run will be offline.
-
-        ClearML marks its process with ``<pid>:<task id>`` in the environment, and a process started from
-        it (a ``subprocess``, a spawned worker) then treats itself as part of that task. Online, that
-        attaches to the parent's task. An offline task of another process cannot be attached, though,
-        and ``Task.init`` returns a stub instead. In that case this process gets a session of its own.
-        """
-        from clearml.backend_api.session.defs import ENV_OFFLINE_MODE
-        from clearml.config import running_remotely
-
-        master = next((os.environ[name] for name in _MASTER_ENV if os.environ.get(name)), "")
-        if not master or master.partition(":")[0] == str(os.getpid()) or running_remotely():
-            return
-        if task_class.is_offline() or ENV_OFFLINE_MODE.get() or not _has_credentials():
-            for name in _MASTER_ENV:
-                os.environ.pop(name, None)
-
     def _restore_environ(self) -> None:
         for name, value in self._environ_before.items():
             if value is None:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
-
-    @staticmethod
-    def _report_from_a_thread(task_class: Any) -> None:
-        """Report events from a thread, not ClearML's default forked subprocess, unless the user chose.
-
-        The subprocess reporter stalled a log call ~5 s at the 100th event and made ``close()`` take
-        ~6 s (and sometimes hang); it is also a child process of the training script. The SDK reads
-        ``sdk.development.report_use_subprocess`` into this class attribute lazily; setting the
-        attribute is the per-process knob that leaves the user's ``clearml.conf`` alone.
-        """
-        from clearml.config import config
-
-        if config.get("development.report_use_subprocess", None) is None and hasattr(
-            task_class, "_report_subprocess_enabled"
-        ):
-            task_class._report_subprocess_enabled = False
 
     # -- SDK objects -------------------------------------------------------------------------
     @property
