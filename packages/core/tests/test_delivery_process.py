@@ -129,3 +129,86 @@ def test_when_the_training_process_is_killed_the_delivery_process_finishes_the_r
     figures = tally("training process SIGKILLed (delivery process)", "jsonl", range(600), stored)
     assert figures["lost"] == 0 and figures["duplicated"] == 0, figures
     assert summary.finished  # the delivery process closed the journal
+
+
+@pytest.mark.reliability
+def test_a_backend_that_goes_down_recovers_in_the_delivery_process(tmp_path):
+    from tracking_core import register_tracker_class
+    from tracking_core.journal import read_journal
+    from tracking_core.testing.faults import DOWN_FILE, SwitchedJournal
+
+    register_tracker_class(SwitchedJournal)
+    run = Dispatcher(log_with=["switched"], logging_dir=tmp_path, delivery="process", retry_backoff=(0.05, 0.4))
+    run.init_trackers("p")
+    assert run._link is not None and "switched" in run._link.workers  # it runs over there
+    down = run.run_dir / DOWN_FILE
+    for step in range(300):
+        if step == 50:
+            run.flush(30)
+            down.touch()
+        if step == 200:
+            down.unlink()
+        run.log({"loss": float(step)}, step=step)
+        time.sleep(0.002)
+    report = run.finish()
+    stored = [entry["step"] for entry in read_journal(run.run_dir / "switched.jsonl") if entry["type"] == "metrics"]
+    figures = tally("backend down 1/2 of the run (delivery process)", "switched", range(300), stored)
+    assert figures["lost"] == 0 and figures["duplicated"] == 0, figures
+    backend = report.backends["switched"]
+    assert backend.state == "finished" and backend.recovered > 0 and backend.spilled == 0, backend
+
+
+RESUMED_SCRIPT = r"""
+import os, signal, sys
+from tracking_core import Dispatcher
+
+run = Dispatcher(log_with=["jsonl"], logging_dir=sys.argv[1], delivery="process", resume=sys.argv[2] == "resume")
+run.init_trackers("p")
+for _ in range(500):
+    run.log({"loss": 1.0})
+run.flush(30)
+if sys.argv[2] == "kill":
+    os.kill(os.getpid(), signal.SIGKILL)
+run.finish()
+"""
+
+
+@pytest.mark.reliability
+def test_a_killed_job_resumes_in_process_mode(tmp_path):
+    first = subprocess.run([sys.executable, "-c", RESUMED_SCRIPT, str(tmp_path), "kill"], timeout=120)
+    assert first.returncode == -signal.SIGKILL
+    time.sleep(1.0)  # the orphaned delivery process closes the journal
+    second = subprocess.run(
+        [sys.executable, "-c", RESUMED_SCRIPT, str(tmp_path), "resume"], capture_output=True, text=True, timeout=120
+    )
+    assert second.returncode == 0, second.stderr
+    (run_dir,) = [path.parent for path in tmp_path.glob("p/*/run.json")]
+    figures = tally("SIGKILL, then resume=True (delivery process)", "jsonl", range(1000), _points(run_dir))
+    assert figures["lost"] == 0 and figures["duplicated"] == 0, figures
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_leaves_the_delivery_process_alone(tmp_path):
+    run = Dispatcher(log_with=["jsonl"], logging_dir=tmp_path, delivery="process")
+    run.init_trackers("p")
+    for step in range(50):
+        run.log({"loss": float(step)}, step=step)
+    pid = os.fork()
+    if pid == 0:  # the child: every call is inert
+        code = 0
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                for step in range(1000):
+                    run.log({"loss": -1.0}, step=step)
+                run.finish()
+        except BaseException:
+            code = 1
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    for step in range(50, 100):
+        run.log({"loss": float(step)}, step=step)
+    report = run.finish()
+    assert report.ok, str(report)
+    assert _points(run.run_dir) == list(range(100))
