@@ -212,3 +212,29 @@ def test_a_forked_child_leaves_the_delivery_process_alone(tmp_path):
     report = run.finish()
     assert report.ok, str(report)
     assert _points(run.run_dir) == list(range(100))
+
+
+FORGOTTEN_SCRIPT = r"""
+import sys
+from tracking_core import Dispatcher
+
+run = Dispatcher(log_with=["jsonl"], logging_dir=sys.argv[1], delivery="process")
+run.init_trackers("p")
+for step in range(300):
+    run.log({"loss": float(step)}, step=step)
+if sys.argv[2] == "raise":
+    raise SystemExit("the script ends with an error, and without finish()")
+"""
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("how", ["normal", "raise"])
+def test_a_script_without_finish_delivers_everything_through_the_delivery_process(tmp_path, how):
+    done = subprocess.run(
+        [sys.executable, "-c", FORGOTTEN_SCRIPT, str(tmp_path), how], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == (0 if how == "normal" else 1), done.stderr
+    (run_dir,) = [path.parent for path in tmp_path.glob("p/*/run.json")]
+    figures = tally(f"no finish(), {how} exit (delivery process)", "jsonl", range(300), _points(run_dir))
+    assert figures["lost"] == 0 and figures["duplicated"] == 0, figures
+    assert JournalSummary(run_dir).finished
