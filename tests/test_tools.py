@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib.util
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -136,3 +138,32 @@ def test_pre_commit_runs_the_ruff_that_ci_runs():
     hooks = (ROOT / ".pre-commit-config.yaml").read_text()
     assert set(re.findall(r"ruff==[\w.]+", hooks)) == {ci_ruff}
     assert "entry: bash tools/run.sh actionlint" in hooks
+
+
+def test_the_loop_benchmark_runs_and_prints_its_table():
+    if os.environ.get("TRACKING_BACKEND"):
+        pytest.skip("runs once, in the core cell")
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "tools" / "bench.py"),
+            "--loop",
+            "--backends",
+            "jsonl",
+            "--steps",
+            "30",
+            "--rounds",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    rows = {
+        line.split()[0] + " " + line.split()[1]: line
+        for line in result.stdout.splitlines()
+        if line.startswith(("no tracking", "tracking "))
+    }
+    assert "no tracking" in rows and "tracking jsonl" in rows, result.stdout
+    assert "x /" in rows["tracking jsonl"] and "(+" in rows["tracking jsonl"]
