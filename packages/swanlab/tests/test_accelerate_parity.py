@@ -192,3 +192,44 @@ def test_per_rank_runs_are_named_by_rank_and_grouped(isolated: Path, name: str |
     assert folders[0] != folders[1]
     assert [(data.name, data.group) for data in runs] == [(f"{base}-rank0", "job-7"), (f"{base}-rank1", "job-7")]
     assert [data.scalars["loss"][0] for data in runs] == [0.0, 1.0]
+
+
+RANK_SCRIPT = r"""
+import json, sys, tracking_core
+run = tracking_core.init("ranked", log_with="swanlab", logging_dir=sys.argv[1], per_rank=True, on_error="raise")
+tracker = run.get_tracker("swanlab", unwrap=False)
+run.log({"loss": float(tracker.run_context.rank)}, step=0)
+assert run.finish(timeout=120).ok
+print(json.dumps({"run_dir": str(tracker.run_dir), "group": tracker.run_context.group}))
+"""
+
+
+def test_per_rank_dispatchers_in_two_processes_give_two_grouped_runs(isolated: Path):
+    import json
+    import subprocess
+    import sys
+
+    processes = []
+    for rank in (0, 1):
+        env = {key: value for key, value in os.environ.items() if key != "TRACKING_RUN_ID"}
+        env.update(RANK=str(rank), WORLD_SIZE="2", MASTER_PORT="29633")
+        processes.append(
+            subprocess.Popen(
+                [sys.executable, "-c", RANK_SCRIPT, str(isolated / "logs")],
+                env=env,
+                cwd=isolated / "work",
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
+    results = []
+    for process in processes:
+        out, err = process.communicate(timeout=180)
+        assert process.returncode == 0, err[-3000:]
+        results.append(json.loads(out.strip().splitlines()[-1]))
+    (group,) = {result["group"] for result in results}
+    runs = [read_run(result["run_dir"]) for result in results]
+    assert [(data.name, data.group) for data in runs] == [(f"{group}-rank0", group), (f"{group}-rank1", group)]
+    assert [data.scalars["loss"] for data in runs] == [{0: 0.0}, {0: 1.0}]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
 import sqlite3
 from pathlib import Path
 
@@ -213,3 +214,53 @@ def test_per_rank_runs_are_named_by_rank_and_grouped(tmp_path: Path, name: str |
         (f"{base}-rank0", {"loss": 0.0}),
         (f"{base}-rank1", {"loss": 1.0}),
     ]
+
+
+RANK_SCRIPT = r"""
+import json, sys, tracking_core
+run = tracking_core.init("ranked", log_with="trackio", logging_dir=sys.argv[1], per_rank=True, on_error="raise")
+tracker = run.get_tracker("trackio", unwrap=False)
+run.log({"loss": float(tracker.run_context.rank)}, step=0)
+assert run.finish(timeout=120).ok
+print(json.dumps({"name": tracker.run.name, "group": tracker.run_context.group}))
+"""
+
+
+def test_per_rank_dispatchers_in_two_processes_give_two_grouped_runs(tmp_path: Path):
+    import subprocess
+    import sys
+
+    processes = []
+    for rank in (0, 1):
+        env = {key: value for key, value in os.environ.items() if not key.startswith(("TRACKIO_", "TRACKING_RUN_ID"))}
+        env.update(RANK=str(rank), WORLD_SIZE="2", MASTER_PORT="29632", HOME=str(tmp_path / "home"))
+        processes.append(
+            subprocess.Popen(
+                [sys.executable, "-c", RANK_SCRIPT, str(tmp_path / "runs")],
+                env=env,
+                cwd=tmp_path,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
+    results = []
+    for process in processes:
+        out, err = process.communicate(timeout=180)
+        assert process.returncode == 0, err[-3000:]
+        results.append(json.loads(out.strip().splitlines()[-1]))
+    (group,) = {result["group"] for result in results}
+    assert [result["name"] for result in results] == [f"{group}-rank0", f"{group}-rank1"]
+    with sqlite3.connect(trackio_db(tmp_path / "runs", "ranked")) as connection:
+        configs = dict(connection.execute("SELECT run_name, config FROM configs").fetchall())
+        metrics = dict(connection.execute("SELECT run_name, metrics FROM metrics").fetchall())
+    connection.close()
+    assert {name: json.loads(config)["_Group"] for name, config in configs.items()} == {
+        f"{group}-rank0": group,
+        f"{group}-rank1": group,
+    }
+    assert {name: json.loads(values) for name, values in metrics.items()} == {
+        f"{group}-rank0": {"loss": 0.0},
+        f"{group}-rank1": {"loss": 1.0},
+    }

@@ -212,3 +212,48 @@ def test_a_group_the_user_chose_wins(tmp_path: Path):
     tracker.finish()
     stored = read_run(tracker.run_dir)
     assert stored.run.run_group == "mine" and stored.run.display_name == "job-8-rank1"
+
+
+RANK_SCRIPT = r"""
+import json, sys, tracking_core
+run = tracking_core.init("ranked", log_with="wandb", logging_dir=sys.argv[1], per_rank=True, on_error="raise")
+tracker = run.get_tracker("wandb", unwrap=False)
+run.log({"loss": float(tracker.run_context.rank)}, step=0)
+assert run.finish(timeout=120).ok
+print(json.dumps({"run_dir": str(tracker.run_dir), "group": tracker.run_context.group}))
+"""
+
+
+def test_per_rank_dispatchers_in_two_processes_give_two_grouped_runs(tmp_path: Path):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    processes = []
+    for rank in (0, 1):
+        env = {key: value for key, value in os.environ.items() if not key.startswith(("WANDB_", "TRACKING_RUN_ID"))}
+        env.update(RANK=str(rank), WORLD_SIZE="2", MASTER_PORT="29631", HOME=str(tmp_path / "home"))
+        processes.append(
+            subprocess.Popen(
+                [sys.executable, "-c", RANK_SCRIPT, str(tmp_path / "logs")],
+                env=env,
+                cwd=tmp_path,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
+    results = []
+    for process in processes:
+        out, err = process.communicate(timeout=180)
+        assert process.returncode == 0, err[-3000:]
+        results.append(json.loads(out.strip().splitlines()[-1]))
+    (group,) = {result["group"] for result in results}
+    runs = [read_run(result["run_dir"]) for result in results]
+    assert [(stored.run.display_name, stored.run.run_group) for stored in runs] == [
+        (f"{group}-rank0", group),
+        (f"{group}-rank1", group),
+    ]
+    assert [stored.metrics()["loss"] for stored in runs] == [{0: 0.0}, {0: 1.0}]
