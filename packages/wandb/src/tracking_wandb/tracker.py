@@ -409,9 +409,6 @@ class WandBTracker(GeneralTracker):
         self._dirty = True
 
     def log(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
-        if "" in values:
-            warn_once(self.name, "", "W&B drops an empty key; the value is skipped")
-            values = {key: value for key, value in values.items() if key}
         self._run.log(values, step=step, **kwargs)
         self._dirty = True
 
