@@ -78,16 +78,20 @@ def test_direct_use_is_synchronous_as_in_accelerate(tmp_path: Path):
     assert stored.metrics() == {"loss": {0: 0.5, 1: 0.25}}
 
 
-def test_run_property_waits_for_the_worker(tmp_path: Path):
-    """Through a dispatcher ``start()`` runs in the worker; ``run`` read right after init is already there."""
+def test_managed_tracker_run_property_and_direct_calls(tmp_path: Path):
+    """Through a dispatcher ``start()`` runs in the worker: ``run`` read right after init waits for it, and
+    the tracker's own methods called from the script (as Accelerate users do) reach the run in order."""
+    np = pytest.importorskip("numpy")
     run = tracking_core.init("managed", log_with="wandb", logging_dir=tmp_path / "logs", on_error="raise")
     tracker = run.get_tracker("wandb", unwrap=False)
-    try:
-        if "_manager" not in vars(tracker):
-            pytest.skip("this tracking-core does not manage trackers yet (core: managed trackers)")
-        assert tracker.run is not None and tracker.run.project == "managed"
-    finally:
-        assert run.finish(timeout=120).ok
+    assert tracker.run is not None and tracker.run.project == "managed"
+    tracker.store_init_configuration({"lr": 0.1})
+    tracker.log({"loss": 0.5}, step=0)
+    tracker.log_images({"picture": [np.zeros((4, 6, 3), np.uint8)]}, step=1)
+    assert run.finish(timeout=120).ok
+    stored = read_run(tracker.run_dir)
+    assert stored.user_config() == {"lr": 0.1} and stored.metrics() == {"loss": {0: 0.5}}
+    assert [step for step, _ in tracker.read_back_images()["picture"]] == [1]
 
 
 # -- images --------------------------------------------------------------------------------------------
