@@ -134,6 +134,11 @@ def check_package(folder: Path, dist_dir: Path, license_text: bytes) -> list[str
     return problems + ([rendering] if rendering else [])
 
 
+def package_folders(root: Path = ROOT) -> list[Path]:
+    """Every distribution's folder: core, the backends and the framework integrations."""
+    return sorted(project.parent for pattern in PACKAGE_GLOBS for project in root.glob(pattern))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dist-dir", type=Path, help="check the files already built there (default: build them now)")
@@ -141,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         "--only", action="append", metavar="FOLDER", help="check this package folder only (packages/mlflow); repeatable"
     )
     args = parser.parse_args(argv)
-    folders = sorted(p.parent for pattern in PACKAGE_GLOBS for p in ROOT.glob(pattern))
+    folders = package_folders()
     if args.only:
         wanted = {(ROOT / folder).resolve() for folder in args.only}
         folders = [folder for folder in folders if folder.resolve() in wanted]
