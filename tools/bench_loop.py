@@ -2,7 +2,8 @@
 
 The loop is pure Python (each step ~1.2 ms of arithmetic that holds the GIL, as a data pipeline or an
 interpreted model step does), logging 8 scalars per step. Cases: no tracking, each backend and all of
-them through this library, and the same through Accelerate's trackers (when ``accelerate`` is
+them through this library (``delivery="thread"`` and ``delivery="process"``), and the same through
+Accelerate's trackers (when ``accelerate`` is
 installed). Every case runs in a fresh process; rounds interleave the cases so that a busy moment of
 the machine hits all of them alike. Printed per case, over the rounds: the loop's time against the
 no-tracking loop of the same round (min / median / max), the time from the loop's end until
@@ -79,11 +80,11 @@ def case_none(steps: int, units: int, logging_dir: Path, backends: list[str]) ->
     return {"loop": loop, "finish": 0.0, "total": time.perf_counter() - created, "rss": _peak_rss_mb()}
 
 
-def case_ours(steps: int, units: int, logging_dir: Path, backends: list[str]) -> dict:
+def case_ours(steps: int, units: int, logging_dir: Path, backends: list[str], delivery: str = "thread") -> dict:
     import tracking_core
 
     created = time.perf_counter()
-    run = tracking_core.init("bench-loop", log_with=backends, logging_dir=logging_dir)
+    run = tracking_core.init("bench-loop", log_with=backends, logging_dir=logging_dir, delivery=delivery)
     loop = _loop(lambda values, step: run.log(values, step=step), steps, units)
     ended = time.perf_counter()
     report = run.finish(timeout=600)
@@ -141,7 +142,11 @@ def case_accelerate(steps: int, units: int, logging_dir: Path, backends: list[st
     return {"loop": loop, "finish": finished - ended, "total": finished - created, "rss": _peak_rss_mb()}
 
 
-CASES = {"none": case_none, "ours": case_ours, "accelerate": case_accelerate}
+def case_process(steps: int, units: int, logging_dir: Path, backends: list[str]) -> dict:
+    return case_ours(steps, units, logging_dir, backends, delivery="process")
+
+
+CASES = {"none": case_none, "ours": case_ours, "process": case_process, "accelerate": case_accelerate}
 
 
 def _run(kind: str, backends: list[str], steps: int, units: int, timeout: float = 1800) -> dict:
@@ -193,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     groups = [] if args.no_single else [[backend] for backend in wanted]
     if len(wanted) > 1:
         groups.append(wanted)
-    cases = [("ours", group) for group in groups]
+    cases = [(kind, group) for group in groups for kind in ("ours", "process")]
     if with_reference:
         cases += [("accelerate", group) for group in groups]
     print(
@@ -233,7 +238,12 @@ def main(argv: list[str] | None = None) -> int:
         )
         rows.append(
             [
-                {"none": "no tracking", "ours": "tracking", "accelerate": "accelerate"}[kind],
+                {
+                    "none": "no tracking",
+                    "ours": "tracking (threads)",
+                    "process": "tracking (process)",
+                    "accelerate": "accelerate",
+                }[kind],
                 label,
                 _spread([o["ratio"] for o in good], "{:.3f}x"),
                 _spread([o["finish"] for o in good], "{:.2f}"),
