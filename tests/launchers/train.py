@@ -1,7 +1,8 @@
 """A few steps of "training" under a real launcher: all_reduce over gloo (CPU), one log call per step.
 
-Started by torchrun, ``accelerate launch``, or as plain processes that carry SLURM or Open MPI rank
-variables (``--launcher slurm|mpi``: a simulated ``srun``/``mpirun``). Every rank logs
+Started by torchrun, ``accelerate launch`` (tracking-accelerate's ``Accelerator(log_with=...)``), or as
+plain processes that carry SLURM or Open MPI rank variables (``--launcher slurm|mpi``: a simulated
+``srun``/``mpirun``). Every rank logs
 ``{"rank": <its rank>, "reduced": <all_reduce sum>}`` after the step's all_reduce, so a point read back
 tells which rank wrote it and whether the collective ran. The last line printed is one JSON object:
 the rank's view of the run (rank, world size, run id, how many trackers ran, the finish report).
@@ -40,16 +41,20 @@ def launcher_rank_and_size(launcher: str) -> tuple[int, int]:
     return int(os.environ["OMPI_COMM_WORLD_RANK"]), int(os.environ["OMPI_COMM_WORLD_SIZE"])
 
 
-def start_process_group(args: argparse.Namespace):
-    """The process group; an ``Accelerator`` under ``accelerate launch`` (it creates the group itself)."""
+def start_process_group(args: argparse.Namespace, options: dict):
+    """The process group; under ``accelerate launch`` tracking-accelerate's ``Accelerator``, which creates the
+    group itself and runs tracking's dispatcher (``accelerator.tracking``) for its ``log_with``."""
     import torch.distributed as dist
 
     timeout = timedelta(seconds=60)  # a peer that never answers must not hold a rank forever
     if args.launcher == "accelerate":
-        from accelerate import Accelerator
+        from tracking_accelerate import Accelerator
 
-        accelerator = Accelerator(cpu=True)
+        accelerator = Accelerator(
+            cpu=True, log_with=args.backends.split(","), project_dir=args.logging_dir, tracking_options=options
+        )
         assert dist.is_initialized(), accelerator.state
+        accelerator.init_trackers(args.project)
         return accelerator
     if args.launcher == "torchrun":
         dist.init_process_group("gloo", timeout=timeout)  # env:// with torchrun's MASTER_ADDR/PORT, RANK
@@ -72,11 +77,13 @@ def main() -> None:
         run = tracking_core.init(
             args.project, log_with=args.backends.split(","), logging_dir=args.logging_dir, **options
         )
-    accelerator = start_process_group(args)
+    accelerator = start_process_group(args, options)
     import torch
     import torch.distributed as dist
 
-    if run is None:  # torchrun and accelerate: tracking after the process group, which it then asks
+    if accelerator is not None:
+        run = accelerator.tracking
+    if run is None:  # torchrun: tracking after the process group, which it then asks
         run = tracking_core.init(
             args.project, log_with=args.backends.split(","), logging_dir=args.logging_dir, **options
         )
@@ -87,14 +94,14 @@ def main() -> None:
             raise RuntimeError(f"rank {rank} crashes at step {step}")
         value = torch.tensor([float(rank + 1)])
         dist.all_reduce(value)
-        run.log({"rank": float(rank), "reduced": float(value.item())}, step=step)
+        (accelerator or run).log({"rank": float(rank), "reduced": float(value.item())}, step=step)
     started = time.monotonic()
-    report = run.finish()
-    finish_seconds = time.monotonic() - started
     if accelerator is not None:
-        accelerator.end_training()
+        report = accelerator.end_training()  # finishes the run, then ends the process group
     else:
+        report = run.finish()
         dist.destroy_process_group()
+    finish_seconds = time.monotonic() - started
     summary = {
         "rank": rank,
         "world": world,
