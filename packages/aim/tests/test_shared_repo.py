@@ -1,5 +1,5 @@
-"""Several jobs at once in ONE Aim repo: two jobs in one experiment, and the four ranks of a job in per-rank
-mode. Each process logs values that name it; read back with ``aim.Repo``, each run must hold exactly its
+"""Several jobs at once in ONE Aim repo: two jobs in one experiment and, at the same time, the four ranks of
+a job in per-rank mode. Each process logs values that name it; read back with ``aim.Repo``, each run must hold exactly its
 own points, none lost, none twice, none of another process's.
 
 The shared repo is made first, as ``aim init`` makes it before a team points its jobs at it; the last
@@ -45,7 +45,8 @@ print(json.dumps({"writer": writer, "ok": report.ok, "run_hash": run.get_tracker
 """
 
 
-def _writers(repo: Path, cwd: Path, experiment: str, envs: list[dict], per_rank: bool) -> list[dict]:
+def _writers(repo: Path, cwd: Path, writers: list[tuple[str, bool, dict]]) -> list[dict]:
+    """Start one process per ``(experiment, per_rank, env)`` at once; every one must end within the deadline."""
     base = {k: v for k, v in os.environ.items() if not k.startswith(("RANK", "WORLD_SIZE", "MASTER_", "AIM_"))}
     processes = [
         subprocess.Popen(
@@ -65,7 +66,7 @@ def _writers(repo: Path, cwd: Path, experiment: str, envs: list[dict], per_rank:
             stderr=subprocess.PIPE,
             text=True,
         )
-        for index, env in enumerate(envs)
+        for index, (experiment, per_rank, env) in enumerate(writers)
     ]
     results = []
     deadline = time.monotonic() + 180
@@ -98,25 +99,19 @@ def _check(repo: Path, experiment: str, results: list[dict], scenario: str) -> N
     print(f"{scenario}: " + "; ".join(f"writer {r['writer']}: {r['errors']} errors, {r['seconds']} s" for r in results))
 
 
-@pytest.fixture(scope="module")
-def repo(tmp_path_factory) -> Path:
+def test_two_jobs_and_a_per_rank_job_at_once_in_one_repo(tmp_path):
+    """Two jobs in one experiment and, at the same time, the four ranks of a per-rank job, in a repo made
+    first as ``aim init`` makes it."""
     from aim import Repo
 
-    path = tmp_path_factory.mktemp("shared-aim")
-    Repo.from_path(str(path), init=True)  # what `aim init --repo <path>` does
-    return path
-
-
-def test_two_jobs_at_once_in_one_experiment(repo, tmp_path):
-    results = _writers(repo, tmp_path, "two-jobs", [{}, {}], per_rank=False)
-    _check(repo, "two-jobs", results, "2 jobs, one Aim repo")
-
-
-def test_four_ranks_in_per_rank_mode(repo, tmp_path):
+    repo = tmp_path / "shared"
+    Repo.from_path(str(repo), init=True)  # what `aim init --repo <path>` does
     job = {"WORLD_SIZE": "4", "MASTER_PORT": "29517"}  # MASTER_PORT tells this job from others
-    envs = [{**job, "RANK": str(rank)} for rank in range(4)]
-    results = _writers(repo, tmp_path, "per-rank", envs, per_rank=True)
-    _check(repo, "per-rank", results, "4 ranks per-rank, one Aim repo")
+    writers = [("two-jobs", False, {}), ("two-jobs", False, {})]
+    writers += [("per-rank", True, {**job, "RANK": str(rank)}) for rank in range(4)]
+    results = _writers(repo, tmp_path, writers)
+    _check(repo, "two-jobs", results[:2], "2 jobs, one Aim repo")
+    _check(repo, "per-rank", results[2:], "4 ranks per-rank, one Aim repo")
 
 
 def test_four_ranks_that_create_the_repo_at_once(tmp_path):
@@ -124,6 +119,6 @@ def test_four_ranks_that_create_the_repo_at_once(tmp_path):
     moment. Aim raises a bare RuntimeError in a process that finds another's half-made repo; the backend
     must create it once, under a lock."""
     job = {"WORLD_SIZE": "4", "MASTER_PORT": "29518"}
-    envs = [{**job, "RANK": str(rank)} for rank in range(4)]
-    results = _writers(tmp_path / "fresh", tmp_path, "fresh", envs, per_rank=True)
+    writers = [("fresh", True, {**job, "RANK": str(rank)}) for rank in range(4)]
+    results = _writers(tmp_path / "fresh", tmp_path, writers)
     _check(tmp_path / "fresh", "fresh", results, "4 ranks creating one Aim repo")

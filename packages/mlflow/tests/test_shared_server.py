@@ -1,5 +1,5 @@
-"""Several jobs at once on ONE real `mlflow server` (sqlite store): two jobs in one experiment, and the four
-ranks of a job in per-rank mode. Each process logs values that name it; read back with ``MlflowClient``,
+"""Several jobs at once on ONE real `mlflow server` (sqlite store): two jobs in one experiment and, at the
+same time, the four ranks of a job in per-rank mode. Each process logs values that name it; read back with ``MlflowClient``,
 each run must hold exactly its own points, none lost, none twice, none of another process's.
 
 The jobs are plain processes (rank variables set as torchrun would): concurrency on the server is what is
@@ -41,17 +41,17 @@ print(json.dumps({"writer": writer, "ok": report.ok, "run_id": run.get_tracker("
 """
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
+@pytest.fixture
+def server(tmp_path):
     pytest.importorskip("flask", reason="`mlflow server` needs full mlflow (pip install mlflow)")
-    running = MlflowServer(tmp_path_factory.mktemp("server"))
+    running = MlflowServer(tmp_path)
     running.start()
     yield running
     running.stop()
 
 
-def _writers(server: MlflowServer, cwd, experiment: str, envs: list[dict], per_rank: bool) -> list[dict]:
-    """Start one process per env at once; every one must end within the deadline."""
+def _writers(server: MlflowServer, cwd, writers: list[tuple[str, bool, dict]]) -> list[dict]:
+    """Start one process per ``(experiment, per_rank, env)`` at once; every one must end within the deadline."""
     base = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "RANK", "WORLD_SIZE", "MASTER_"))}
     base.update(MLFLOW_TRACKING_URI=server.url, MLFLOW_DISABLE_TELEMETRY="true")
     processes = [
@@ -63,7 +63,7 @@ def _writers(server: MlflowServer, cwd, experiment: str, envs: list[dict], per_r
             stderr=subprocess.PIPE,
             text=True,
         )
-        for index, env in enumerate(envs)
+        for index, (experiment, per_rank, env) in enumerate(writers)
     ]
     results = []
     deadline = time.monotonic() + 240
@@ -100,21 +100,17 @@ def _check(server: MlflowServer, experiment: str, results: list[dict], scenario:
     print(f"{scenario}: " + "; ".join(f"writer {r['writer']}: {r['errors']} errors, {r['seconds']} s" for r in results))
 
 
-def test_two_jobs_at_once_in_one_experiment(server, tmp_path):
-    """Two jobs started together race to create the experiment, then interleave their batches."""
-    results = _writers(server, tmp_path, "two-jobs", [{}, {}], per_rank=False)
-    assert len({result["run_id"] for result in results}) == 2
-    _check(server, "two-jobs", results, "2 jobs, one server")
-    # Bounded retries: nothing was retried at all here; a failing request would show in errors/recovered.
-    assert all(result["errors"] == 0 and result["spilled"] == 0 for result in results), results
-
-
-def test_four_ranks_in_per_rank_mode(server, tmp_path):
-    """One job, four ranks (RANK/WORLD_SIZE as torchrun sets them): four runs, one per rank, on one server."""
+def test_two_jobs_and_a_per_rank_job_at_once_on_one_server(server, tmp_path):
+    """Two jobs started together in one experiment (they race to create it, then interleave their batches),
+    and at the same time the four ranks of a per-rank job (RANK/WORLD_SIZE as torchrun sets them)."""
     job = {"WORLD_SIZE": "4", "MASTER_PORT": str(free_port())}  # MASTER_PORT tells this job from others
-    results = _writers(server, tmp_path, "per-rank", [{**job, "RANK": str(rank)} for rank in range(4)], per_rank=True)
-    assert len({result["run_id"] for result in results}) == 4
-    _check(server, "per-rank", results, "4 ranks per-rank, one server")
+    writers = [("two-jobs", False, {}), ("two-jobs", False, {})]
+    writers += [("per-rank", True, {**job, "RANK": str(rank)}) for rank in range(4)]
+    results = _writers(server, tmp_path, writers)
+    assert len({result["run_id"] for result in results}) == 6
+    _check(server, "two-jobs", results[:2], "2 jobs, one server")
+    _check(server, "per-rank", results[2:], "4 ranks per-rank, one server")
+    # Bounded retries: nothing needed one here; a failing request would show in errors/spilled.
     assert all(result["errors"] == 0 and result["spilled"] == 0 for result in results), results
 
 
