@@ -6,21 +6,23 @@ values, step and config semantics of the whole library are applied here, once.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import lifecycle
 from .config import sanitize_config
 from .delivery import Delivery, RetryPolicy
-from .distributed import get_rank
+from .distributed import get_rank, get_world_size
 from .errors import TrackingError
 from .histogram import Histogram, histogram_from_counts, histogram_of
 from .jsonl import JsonlTracker
+from .manifest import MANIFEST_NAME
 from .media import figure_problem, table_problem
 from .noop import NoOpTracker
 from .notices import logger, notice, reset_warnings, warn_once
@@ -28,13 +30,17 @@ from .paths import check_artifact_path, check_name, warn_links_leaving
 from .preflight import check_run_can_start, check_table_arguments, checked_logging_dir
 from .record import Record
 from .redaction import redact_init_kwargs
+from .rendezvous import shared_run_id
 from .report import BackendReport, FinishReport
 from .selection import DEFAULT_LOGGING_DIR, TrackerSpec, construct_tracker, resolve_specs
-from .session import RunSession
+from .session import RunSession, choose_job_run_id, rank_folder
 from .spill import SpillJournal, spill_name
 from .tracker import GeneralTracker, RunContext, has_capability
 from .values import image_problem, key_problem, snapshot, snapshot_media
-from .worker import BackendWorker
+from .worker import BackendWorker, direct_arguments
+
+if TYPE_CHECKING:
+    from .delivery_link import DeliveryLink
 
 _EMPTY: dict = {}
 _now = time.time
@@ -79,6 +85,18 @@ class Dispatcher:
     that can reopens its SDK run (see ``run.json`` in the run folder), and ``step=None`` continues
     after the last step the earlier process flushed. Pass explicit steps (the checkpoint's global
     step) when points after the checkpoint were logged before the restart.
+
+    ``delivery="process"`` runs the backends in a delivery process started at ``init_trackers``
+    (a fresh interpreter, never a fork), so SDK work never takes the training loop's GIL; the
+    training process keeps the snapshot, one queue and one feeder thread. Trackers given as
+    instances, or defined in the script itself, stay in threads here. If the delivery process dies,
+    its backends carry on in threads here from the last record each one holds.
+
+    Under a launcher (torchrun, accelerate, SLURM, MPI) only global rank 0 runs trackers: one run
+    per job. ``per_rank=True`` gives every rank its own run instead, grouped under the job's run
+    id, which rank 0 chooses and the others receive (``torch.distributed`` when initialised, else
+    ``TRACKING_RUN_ID``, else a file in ``logging_dir``); each rank keeps its folder
+    ``<logging_dir>/<project>/<run id>/rank-<N>``, and ``resume`` resumes every rank's run.
     """
 
     def __init__(
@@ -94,11 +112,15 @@ class Dispatcher:
         flush_interval: float = DEFAULT_FLUSH_INTERVAL,
         retry_backoff: tuple[float, float] = (1.0, 300.0),
         resume: bool | str = False,
+        per_rank: bool = False,
+        delivery: str = "thread",
     ) -> None:
         if on_full not in ("block", "drop"):
             raise ValueError(f"on_full must be 'block' or 'drop', got {on_full!r}")
         if on_error not in ("warn", "raise"):
             raise ValueError(f"on_error must be 'warn' or 'raise', got {on_error!r}")
+        if delivery not in ("thread", "process"):
+            raise ValueError(f"delivery must be 'thread' or 'process', got {delivery!r}")
         if not isinstance(resume, (bool, str)) or resume == "":
             raise ValueError(f"resume must be True, False or a run id, got {resume!r}")
         if not (isinstance(flush_interval, (int, float)) and flush_interval > 0):
@@ -118,6 +140,12 @@ class Dispatcher:
         self.flush_interval = float(flush_interval)
         self.retry = RetryPolicy(float(first), float(longest))
         self.rank = get_rank()
+        self.world_size = get_world_size()
+        self.per_rank = bool(per_rank)
+        self.delivery = "thread" if blocking else delivery
+        self._link: DeliveryLink | None = None
+        self._remote: dict[str, tuple[tuple[str, str], dict | None]] = {}  # backend -> (class path, init kwargs)
+        self._finishing = False
         self._specs = resolve_specs(log_with, self.logging_dir)
         self._workers: list[BackendWorker] = []  # emptied by finish()
         self._puts: list = []  # the workers' enqueue functions; emptied by finish()
@@ -137,6 +165,7 @@ class Dispatcher:
         self.resumed = False
         self._session: RunSession | None = None
         self._replay_sources: list[Path] | None = None
+        self._only = threading.local()  # a direct call on one managed tracker: the backend it is for
 
     # -- set-up ----------------------------------------------------------------------------
     def _spill_factory(self, backend: str) -> GeneralTracker:
@@ -149,29 +178,42 @@ class Dispatcher:
         if self._initialized:
             raise RuntimeError("init_trackers() was already called on this Dispatcher; create a new one for a new run.")
         project_name = check_name(str(project_name), "project_name")  # the path rule (paths.py)
-        check_run_can_start(self._specs, Path(self.logging_dir or DEFAULT_LOGGING_DIR), writes=self.rank == 0)
+        runs_trackers = self.rank == 0 or self.per_rank
+        check_run_can_start(self._specs, Path(self.logging_dir or DEFAULT_LOGGING_DIR), writes=runs_trackers)
         self._initialized = True
         reset_warnings()  # "once" means once per run: a new run in the same process warns again
         init_kwargs = redact_init_kwargs(init_kwargs or {})  # secrets in tags/notes (redaction.py)
         self.project_name = project_name
         root = Path(self.logging_dir or DEFAULT_LOGGING_DIR)
-        session = RunSession(
-            root / self.project_name,
-            self.project_name,
-            self.resume,
-            writes=self.rank == 0,
-            replay=self._replay_sources is not None,
-        )
+        session = self._per_rank_session(root) if self.per_rank else None
+        if session is None:
+            session = RunSession(
+                root / self.project_name,
+                self.project_name,
+                self.resume,
+                writes=self.rank == 0,
+                replay=self._replay_sources is not None,
+            )
+            self.run_id = session.run_id
         self._session = session
-        self.run_id, self.run_dir, self.resumed = session.run_id, session.run_dir, session.resumed
+        self.run_dir, self.resumed = session.run_dir, session.resumed
         self._step, self._seq = session.last_step, session.last_seq
-        context = RunContext(self.project_name, self.run_id, self.run_dir, root)
+        context = RunContext(
+            self.project_name,
+            self.run_id if not self.per_rank else f"{self.run_id}-rank{self.rank}",
+            self.run_dir,
+            root,
+            rank=self.rank,
+            world_size=self.world_size,
+            group=self.run_id if self.per_rank else None,
+        )
         clean_config = sanitize_config(config) if config is not None else None
         if clean_config is not None:
             import copy  # each backend gets its own copy: one backend mutating it cannot affect another
+        remote: list[GeneralTracker] = []
         for spec in self._specs:
             name = spec.name
-            if self.rank != 0:  # one run per job: only global rank 0 runs trackers, whatever the class says
+            if not runs_trackers:  # one run per job: only global rank 0 runs trackers, whatever the class says
                 self._skipped[name] = NoOpTracker(name)
                 continue
             tracker = (
@@ -180,17 +222,18 @@ class Dispatcher:
                 else construct_tracker(spec, self.project_name, self.logging_dir, init_kwargs.get(name))
             )
             tracker.run_context = context._replace(resume=session.resume_state(name)) if self.resumed else context
-            self._workers.append(
-                BackendWorker(
-                    tracker,
-                    self._delivery_for,
-                    queue_size=self.queue_size,
-                    on_full=self.on_full,
-                    blocking=self.blocking,
-                )
-            )
-        self._all_workers = list(self._workers)
+            path = self._remote_path(spec, init_kwargs.get(name))
+            if path is not None:
+                self._remote[name] = (path, init_kwargs.get(name))
+                remote.append(tracker)
+                continue
+            self._workers.append(self._local_worker(tracker, self._delivery_for))
         self._puts = [worker.put for worker in self._workers]
+        if remote:
+            self._start_delivery_process(remote, context, root)
+        self._all_workers = list(self._workers)
+        for worker in self._workers:
+            worker.manage(self._direct_call)
         if clean_config is not None:
             self._seq += 1
         for worker in self._workers:
@@ -200,10 +243,173 @@ class Dispatcher:
         lifecycle.watch(self)
         return self
 
-    def _delivery_for(self, tracker: GeneralTracker, report: BackendReport) -> Delivery:
+    def _per_rank_session(self, root: Path) -> RunSession:
+        """Per-rank mode: the job's run id travels from rank 0; each rank keeps its own run folder in it."""
+        project_dir = root / str(self.project_name)
+        self.run_id, channel = shared_run_id(
+            project_dir, self.rank, lambda: choose_job_run_id(project_dir, self.resume)
+        )
+        self.run_id = check_name(self.run_id, "run id")
+        job_dir, folder = project_dir / self.run_id, rank_folder(self.rank)
+        if self.resume and not (job_dir / folder / MANIFEST_NAME).is_file():
+            notice(f"resume: rank {self.rank} has no earlier run in {job_dir}; starting a new one")
+        resume = folder if self.resume and (job_dir / folder / MANIFEST_NAME).is_file() else False
+        logger.debug("per-rank run %s (id from %s), rank %d of %d", self.run_id, channel, self.rank, self.world_size)
+        return RunSession(job_dir, str(self.project_name), resume, writes=True, run_id=folder)
+
+    def _local_worker(self, tracker: GeneralTracker, delivery_for: Any) -> BackendWorker:
+        return BackendWorker(
+            tracker, delivery_for, queue_size=self.queue_size, on_full=self.on_full, blocking=self.blocking
+        )
+
+    # -- delivery process (delivery="process") ------------------------------------------------
+    def _remote_path(self, spec: Any, init_kwargs: dict | None) -> tuple[str, str] | None:
+        """Where the delivery process finds this backend's class, or ``None`` when it stays in this process.
+
+        Instances, classes defined in ``__main__`` or inside functions, and unpicklable options stay
+        here (in threads): the delivery process can only build what it can import.
+        """
+        if self.delivery != "process" or self._replay_sources is not None or not isinstance(spec, type):
+            return None
+        module, qualname = spec.__module__, spec.__qualname__
+        if module == "__main__" or "<locals>" in qualname:
+            return None
+        try:
+            import pickle
+
+            from .delivery_host import load_class
+
+            if load_class((module, qualname)) is not spec:
+                return None
+            pickle.dumps(init_kwargs)
+        except Exception:
+            return None
+        return module, qualname
+
+    def _start_delivery_process(self, trackers: list[GeneralTracker], context: RunContext, root: Path) -> None:
+        import sys
+
+        from .delivery_link import DeliveryLink, RemoteWorker
+
+        session = self._session
+        assert session is not None
+        setup = {
+            "sys_path": list(sys.path),
+            "modules": sorted({path[0] for path, _ in self._remote.values()}),
+            "context": {
+                "project": context.project,
+                "run_id": context.run_id,
+                "run_dir": str(context.run_dir),
+                "logging_dir": str(root),
+                "tracker_logging_dir": self.logging_dir,
+                "rank": context.rank,
+                "world_size": context.world_size,
+                "group": context.group,
+            },
+            "options": {
+                "on_error": self.on_error,
+                "flush_interval": self.flush_interval,
+                "retry": (self.retry.first, self.retry.longest),
+                "queue_size": self.queue_size,
+                "finish_timeout": self.finish_timeout,
+            },
+            "backends": [
+                {
+                    "class": self._remote[tracker.name][0],
+                    "init_kwargs": self._remote[tracker.name][1],
+                    "resume": tracker.run_context.resume if tracker.run_context else None,
+                    "cursor": session.cursor(tracker.name),
+                    "handed": session.handed(tracker.name),
+                    "backlog": [str(path) for path in session.backlog(tracker.name)],
+                    "backlog_before": self._seq + 1,
+                }
+                for tracker in trackers
+            ],
+        }
+        link = DeliveryLink(
+            setup,
+            queue_size=self.queue_size,
+            on_started=self._remote_started,
+            on_progress=session.progress,
+            on_error=lambda name, message: self._store_error(TrackingError(f"backend {name!r} failed: {message}")),
+            on_death=self._delivery_died,
+        )
+        for tracker in trackers:
+            worker = RemoteWorker(tracker, link)
+            link.workers[tracker.name] = worker
+            self._workers.append(worker)
+        self._link = link
+        self._puts.append(link.put_all)
+
+    def _remote_started(self, name: str, state: Any) -> None:
+        if self._session is not None and self._session.writes:
+            self._session.backend_started(name, state)
+
+    def _delivery_died(self, link: Any, why: str) -> None:
+        """The delivery process is gone: its backends go on in threads here, from where each one stopped."""
+        from .delivery_host import load_class
+        from .delivery_link import RemoteWorker
+        from .session import CursorFile, cursor_name
+
+        warn_once(
+            "dispatcher",
+            "delivery",
+            f"the delivery process died ({why}); its backends carry on in threads of this process, each "
+            "from the last record it holds",
+            reason="delivery-died",
+        )
+        with self._lock:
+            taken = sorted(link.take_over(), key=lambda item: item[0].seq if item[0].seq is not None else -1)
+            numbered = [seq for record, _ in taken if (seq := record.seq) is not None]
+            before = max(numbered) + 1 if numbered else self._seq + 1
+            replacements: dict[Any, BackendWorker] = {}
+            for remote in [w for w in self._all_workers if isinstance(w, RemoteWorker) and not w.finished.is_set()]:
+                name = remote.name
+                path, kwargs = self._remote[name]
+                tracker = construct_tracker(load_class(path), str(self.project_name), self.logging_dir, kwargs)
+                assert remote.tracker.run_context is not None
+                tracker.run_context = remote.tracker.run_context._replace(resume=remote.resume_state)
+                cursor, _, handed, _ = CursorFile.read(Path(str(self.run_dir)) / cursor_name(name)) or (-1, -1, -1, -1)
+                spill = Path(str(self.run_dir)) / spill_name(name)
+                delivery_for = functools.partial(
+                    self._delivery_for,
+                    cursor=cursor,
+                    handed=handed,
+                    backlog=[spill] if spill.is_file() else [],
+                    before=before,
+                    # caught up on like a resumed run's backlog: what the backend's storage already holds
+                    # (its cursor, or how far its reader says it got) is not delivered again
+                    backlog_records=[record for record, targets in taken if targets is None or name in targets],
+                )
+                worker = self._local_worker(tracker, delivery_for)
+                worker.report.notes.append(f"the delivery process died ({why}); delivered from this process since")
+                worker.manage(self._direct_call)
+                worker.launch()
+                if self._finishing:
+                    worker.put(Record("finish", None, None, _EMPTY, None, None))
+                remote.replacement = worker
+                replacements[remote] = worker
+            self._workers = [replacements.get(w, w) for w in self._workers]  # type: ignore[misc]
+            self._all_workers = [replacements.get(w, w) for w in self._all_workers]  # type: ignore[misc]
+            self._puts = [worker.put for worker in self._workers]
+            self._link = None
+
+    def _delivery_for(
+        self,
+        tracker: GeneralTracker,
+        report: BackendReport,
+        *,
+        cursor: int | None = None,
+        handed: int | None = None,
+        backlog: list[Path] | None = None,
+        before: float | None = None,
+        backlog_records: list[Record] | None = None,
+    ) -> Delivery:
         session, name = self._session, tracker.name
         assert session is not None
-        if self._replay_sources is not None:
+        if backlog is not None:
+            before = self._seq + 1 if before is None else before
+        elif self._replay_sources is not None:
             backlog, before = self._replay_sources, float("inf")
         else:
             backlog, before = session.backlog(name), self._seq + 1
@@ -218,10 +424,11 @@ class Dispatcher:
             on_started=lambda: self._backend_started(tracker, report),
             on_progress=session.progress,
             cursor_file=session.cursor_file(name),
-            cursor=session.cursor(name),
-            handed=session.handed(name),
+            cursor=session.cursor(name) if cursor is None else cursor,
+            handed=session.handed(name) if handed is None else handed,
             backlog_paths=backlog,
             backlog_before=before,
+            backlog_records=backlog_records or (),
         )
 
     def _backend_started(self, tracker: GeneralTracker, report: BackendReport) -> None:
@@ -252,6 +459,7 @@ class Dispatcher:
         self._lock = threading.Lock()  # a copy of a lock the parent may have held at fork time
         self._workers, self._puts, self._all_workers = [], [], []
         self._session = None
+        self._link = None  # the parent's delivery process
         self._report = FinishReport(backends={}, run_dir=str(self.run_dir) if self.run_dir else None)
 
     def _store_error(self, error: TrackingError) -> None:
@@ -271,8 +479,7 @@ class Dispatcher:
 
         ``timestamp`` (Unix seconds) defaults to now; replays pass the original time.
         """
-        puts = self._puts
-        if not puts:
+        if not self._puts:
             self._not_running("log")
             return
         flat, rejected = snapshot(values)
@@ -294,7 +501,7 @@ class Dispatcher:
                 # One tuple in Record's field order, shared by every queue; the workers make it a Record
                 # (tuple.__new__ costs the caller 90 ns more than a tuple display).
                 record = ("log", flat, step, _EMPTY, timestamp, seq)
-                for put in puts:
+                for put in self._puts:  # read under the lock: finish() or a take-over may have replaced it
                     put(record)
         if self._pending_error is not None:  # a past failure; this call's record is already queued
             self._raise_pending()
@@ -334,7 +541,7 @@ class Dispatcher:
             )
         elif self._report is not None:
             warn_once("dispatcher", what, f"{what}() after finish() is ignored", reason="after-finish")
-        elif not self._initialized and self.rank == 0:
+        elif not self._initialized and (self.rank == 0 or self.per_rank):
             raise RuntimeError(f"{what}() before init_trackers(): call init_trackers(project_name) first")
 
     # -- configuration after start ---------------------------------------------------------
@@ -355,9 +562,10 @@ class Dispatcher:
             return
         import copy  # each backend gets its own copy, as with init's config
 
+        only = getattr(self._only, "worker", None)
         with self._lock:
             self._seq = seq = self._seq + 1
-            for worker in self._workers:
+            for worker in self._workers if only is None else [only]:
                 worker.put(Record("config", copy.deepcopy(clean), None, _EMPTY, None, seq))
         if self._pending_error is not None:
             self._raise_pending()
@@ -371,11 +579,12 @@ class Dispatcher:
         if not self._workers:
             self._not_running(capability)
             return
+        only = getattr(self._only, "worker", None)
         with self._lock:
             step = self._current_step(step)
             self._seq = seq = self._seq + 1
             lacking = []
-            for worker in self._workers:
+            for worker in self._workers if only is None else [only]:
                 capable = has_capability(worker.tracker, capability)
                 if not capable:
                     lacking.append(worker.name)
@@ -523,6 +732,76 @@ class Dispatcher:
         warn_links_leaving(local_dir)  # paths.py: links out of the folder are named, once
         self._fan_out("log_artifacts", ("artifacts", (os.fspath(local_dir), artifact_path)), None, None)
 
+    # -- methods called on a managed tracker -------------------------------------------------
+    def _direct_call(self, worker: BackendWorker, method: str, own: Any, args: tuple, kwargs: dict) -> Any:
+        """``tracker.<method>(...)`` called by the script on a tracker this dispatcher manages.
+
+        The call becomes the same record the dispatcher's own method makes (same checks, same
+        copies), queued for that backend only, so it keeps its place in the backend's order and a
+        failure stays in its worker. ``flush`` and ``finish`` wait, as the SDK's own would.
+        """
+        arguments = direct_arguments(own, args, kwargs)
+        if worker not in self._workers:
+            if self._report is None and not self._in_forked_child:  # this backend alone was finished
+                warn_once(worker.name, method, f"{method}() after finish() is ignored", reason="after-finish")
+            else:
+                self._not_running(f"{worker.name}.{method}")
+            return None
+        if method == "flush":
+            return self._flush_workers([worker], None)
+        if method == "finish":
+            return self._finish_one(worker)
+        extra = arguments.pop("**", {})
+        positional = list(arguments.values())
+        step = arguments.get("step")
+        self._only.worker = worker
+        try:
+            if method == "log":
+                self._log_to(worker, positional[0], step, extra)
+            elif method == "store_init_configuration":
+                self.log_config(positional[0])
+            else:
+                log_kwargs = {worker.name: extra} if extra else None
+                if method == "log_images":
+                    self.log_images(positional[0], step=step, log_kwargs=log_kwargs)
+                elif method == "log_table":
+                    names = ("columns", "data", "dataframe")
+                    columns, data, dataframe = (arguments.get(name) for name in names)
+                    self.log_table(positional[0], columns, data, dataframe, step=step, log_kwargs=log_kwargs)
+                elif method == "log_figure":
+                    self.log_figure(positional[0], str(positional[1]), step=step, log_kwargs=log_kwargs)
+                elif method == "log_histogram":
+                    self.log_histogram(positional[0], positional[1], step=step, log_kwargs=log_kwargs)
+                elif method == "log_artifact":
+                    self.log_artifact(positional[0], positional[1] if len(positional) > 1 else None)
+                elif method == "log_artifacts":
+                    self.log_artifacts(positional[0], positional[1] if len(positional) > 1 else None)
+        finally:
+            self._only.worker = None
+        return None
+
+    def _log_to(self, worker: BackendWorker, values: dict, step: int | None, kwargs: dict) -> None:
+        """``log`` for one backend (a direct call on its tracker): the dispatcher's step and value rules."""
+        flat, rejected = snapshot(values)
+        if rejected:
+            self._reject(rejected)
+        with self._lock:
+            step = self._step + 1 if step is None else self._checked_step(step)
+            self._step = step
+            self._seq = seq = self._seq + 1
+            worker.put(Record("log", flat, step, kwargs or _EMPTY, _now(), seq))
+        if self._pending_error is not None:
+            self._raise_pending()
+
+    def _finish_one(self, worker: BackendWorker) -> None:
+        """``tracker.finish()`` on a managed tracker: close that backend now; the others carry on."""
+        with self._lock:
+            self._workers = [other for other in self._workers if other is not worker]
+            self._puts = [other.put for other in self._workers]
+        worker.put(Record("finish", None, None, _EMPTY, None, None))
+        if not worker.join(self.finish_timeout):
+            worker.abandon()
+
     # -- access ------------------------------------------------------------------------------
     @property
     def trackers(self) -> list[GeneralTracker]:
@@ -540,11 +819,16 @@ class Dispatcher:
         for worker in self._all_workers:
             if worker.name == name:
                 if unwrap:
+                    if getattr(worker, "delivery", None) is None:  # a RemoteWorker: the SDK lives elsewhere
+                        raise RuntimeError(
+                            f"get_tracker({name!r}, unwrap=True): with delivery='process' the {name} SDK object lives "
+                            "in the delivery process; use delivery='thread' to work with it directly"
+                        )
                     if not worker.started.wait(UNWRAP_TIMEOUT):
                         logger.warning("backend %r has not started after %.0f s", name, UNWRAP_TIMEOUT)
                     return worker.tracker.tracker
                 return worker.tracker
-        if name in self._skipped or self.rank != 0 or self._in_forked_child:
+        if name in self._skipped or (self.rank != 0 and not self.per_rank) or self._in_forked_child:
             noop = self._skipped.get(name) or NoOpTracker(name)
             return noop.tracker if unwrap else noop
         raise ValueError(
@@ -556,8 +840,11 @@ class Dispatcher:
         """Wait until everything logged so far is durable in every healthy backend (or in its spill)."""
         if self._pending_error is not None:
             self._raise_pending()
+        return self._flush_workers(self._workers, timeout)
+
+    def _flush_workers(self, workers: list[BackendWorker], timeout: float | None) -> bool:
         events = []
-        for worker in self._workers:
+        for worker in workers:
             event = threading.Event()
             worker.put(Record("flush", event, None, _EMPTY, None, None))
             events.append(event)
@@ -574,6 +861,7 @@ class Dispatcher:
         timeout = self.finish_timeout if timeout is None else timeout
         with self._lock:  # no log() can slip in between the finish marker and closing the list
             workers, self._workers, self._puts = self._workers, [], []
+            self._finishing = True
         for worker in workers:
             worker.put(Record("finish", None, None, _EMPTY, None, None))
         deadline = time.monotonic() + timeout
@@ -583,6 +871,8 @@ class Dispatcher:
                 logger.warning(
                     "backend %r did not finish within %.0f s; its pending records were spilled", worker.name, timeout
                 )
+        if self._link is not None:
+            self._link.close(timeout=30.0)
         if self._session is not None:
             self._session.close(self._step)
         lifecycle.forget(self)
