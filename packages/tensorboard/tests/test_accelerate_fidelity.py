@@ -73,8 +73,9 @@ def test_per_rank_runs_are_sub_runs_of_the_job_folder(tmp_path, event_reader):
     trackers = []
     for rank in (0, 1):
         tracker = TensorBoardTracker("proj", tmp_path)
+        run_dir = tmp_path / "proj" / "job-1" / f"rank-{rank}"  # as the dispatcher sets it in per-rank mode
         tracker.run_context = RunContext(
-            "proj", "job-1", tmp_path / "proj" / "job-1", tmp_path, rank=rank, world_size=2, group="job-1"
+            "proj", f"job-1-rank{rank}", run_dir, tmp_path, rank=rank, world_size=2, group="job-1"
         )
         tracker.start()
         tracker.log({"loss": float(rank)}, step=0)
@@ -122,3 +123,47 @@ def test_images_read_back_in_every_layout(tmp_path, layout):
     for _, image in stored:
         assert image.dtype == np.uint8 and image.shape == expected.shape
         assert np.abs(image.astype(int) - expected).max() <= 1
+
+
+RANK_SCRIPT = r"""
+import json, sys
+from tracking_core import init
+
+run = init("job", log_with="tensorboard", logging_dir=sys.argv[2], per_rank=True)
+run.log({"loss": float(sys.argv[1])}, step=0)
+tracker = run.get_tracker("tensorboard")
+assert run.finish().ok
+print(json.dumps({"log_dir": str(tracker.log_dir), "group": tracker.run_context.group}))
+"""
+
+
+def rank_processes(script: str, tmp_path, port: str) -> list[dict]:
+    """Two processes as a launcher starts them (RANK / WORLD_SIZE), each printing a JSON line at the end."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    processes = []
+    for rank in range(2):
+        env = {**os.environ, "RANK": str(rank), "WORLD_SIZE": "2", "MASTER_PORT": port}
+        env.pop("TRACKING_RUN_ID", None)
+        command = [sys.executable, "-c", script, str(rank), str(tmp_path / "logs")]
+        processes.append(
+            subprocess.Popen(command, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        )
+    results = []
+    for process in processes:
+        out, err = process.communicate(timeout=180)
+        assert process.returncode == 0, err[-3000:]
+        results.append(json.loads(out.strip().splitlines()[-1]))
+    return results
+
+
+def test_per_rank_mode_end_to_end(tmp_path, event_reader):
+    results = rank_processes(RANK_SCRIPT, tmp_path, "29641")
+    (group,) = {result["group"] for result in results}
+    job = tmp_path / "logs" / "job" / group
+    assert [Path(result["log_dir"]) for result in results] == [job / "rank-0", job / "rank-1"]
+    for rank, result in enumerate(results):
+        assert event_reader(result["log_dir"]).scalars() == {"loss": {0: float(rank)}}

@@ -159,7 +159,9 @@ class TensorBoardTracker(GeneralTracker):
             if resumed_dir:  # a resumed run adds an event file beside the earlier ones; TensorBoard merges them
                 self.log_dir = Path(resumed_dir)
             elif context.group is not None:  # per-rank runs: sub-runs of the job's run folder
-                self.log_dir = self.log_dir / f"rank-{context.rank}"
+                self.log_dir = (
+                    self.logging_dir / self.run_name / (context.group + self._comment) / f"rank-{context.rank}"
+                )
         from . import _events  # the SDK import happens here, in the backend's worker thread
 
         self._events = _events
