@@ -4,6 +4,7 @@ per-rank sub-runs; images read back in every layout."""
 from __future__ import annotations
 
 import inspect
+import re
 from pathlib import Path
 
 import pytest
@@ -167,3 +168,12 @@ def test_per_rank_mode_end_to_end(tmp_path, event_reader):
     assert [Path(result["log_dir"]) for result in results] == [job / "rank-0", job / "rank-1"]
     for rank, result in enumerate(results):
         assert event_reader(result["log_dir"]).scalars() == {"loss": {0: float(rank)}}
+
+
+def test_missing_logging_dir_error_carries_accelerates_message():
+    from tracking_core import Dispatcher
+
+    with pytest.raises(
+        ValueError, match=re.escape("Logging with `tensorboard` requires a `logging_dir` to be passed in.")
+    ):
+        Dispatcher(log_with="tensorboard", logging_dir=None)
