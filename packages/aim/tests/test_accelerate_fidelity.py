@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import inspect
+import re
 import warnings
 from pathlib import Path
 
@@ -85,7 +86,13 @@ def test_per_rank_runs_share_the_experiment_and_carry_group_and_rank_tags(tmp_pa
     for rank in (0, 1):
         tracker = AimTracker("ranks", tmp_path, name="train")
         tracker.run_context = RunContext(
-            "ranks", "job-1", tmp_path / "ranks" / "job-1", tmp_path, rank=rank, world_size=2, group="job-1"
+            "ranks",
+            f"job-1-rank{rank}",  # as the dispatcher sets it in per-rank mode
+            tmp_path / "ranks" / "job-1" / f"rank-{rank}",
+            tmp_path,
+            rank=rank,
+            world_size=2,
+            group="job-1",
         )
         tracker.start()
         tracker.log({"loss": float(rank)}, step=0)
@@ -135,3 +142,51 @@ def test_a_direct_batch_is_split_into_images(tmp_path):
         tracker.log_images({"batch": np.stack([rgb, rgb]).transpose(0, 3, 1, 2)}, step=0)
     tracker.finish()
     assert [image.shape for _, image in tracker.read_back_images()["batch"]] == [(8, 10, 3), (8, 10, 3)]
+
+
+RANK_SCRIPT = r"""
+import json, sys
+from tracking_core import init
+
+run = init("job", log_with="aim", logging_dir=sys.argv[2], per_rank=True)
+run.log({"loss": float(sys.argv[1])}, step=0)
+tracker = run.get_tracker("aim")
+assert run.finish().ok
+print(json.dumps({"hash": tracker.run_hash, "group": tracker.run_context.group}))
+"""
+
+
+def test_per_rank_mode_end_to_end(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    processes = []
+    for rank in range(2):
+        env = {**os.environ, "RANK": str(rank), "WORLD_SIZE": "2", "MASTER_PORT": "29643"}
+        env.pop("TRACKING_RUN_ID", None)
+        command = [sys.executable, "-c", RANK_SCRIPT, str(rank), str(tmp_path / "logs")]
+        processes.append(
+            subprocess.Popen(command, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        )
+    results = []
+    for process in processes:
+        out, err = process.communicate(timeout=300)
+        assert process.returncode == 0, err[-3000:]
+        results.append(json.loads(out.strip().splitlines()[-1]))
+    (group,) = {result["group"] for result in results}
+    repo = readback.open_repo(tmp_path / "logs")
+    runs = [repo.get_run(result["hash"]) for result in results]
+    assert [(run.name, run.experiment, sorted(str(tag) for tag in run.props.tags)) for run in runs] == [
+        (f"{group}-rank0", "job", [f"group:{group}", "rank:0"]),
+        (f"{group}-rank1", "job", [f"group:{group}", "rank:1"]),
+    ]
+    assert [readback.metrics(run) for run in runs] == [{"loss": {0: 0.0}}, {"loss": {0: 1.0}}]
+
+
+def test_missing_logging_dir_error_carries_accelerates_message():
+    from tracking_core import Dispatcher
+
+    with pytest.raises(ValueError, match=re.escape("Logging with `aim` requires a `logging_dir` to be passed in.")):
+        Dispatcher(log_with="aim", logging_dir=None)

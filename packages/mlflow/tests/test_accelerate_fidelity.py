@@ -83,7 +83,13 @@ def test_per_rank_runs_are_named_and_tagged_by_rank(tmp_path, reader_of):
     for rank in (0, 1):
         tracker = MLflowTracker("ranks", tmp_path, run_name="train")
         tracker.run_context = RunContext(
-            "ranks", "job-1", tmp_path / "ranks" / "job-1", tmp_path, rank=rank, world_size=2, group="job-1"
+            "ranks",
+            f"job-1-rank{rank}",  # as the dispatcher sets it in per-rank mode
+            tmp_path / "ranks" / "job-1" / f"rank-{rank}",
+            tmp_path,
+            rank=rank,
+            world_size=2,
+            group="job-1",
         )
         tracker.start()
         tracker.log({"loss": float(rank)}, step=0)
@@ -166,3 +172,47 @@ def test_random_float_chw_image_is_stored(tmp_path):
     tracker.finish()
     ((step, image),) = tracker.read_back_images()["noise"]
     assert step == 0 and image.shape == (16, 24, 3)
+
+
+RANK_SCRIPT = r"""
+import json, sys
+from tracking_core import init
+
+run = init("job", log_with="mlflow", logging_dir=sys.argv[2], per_rank=True)
+run.log({"loss": float(sys.argv[1])}, step=0)
+tracker = run.get_tracker("mlflow")
+assert run.finish().ok
+print(json.dumps({"uri": tracker.tracking_uri, "run_id": tracker.active_run_id, "group": tracker.run_context.group}))
+"""
+
+
+def test_per_rank_mode_end_to_end(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from mlflow import MlflowClient
+
+    processes = []
+    for rank in range(2):
+        env = {**os.environ, "RANK": str(rank), "WORLD_SIZE": "2", "MASTER_PORT": "29642"}
+        env.pop("TRACKING_RUN_ID", None)
+        command = [sys.executable, "-c", RANK_SCRIPT, str(rank), str(tmp_path / "logs")]
+        processes.append(
+            subprocess.Popen(command, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        )
+    results = []
+    for process in processes:
+        out, err = process.communicate(timeout=300)
+        assert process.returncode == 0, err[-3000:]
+        results.append(json.loads(out.strip().splitlines()[-1]))
+    (group,) = {result["group"] for result in results}
+    client = MlflowClient(tracking_uri=results[0]["uri"])
+    runs = [client.get_run(result["run_id"]) for result in results]
+    assert [(r.info.run_name, r.data.tags["tracking.group"], r.data.tags["tracking.rank"]) for r in runs] == [
+        (f"{group}-rank0", group, "0"),
+        (f"{group}-rank1", group, "1"),
+    ]
+    assert runs[0].info.experiment_id == runs[1].info.experiment_id
+    assert [r.data.metrics["loss"] for r in runs] == [0.0, 1.0]

@@ -26,6 +26,7 @@ from typing import Any, NamedTuple
 
 from tracking_core import GeneralTracker, Histogram, flatten_config, notice, stringify, warn_once
 from tracking_core.adapters import figure_to_png, image_list, table_rows, to_hwc_uint8
+from tracking_core.filelock import file_lock
 from tracking_core.paths import check_artifact_path
 
 from tracking_aim.series_writer import SeriesWriter
@@ -210,7 +211,14 @@ class AimTracker(GeneralTracker):
         kwargs.setdefault("repo", str(self.logging_dir.absolute()))  # Aim creates <dir>/.aim if missing
         if self.project_name is not None:
             kwargs.setdefault("experiment", self.project_name)
-        run = self._resumed_run(sdk, kwargs) or sdk.Run(**kwargs)
+        repo = kwargs["repo"]
+        if isinstance(repo, str) and "://" not in repo:
+            # Ranks of a per-rank job start together: the first creates the repo, the others wait for it
+            # (a half-created repo reads as "out of date" and fails the Run).
+            with file_lock(Path(repo, ".tracking-aim.lock")):
+                run = self._resumed_run(sdk, kwargs) or sdk.Run(**kwargs)
+        else:
+            run = self._resumed_run(sdk, kwargs) or sdk.Run(**kwargs)
         self._run, self.run_hash = run, run.hash
         self._writer = SeriesWriter.for_run(run)  # None: a remote repo or tracking thread; Run.track then
         name, tags = self.display_name, list(self.tags)

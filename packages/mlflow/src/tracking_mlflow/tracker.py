@@ -42,6 +42,7 @@ from urllib.parse import urlsplit, urlunsplit
 from tracking_core import GeneralTracker, flatten_config, notice, stringify, warn_once
 from tracking_core.adapters import figure_to_array, image_list, table_rows, to_hwc_uint8
 from tracking_core.errors import PartialDelivery
+from tracking_core.filelock import file_lock
 
 # The SDK's limits (mlflow 3.x values); start() reads the installed SDK's own from mlflow.utils.validation.
 _FALLBACK_LIMITS = {
@@ -292,7 +293,15 @@ class MLflowTracker(GeneralTracker):
                 os.environ.setdefault(variable, value)
         if embedded:
             os.makedirs(self.logging_dir, exist_ok=True)
-        return MlflowClient(tracking_uri=uri)  # opening a sqlite store creates and migrates it
+        store = _local_store(uri) if uri.startswith("sqlite:") else None
+        if store is None:
+            return MlflowClient(tracking_uri=uri)
+        # Opening a sqlite store creates and migrates it; ranks of a per-rank job opening one fresh
+        # store at once would race in the migrations, so the first creates it and the others wait.
+        with file_lock(store.with_name(f".{store.name}.lock")):
+            client = MlflowClient(tracking_uri=uri)
+            client.search_experiments(max_results=1)  # the store is created here, inside the lock
+        return client
 
     def _saved_run(self) -> tuple[str, str | None] | None:
         """``(run id, tracking URI)`` from ``run_context.resume``: what ``resume_state`` saved earlier."""
