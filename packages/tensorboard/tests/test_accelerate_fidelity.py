@@ -64,10 +64,26 @@ def test_config_logged_after_start_is_merged(tmp_path, event_reader):
     reader = event_reader(run.trackers[0].log_dir)
     assert reader.texts()["config/json"].keys() == {0}  # the merged config is the last text at step 0
     assert reader.config_json() == {"lr": 0.2, "model": {"depth": 2, "width": 64}, "batch_size": 32}
-    # the hparams dashboard keeps a run's first session_start_info: later keys are noted, not lost
-    assert reader.hparams() == {"lr": 0.1, "model/depth": 2.0}
-    (note,) = run.trackers[0].report_notes()
-    assert "batch_size, lr, model/width" in note and "config/json" in note
+    # the hparams dashboard keeps a run's first session_start_info: it is written once the config settled
+    assert reader.hparams() == {"lr": 0.2, "model/depth": 2.0, "model/width": 64.0, "batch_size": 32.0}
+    assert run.trackers[0].report_notes() == []
+
+
+def test_hparams_are_written_at_a_flush_once_the_config_settled(tmp_path, event_reader, monkeypatch):
+    import tracking_tensorboard.tracker as module
+
+    monkeypatch.setattr(module, "HPARAMS_SETTLE_SECONDS", 0.0)
+    tracker = TensorBoardTracker("proj", tmp_path)
+    tracker.start()
+    tracker.store_init_configuration({"lr": 0.1})
+    tracker.flush()  # a run killed after this keeps its hparams
+    assert event_reader(tracker.log_dir).hparams() == {"lr": 0.1}
+    tracker.store_init_configuration({"lr": 0.2, "seed": 1})
+    tracker.finish()
+    reader = event_reader(tracker.log_dir)
+    assert reader.hparams() == {"lr": 0.1} and reader.config_json() == {"lr": 0.2, "seed": 1}
+    (note,) = tracker.report_notes()
+    assert "lr, seed" in note and "config/json" in note
 
 
 def test_per_rank_runs_are_sub_runs_of_the_job_folder(tmp_path, event_reader):

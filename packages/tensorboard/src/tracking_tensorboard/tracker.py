@@ -5,8 +5,8 @@ contract               what lands in ``<logging_dir>/<project>/<run id>/events.o
 =====================  =====================================================================
 log / log_batch        numbers: scalar summaries; strings: text-plugin summaries (one event per call);
                        a dict value: ``add_scalars`` (one sub-run per inner key, as accelerate does)
-store_init_config.     hparams-plugin ``session_start_info`` (flat) + the exact config as JSON text;
-                       called again (``log_config``): both rewritten with the merged config
+store_init_config.     the exact config as JSON text (rewritten merged by ``log_config``); hparams-plugin
+                       ``session_start_info`` (flat, merged) at finish or a flush 60 s after the config
 log_images             image-plugin summary per key, every image of the key a sample of one tag
 log_table              text-plugin 2-D string tensor (rendered as a table, first row = columns)
 log_figure             the figure as a PNG image summary
@@ -38,6 +38,9 @@ _FLOAT32_MAX = 3.4028234663852886e38
 
 #: Text-summary tag holding the run's configuration as exact JSON (hparams keep a flat copy).
 CONFIG_TAG = "config/json"
+#: Seconds after the first config at which a flush writes the hparams (``finish()`` writes them anyway):
+#: TensorBoard keeps a run's first hparams, and frameworks hand theirs over just after the run starts.
+HPARAMS_SETTLE_SECONDS = 60.0
 _KNOWN_LOG_KWARGS = ("walltime", "timestamp")
 
 
@@ -147,6 +150,7 @@ class TensorBoardTracker(GeneralTracker):
         self._events: Any = None
         self._config: dict = {}
         self._hparams: dict = {}
+        self._hparams_at: float | None = None  # when the hparams are written at a flush (monotonic)
         self._wrote_hparams = False
         self._last_flush = time.monotonic()
 
@@ -182,29 +186,39 @@ class TensorBoardTracker(GeneralTracker):
 
     # -- config ------------------------------------------------------------------------------------
     def store_init_configuration(self, values: dict) -> None:
-        """The config as hparams (flat) and as exact JSON text; a later call (``log_config``) merges its
-        keys into the JSON text, rewritten whole at step 0 (a reader shows the last one).
+        """The config as exact JSON text at once, and as the hparams plugin's session start once it settles.
 
-        TensorBoard's hparams dashboard keeps the first ``session_start_info`` of a run, so keys that
-        arrive or change later are not hparams columns: they are in ``config/json``, with a report note.
+        A later call (``log_config``) merges its keys; the JSON text is rewritten whole at step 0 (a
+        reader shows the last one). TensorBoard's hparams dashboard keeps a run's *first*
+        ``session_start_info``, so it is written when the config has settled: at ``finish()``, or at
+        the first flush :data:`HPARAMS_SETTLE_SECONDS` after the first config (a run killed later
+        keeps it). Keys arriving after that are only in the JSON text, with a report note.
         """
         self._config = _merged(self._config, values)
-        events = self._events
+        if self._hparams_at is None:
+            self._hparams_at = time.monotonic() + HPARAMS_SETTLE_SECONDS
         exact = json.dumps(self._config, indent=2, default=str)
-        summaries = [events.text_value(CONFIG_TAG, f"```json\n{exact}\n```")]
-        hparams = {key: _hparam(value) for key, value in flatten_config(self._config).items()}
-        if not self._wrote_hparams:
-            summaries.insert(0, events.hparams_start_value(hparams, time.time()))
-            self._hparams = hparams
-        elif hparams != self._hparams:
+        self._writer.add_summary([self._events.text_value(CONFIG_TAG, f"```json\n{exact}\n```")], step=0)
+        if self._wrote_hparams:
+            hparams = self._flat_hparams()
             later = sorted(key for key in hparams if self._hparams.get(key, object()) != hparams[key])
-            self.add_note(
-                f"config keys given after the first (e.g. {', '.join(later[:3])}) are in the run's {CONFIG_TAG} "
-                "text, not in TensorBoard's hparams table (it keeps a run's first hyper-parameters)"
-            )
-        self._writer.add_summary(summaries, step=0)
-        self._wrote_hparams = True
+            if later:
+                self.add_note(
+                    f"config keys given after the hyper-parameters were written (e.g. {', '.join(later[:3])}) are "
+                    f"in the run's {CONFIG_TAG} text, not in TensorBoard's hparams table (it keeps a run's first)"
+                )
         self._flush_if_due()
+
+    def _flat_hparams(self) -> dict:
+        return {key: _hparam(value) for key, value in flatten_config(self._config).items()}
+
+    def _write_hparams(self) -> None:
+        """The hparams plugin's session start with the merged config, once per run."""
+        if self._wrote_hparams or self._hparams_at is None:
+            return
+        self._hparams = self._flat_hparams()
+        self._writer.add_summary([self._events.hparams_start_value(self._hparams, time.time())], step=0)
+        self._wrote_hparams = True
 
     # -- metrics -------------------------------------------------------------------------------
     def log(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
@@ -304,6 +318,8 @@ class TensorBoardTracker(GeneralTracker):
     # -- flush / finish ------------------------------------------------------------------------
     def flush(self) -> None:
         if self._writer is not None:
+            if self._hparams_at is not None and time.monotonic() >= self._hparams_at:
+                self._write_hparams()
             self._writer.flush()
         self._last_flush = time.monotonic()
 
@@ -311,6 +327,7 @@ class TensorBoardTracker(GeneralTracker):
         writer = self._writer
         if writer is None or writer.closed:
             return
+        self._write_hparams()
         if self._wrote_hparams:  # lets the hparams dashboard show the run as finished
             writer.add_summary([self._events.hparams_end_value(time.time())], step=0)
         writer.close()
