@@ -1,50 +1,34 @@
-"""filelock.exclusive: one process at a time in the body, and a bounded wait."""
+"""``file_lock``: one holder at a time across open files (processes), bounded wait."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
+import threading
 import time
 
-import pytest
-from tracking_core.filelock import exclusive
-
-pytest.importorskip("fcntl")
-
-HOLDER = textwrap.dedent(
-    """
-    import sys, time
-    from tracking_core.filelock import exclusive
-    with exclusive(sys.argv[1]) as held:
-        print("held" if held else "not held", flush=True)
-        time.sleep(float(sys.argv[2]))
-    """
-)
+from tracking_core.filelock import file_lock
 
 
-def test_a_second_process_waits_for_the_first(tmp_path):
-    lock = tmp_path / "store.lock"
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(lock), "1.5"], stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "held"
+def test_a_second_holder_waits_for_the_first(tmp_path):
+    path = tmp_path / "sub" / ".store.lock"
+    order: list[str] = []
+    with file_lock(path):
+        waiter = threading.Thread(target=lambda: _hold(path, order))
+        waiter.start()
+        time.sleep(0.3)
+        order.append("first done")
+    waiter.join(5)
+    assert order == ["first done", "second in"]
+
+
+def test_a_held_lock_is_given_up_after_the_timeout(tmp_path):
+    path = tmp_path / ".store.lock"
+    with file_lock(path):
         started = time.monotonic()
-        with exclusive(lock) as held:
+        with file_lock(path, timeout=0.2):
             waited = time.monotonic() - started
-        assert held and waited >= 0.5, waited
-    finally:
-        holder.wait(30)
+    assert 0.2 <= waited < 2.0
 
 
-def test_a_holder_that_never_lets_go_costs_only_the_timeout(tmp_path):
-    lock = tmp_path / "store.lock"
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(lock), "30"], stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "held"
-        started = time.monotonic()
-        with exclusive(lock, timeout=0.5) as held:
-            assert not held
-        assert time.monotonic() - started < 5
-    finally:
-        holder.kill()
-        holder.wait(30)
+def _hold(path, order):
+    with file_lock(path):
+        order.append("second in")
