@@ -119,7 +119,7 @@ def aim_runs_at(repo_path: Path, experiment: str) -> list[StoredRun]:
     for stored in Repo(str(repo_path)).iter_runs():
         if stored.experiment != experiment:
             continue
-        tags = sorted(tag.name for tag in stored.props.tags)
+        tags = sorted(getattr(tag, "name", tag) for tag in stored.props.tags)  # Tag objects or names
         group = next((tag for tag in tags if not tag.startswith("rank")), None)
         run = StoredRun("aim", stored.name or stored.hash, group=group)
         for metric in stored.metrics():
