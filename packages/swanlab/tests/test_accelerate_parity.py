@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import tracking_core
-from tracking_core.adapters import image_list, to_hwc_uint8
+from tracking_core.testing.images import assert_read_back, image_layouts
 from tracking_core.testing.ranks import launch_ranks, positional_signature
 from tracking_core.tracker import RunContext
 from tracking_swanlab import SwanLabTracker
@@ -87,39 +87,15 @@ def test_managed_tracker_run_property_and_direct_calls(isolated: Path):
 
 
 # -- images --------------------------------------------------------------------------------------------
-def layouts():
-    np = pytest.importorskip("numpy")
-    image = pytest.importorskip("PIL.Image")
-    rng = np.random.default_rng(0)
-    hwc = rng.integers(0, 256, size=(16, 24, 3), dtype=np.uint8)
-    return {
-        "hwc": hwc,
-        "chw": hwc.transpose(2, 0, 1),
-        "hw": hwc[..., 0],
-        "hw1": hwc[..., :1],
-        "rgba": np.concatenate([hwc, np.full((16, 24, 1), 128, np.uint8)], axis=-1),
-        "float_chw": rng.random((3, 16, 24)),  # failed before the adapters: SwanLab clipped floats to black
-        "nchw": np.stack([hwc.transpose(2, 0, 1)] * 2),
-        "nhwc": np.stack([hwc, hwc[::-1], hwc[:, ::-1]]),
-        "pil": image.fromarray(hwc),
-        "pil_gray": image.fromarray(hwc[..., 0]),
-    }
-
-
 def test_every_image_layout_reads_back_pixel_for_pixel(isolated: Path):
-    np = pytest.importorskip("numpy")
-    images = layouts()
+    pytest.importorskip("numpy")
+    pytest.importorskip("PIL")
+    images = image_layouts()
     tracker = SwanLabTracker("layouts", logging_dir=isolated / "logs")
     tracker.start()
     tracker.log_images(images, step=3)
     tracker.finish()
-    stored = tracker.read_back_images()
-    assert set(stored) == set(images)
-    for key, value in images.items():
-        expected = [to_hwc_uint8(item) for item in image_list(value)]
-        assert [step for step, _ in stored[key]] == [3] * len(expected), key
-        for (_, got), want in zip(stored[key], expected, strict=True):
-            assert got.shape == want.shape and np.array_equal(got, want), key
+    assert_read_back(tracker.read_back_images(), images, step=3)
 
 
 def test_figure_is_stored_as_png_and_reads_back(isolated: Path):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import tracking_core
-from tracking_core.adapters import image_list, to_hwc_uint8
+from tracking_core.testing.images import assert_read_back, image_layouts
 from tracking_core.testing.ranks import launch_ranks, positional_signature
 from tracking_core.tracker import RunContext
 from tracking_trackio import TrackioTracker
@@ -91,39 +91,15 @@ def test_managed_tracker_run_property_and_direct_calls(tmp_path: Path):
 
 
 # -- images --------------------------------------------------------------------------------------------
-def layouts():
-    np = pytest.importorskip("numpy")
-    image = pytest.importorskip("PIL.Image")
-    rng = np.random.default_rng(0)
-    hwc = rng.integers(0, 256, size=(16, 24, 3), dtype=np.uint8)
-    return {
-        "hwc": hwc,
-        "chw": hwc.transpose(2, 0, 1),
-        "hw": hwc[..., 0],
-        "hw1": hwc[..., :1],
-        "rgba": np.concatenate([hwc, np.full((16, 24, 1), 128, np.uint8)], axis=-1),
-        "float_chw": rng.random((3, 16, 24)),
-        "nchw": np.stack([hwc.transpose(2, 0, 1)] * 2),
-        "nhwc": np.stack([hwc, hwc[::-1], hwc[:, ::-1]]),
-        "pil": image.fromarray(hwc),
-        "pil_gray": image.fromarray(hwc[..., 0]),
-    }
-
-
 def test_every_image_layout_reads_back_pixel_for_pixel(tmp_path: Path):
-    np = pytest.importorskip("numpy")
-    images = layouts()
+    pytest.importorskip("numpy")
+    pytest.importorskip("PIL")
+    images = image_layouts()
     tracker = TrackioTracker("layouts", logging_dir=tmp_path / "runs")
     tracker.start()
     tracker.log_images(images, step=3)
     tracker.finish()
-    stored = tracker.read_back_images()
-    assert set(stored) == set(images)  # a list's parts (key/1, key/2) come back under its key
-    for key, value in images.items():
-        expected = [to_hwc_uint8(item) for item in image_list(value)]
-        assert [step for step, _ in stored[key]] == [3] * len(expected), key
-        for (_, got), want in zip(stored[key], expected, strict=True):
-            assert got.shape == want.shape and np.array_equal(got, want), key
+    assert_read_back(tracker.read_back_images(), images, step=3)
     assert [key for _, row in read_rows(tmp_path / "runs", "layouts") for key in row if key.startswith("nhwc")] == [
         "nhwc",
         "nhwc/1",
