@@ -95,3 +95,24 @@ def test_sigterm_while_the_exit_hook_delivers_does_not_cut_it_short(tmp_path):
 def test_a_sigterm_handler_of_the_application_is_left_alone(tmp_path):
     returncode, stdout, _err = _terminate_after_logging(_start(tmp_path, "own-handler", 0.1), delay=0.5)
     assert "own handler" in stdout and returncode == 7
+
+
+FORKED = textwrap.dedent(
+    """
+    import os, signal, sys, tracking_core
+
+    run = tracking_core.init("forked", log_with="jsonl", logging_dir=sys.argv[1])
+    assert signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL  # the run's handler, in the parent
+    pid = os.fork()
+    if pid == 0:  # a fork pool's or DataLoader's worker: it must die on SIGTERM at once, as without us
+        os._exit(0 if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL else 3)
+    _, status = os.waitpid(pid, 0)
+    run.finish()
+    sys.exit(os.waitstatus_to_exitcode(status))
+    """
+)
+
+
+def test_a_forked_child_ends_on_sigterm_as_without_the_library(tmp_path):
+    done = subprocess.run([sys.executable, "-c", FORKED, str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr

@@ -153,3 +153,10 @@ def _after_fork_in_child() -> None:
         except Exception:
             pass
     _runs.clear()
+    # The child has no run of its own: it ends on SIGTERM as if this library were not there (a fork
+    # pool's terminate() and DataLoader's shutdown count on workers dying at once).
+    try:
+        if hasattr(signal, "SIGTERM") and signal.getsignal(signal.SIGTERM) is _on_sigterm:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    except (ValueError, OSError):  # forked from a thread other than the main one
+        pass
