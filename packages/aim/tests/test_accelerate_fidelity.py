@@ -13,6 +13,7 @@ import pytest
 import tracking_core
 from tracking_aim import AimTracker
 from tracking_core import RunContext, TrackingWarning
+from tracking_core.testing.ranks import RANK, launch_ranks
 
 _spec = importlib.util.spec_from_file_location("_tracking_aim_readback", Path(__file__).with_name("aim_readback.py"))
 readback = importlib.util.module_from_spec(_spec)
@@ -157,24 +158,8 @@ print(json.dumps({"hash": tracker.run_hash, "group": tracker.run_context.group})
 
 
 def test_per_rank_mode_end_to_end(tmp_path):
-    import json
-    import os
-    import subprocess
-    import sys
 
-    processes = []
-    for rank in range(2):
-        env = {**os.environ, "RANK": str(rank), "WORLD_SIZE": "2", "MASTER_PORT": "29643"}
-        env.pop("TRACKING_RUN_ID", None)
-        command = [sys.executable, "-c", RANK_SCRIPT, str(rank), str(tmp_path / "logs")]
-        processes.append(
-            subprocess.Popen(command, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        )
-    results = []
-    for process in processes:
-        out, err = process.communicate(timeout=300)
-        assert process.returncode == 0, err[-3000:]
-        results.append(json.loads(out.strip().splitlines()[-1]))
+    results = launch_ranks(RANK_SCRIPT, RANK, str(tmp_path / "logs"), port=29643, cwd=tmp_path, timeout=300)
     (group,) = {result["group"] for result in results}
     repo = readback.open_repo(tmp_path / "logs")
     runs = [repo.get_run(result["hash"]) for result in results]

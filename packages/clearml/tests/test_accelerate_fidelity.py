@@ -11,6 +11,7 @@ from tracking_clearml import ClearMLTracker
 from tracking_clearml.session import OfflineSession
 from tracking_core import Dispatcher, RunContext
 from tracking_core.histogram import histogram_of
+from tracking_core.testing.ranks import RANK, launch_ranks
 
 EMPTY = inspect.Parameter.empty
 #: Parameters of accelerate 1.15's ``ClearMLTracker`` methods (name, kind, default), copied from its
@@ -192,25 +193,16 @@ print(json.dumps({"session": f"{tracker.offline_folder}.zip", "group": tracker.r
 
 
 def test_per_rank_mode_gives_one_task_per_rank(tmp_path: Path) -> None:
-    import json
-    import os
-    import subprocess
-    import sys
 
-    processes = []
-    for rank in range(2):
-        env = {key: value for key, value in os.environ.items() if not key.startswith(("CLEARML_", "TRAINS_"))}
-        env.update(RANK=str(rank), WORLD_SIZE="2", MASTER_PORT="29632", CLEARML_CONFIG_FILE=str(tmp_path / "none.conf"))
-        env.pop("TRACKING_RUN_ID", None)
-        command = [sys.executable, "-c", RANK_SCRIPT, str(rank), str(tmp_path / "logs")]
-        processes.append(
-            subprocess.Popen(command, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        )
-    results = []
-    for process in processes:
-        out, err = process.communicate(timeout=180)
-        assert process.returncode == 0, err[-3000:]
-        results.append(json.loads(out.strip().splitlines()[-1]))
+    results = launch_ranks(
+        RANK_SCRIPT,
+        RANK,
+        str(tmp_path / "logs"),
+        port=29632,
+        cwd=tmp_path,
+        drop_env=["CLEARML_", "TRAINS_"],
+        env={"CLEARML_CONFIG_FILE": str(tmp_path / "none.conf")},
+    )
     (group,) = {result["group"] for result in results}
     sessions = [OfflineSession(result["session"]) for result in results]
     assert [session.task["name"] for session in sessions] == ["job-rank0", "job-rank1"]

@@ -12,6 +12,7 @@ from tracking_comet_ml import CometMLTracker
 from tracking_comet_ml.archive import read_archive_images
 from tracking_core import Dispatcher, RunContext
 from tracking_core.histogram import histogram_of
+from tracking_core.testing.ranks import RANK, launch_ranks
 
 #: Parameters of accelerate 1.15's ``CometMLTracker`` methods (name, kind, default), copied from its
 #: ``accelerate/tracking.py``; ours may add keyword-only options after them.
@@ -191,24 +192,11 @@ print(json.dumps({"archive": str(tracker.archive_path), "group": tracker.run_con
 
 
 def test_per_rank_mode_gives_one_experiment_per_rank(tmp_path, comet_archive):
-    import os
-    import subprocess
-    import sys
     from types import SimpleNamespace
 
-    processes = []
-    for rank in range(2):
-        env = {**os.environ, "RANK": str(rank), "WORLD_SIZE": "2", "MASTER_PORT": "29631", "COMET_API_KEY": ""}
-        env.pop("TRACKING_RUN_ID", None)
-        command = [sys.executable, "-c", RANK_SCRIPT, str(rank), str(tmp_path / "logs")]
-        processes.append(
-            subprocess.Popen(command, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        )
-    results = []
-    for process in processes:
-        out, err = process.communicate(timeout=180)
-        assert process.returncode == 0, err[-3000:]
-        results.append(json.loads(out.strip().splitlines()[-1]))
+    results = launch_ranks(
+        RANK_SCRIPT, RANK, str(tmp_path / "logs"), port=29631, cwd=tmp_path, env={"COMET_API_KEY": ""}
+    )
     (group,) = {result["group"] for result in results}
     archives = [comet_archive(SimpleNamespace(archive_path=result["archive"], mode="offline")) for result in results]
     assert [archive.others()["Name"] for archive in archives] == [f"{group}-rank0", f"{group}-rank1"]

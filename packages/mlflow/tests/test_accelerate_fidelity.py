@@ -9,6 +9,7 @@ import warnings
 import pytest
 import tracking_core
 from tracking_core import RunContext, TrackingWarning
+from tracking_core.testing.ranks import RANK, launch_ranks
 from tracking_mlflow import MLflowTracker
 
 np = pytest.importorskip("numpy")
@@ -187,26 +188,10 @@ print(json.dumps({"uri": tracker.tracking_uri, "run_id": tracker.active_run_id, 
 
 
 def test_per_rank_mode_end_to_end(tmp_path):
-    import json
-    import os
-    import subprocess
-    import sys
 
     from mlflow import MlflowClient
 
-    processes = []
-    for rank in range(2):
-        env = {**os.environ, "RANK": str(rank), "WORLD_SIZE": "2", "MASTER_PORT": "29642"}
-        env.pop("TRACKING_RUN_ID", None)
-        command = [sys.executable, "-c", RANK_SCRIPT, str(rank), str(tmp_path / "logs")]
-        processes.append(
-            subprocess.Popen(command, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        )
-    results = []
-    for process in processes:
-        out, err = process.communicate(timeout=300)
-        assert process.returncode == 0, err[-3000:]
-        results.append(json.loads(out.strip().splitlines()[-1]))
+    results = launch_ranks(RANK_SCRIPT, RANK, str(tmp_path / "logs"), port=29642, cwd=tmp_path, timeout=300)
     (group,) = {result["group"] for result in results}
     client = MlflowClient(tracking_uri=results[0]["uri"])
     runs = [client.get_run(result["run_id"]) for result in results]

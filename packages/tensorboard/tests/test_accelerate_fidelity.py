@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import tracking_core
 from tracking_core import RunContext
+from tracking_core.testing.ranks import RANK, launch_ranks
 from tracking_tensorboard import TensorBoardTracker
 
 np = pytest.importorskip("numpy")
@@ -156,25 +157,8 @@ print(json.dumps({"log_dir": str(tracker.log_dir), "group": tracker.run_context.
 
 def rank_processes(script: str, tmp_path, port: str) -> list[dict]:
     """Two processes as a launcher starts them (RANK / WORLD_SIZE), each printing a JSON line at the end."""
-    import json
-    import os
-    import subprocess
-    import sys
 
-    processes = []
-    for rank in range(2):
-        env = {**os.environ, "RANK": str(rank), "WORLD_SIZE": "2", "MASTER_PORT": port}
-        env.pop("TRACKING_RUN_ID", None)
-        command = [sys.executable, "-c", script, str(rank), str(tmp_path / "logs")]
-        processes.append(
-            subprocess.Popen(command, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        )
-    results = []
-    for process in processes:
-        out, err = process.communicate(timeout=180)
-        assert process.returncode == 0, err[-3000:]
-        results.append(json.loads(out.strip().splitlines()[-1]))
-    return results
+    return launch_ranks(script, RANK, str(tmp_path / "logs"), port=int(port), cwd=tmp_path)
 
 
 def test_per_rank_mode_end_to_end(tmp_path, event_reader):

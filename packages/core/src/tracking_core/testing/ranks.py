@@ -16,6 +16,9 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+#: an argument of :func:`launch_ranks` replaced by each process's rank
+RANK = "{rank}"
+
 
 def positional_signature(function: Callable[..., Any]) -> str:
     """The positional parameters (``name`` or ``name=default``), ``*args`` and ``**kwargs`` of ``function``."""
@@ -43,6 +46,7 @@ def launch_ranks(
 ) -> list[dict[str, Any]]:
     """Run ``python -c script *args`` once per rank, all at once; each must print a JSON line last.
 
+    An argument equal to :data:`RANK` becomes the process's rank.
     ``drop_env``: prefixes of environment variables the ranks must not inherit (an SDK's settings);
     ``TRACKING_RUN_ID`` is never inherited, so the run id travels as it would under a launcher.
     """
@@ -54,7 +58,7 @@ def launch_ranks(
         rank_env.update(RANK=str(rank), WORLD_SIZE=str(world), MASTER_PORT=str(port))
         processes.append(
             subprocess.Popen(
-                [sys.executable, "-c", script, *args],
+                [sys.executable, "-c", script, *(str(rank) if arg == RANK else arg for arg in args)],
                 env=rank_env,
                 cwd=cwd,
                 stdin=subprocess.DEVNULL,
