@@ -31,7 +31,7 @@ _TEXT_LINE = re.compile(r"^\[(?:step (-?\d+)|summary)\] (.+?): (.*)$")
 class OfflineSession:
     """The contents of one offline session folder or zip."""
 
-    def __init__(self, path: str | os.PathLike) -> None:
+    def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         if not self.path.exists() and Path(f"{self.path}.zip").exists():
             self.path = Path(f"{self.path}.zip")

@@ -57,14 +57,14 @@ class SwanLabRunData:
         return tables
 
 
-def find_run_file(run_dir: str | os.PathLike) -> Path:
+def find_run_file(run_dir: str | os.PathLike[str]) -> Path:
     files = sorted(Path(run_dir).glob("run-*.swanlab"))
     if len(files) != 1:
         raise FileNotFoundError(f"expected one run-*.swanlab file in {run_dir}, found {len(files)}")
     return files[0]
 
 
-def read_run(run_dir: str | os.PathLike) -> SwanLabRunData:
+def read_run(run_dir: str | os.PathLike[str]) -> SwanLabRunData:
     from swanlab.proto.swanlab.record.v1 import record_pb2
     from swanlab.sdk.internal.core_python.store import DataStoreReader
 

@@ -41,7 +41,7 @@ class EventWriter:
     Thread-safe, so code holding ``get_tracker("tensorboard", unwrap=True)`` may write alongside.
     """
 
-    def __init__(self, log_dir: str | os.PathLike, filename_suffix: str = "") -> None:
+    def __init__(self, log_dir: str | os.PathLike[str], filename_suffix: str = "") -> None:
         self.log_dir = Path(log_dir)
         self.log_dir.mkdir(parents=True, exist_ok=True)
         # TensorBoard only reads files whose name contains "tfevents"; keep the conventional pattern.
