@@ -51,7 +51,8 @@ class OfflineSession:
 
     @property
     def task(self) -> dict[str, Any]:
-        return json.loads(self.read_text("task.json") or "{}")
+        task: dict[str, Any] = json.loads(self.read_text("task.json") or "{}")
+        return task
 
     def _events(self, name: str) -> Iterator[dict[str, Any]]:
         for line in self.read_text(name).splitlines():

@@ -86,8 +86,8 @@ def read_run(run_dir: str | os.PathLike[str]) -> SwanLabRunData:
                 media = record.media
                 column = media.DESCRIPTOR.fields_by_name["type"].enum_type.values_by_number[media.type].name
                 files = [_media_file(run_dir, item.filename) for item in media.value.items]
-                point = MediaPoint(media.step, column.removeprefix("COLUMN_TYPE_").lower(), files)
-                data.media.setdefault(media.key, []).append(point)
+                media_point = MediaPoint(media.step, column.removeprefix("COLUMN_TYPE_").lower(), files)
+                data.media.setdefault(media.key, []).append(media_point)
             elif kind == "save" and record.save.name not in ("config", "metadata"):
                 data.saved_files.append(record.save.name)
             elif kind == "finish":
