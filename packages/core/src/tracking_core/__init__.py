@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from .__about__ import __version__
 from .distributed import get_rank, get_world_size, is_main_process
 from .errors import BackendNotInstalledError, PartialDelivery, TrackingError, TrackingWarning
+from .histogram import Histogram
 from .registry import LoggerType, get_available_trackers, register_tracker_class
 from .tracker import CAPABILITIES, GeneralTracker, RunContext, capabilities_of, has_capability, on_main_process
 
@@ -60,6 +61,7 @@ __all__ = [
     "Dispatcher",
     "FinishReport",
     "GeneralTracker",
+    "Histogram",
     "JsonlTracker",
     "LoggerType",
     "NoOpTracker",

@@ -232,8 +232,14 @@ class Delivery:
                 self.finish()
             else:
                 if kind == "config":
-                    self.config = record
+                    self._remember_config(record)
                 self._take([record])
+
+    def _remember_config(self, record: Record) -> None:
+        """The run's whole config so far (init's, then each ``log_config``), to head a spill journal."""
+        if self.config is not None and isinstance(self.config.payload, dict) and isinstance(record.payload, dict):
+            record = record._replace(payload={**self.config.payload, **record.payload})
+        self.config = record
 
     def _take(self, records: list[Record]) -> None:
         if self.mode != LIVE:
@@ -536,7 +542,7 @@ class Delivery:
         while index < len(records) and self.mode == LIVE and not self.abandoned:
             record = records[index]
             if record.kind == "config":
-                self.config = record
+                self._remember_config(record)
             end = index + 1
             if record.kind == "log":
                 while end < len(records) and records[end].kind == "log":

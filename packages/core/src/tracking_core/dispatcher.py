@@ -17,9 +17,11 @@ from typing import Any
 from . import lifecycle
 from .config import sanitize_config
 from .delivery import Delivery, RetryPolicy
-from .distributed import get_rank
+from .distributed import get_rank, get_world_size
 from .errors import TrackingError
+from .histogram import Histogram, histogram_from_counts, histogram_of
 from .jsonl import JsonlTracker
+from .manifest import MANIFEST_NAME
 from .media import figure_problem, table_problem
 from .noop import NoOpTracker
 from .notices import logger, notice, reset_warnings, warn_once
@@ -27,13 +29,14 @@ from .paths import check_artifact_path, check_name, warn_links_leaving
 from .preflight import check_run_can_start, check_table_arguments, checked_logging_dir
 from .record import Record
 from .redaction import redact_init_kwargs
+from .rendezvous import shared_run_id
 from .report import BackendReport, FinishReport
 from .selection import DEFAULT_LOGGING_DIR, TrackerSpec, construct_tracker, resolve_specs
-from .session import RunSession
+from .session import RunSession, choose_job_run_id, rank_folder
 from .spill import SpillJournal, spill_name
 from .tracker import GeneralTracker, RunContext, has_capability
-from .values import image_problem, snapshot, snapshot_media
-from .worker import BackendWorker
+from .values import image_problem, key_problem, snapshot, snapshot_media
+from .worker import BackendWorker, direct_arguments
 
 _EMPTY: dict = {}
 _now = time.time
@@ -78,6 +81,12 @@ class Dispatcher:
     that can reopens its SDK run (see ``run.json`` in the run folder), and ``step=None`` continues
     after the last step the earlier process flushed. Pass explicit steps (the checkpoint's global
     step) when points after the checkpoint were logged before the restart.
+
+    Under a launcher (torchrun, accelerate, SLURM, MPI) only global rank 0 runs trackers: one run
+    per job. ``per_rank=True`` gives every rank its own run instead, grouped under the job's run
+    id, which rank 0 chooses and the others receive (``torch.distributed`` when initialised, else
+    ``TRACKING_RUN_ID``, else a file in ``logging_dir``); each rank keeps its folder
+    ``<logging_dir>/<project>/<run id>/rank-<N>``, and ``resume`` resumes every rank's run.
     """
 
     def __init__(
@@ -93,6 +102,7 @@ class Dispatcher:
         flush_interval: float = DEFAULT_FLUSH_INTERVAL,
         retry_backoff: tuple[float, float] = (1.0, 300.0),
         resume: bool | str = False,
+        per_rank: bool = False,
     ) -> None:
         if on_full not in ("block", "drop"):
             raise ValueError(f"on_full must be 'block' or 'drop', got {on_full!r}")
@@ -117,6 +127,8 @@ class Dispatcher:
         self.flush_interval = float(flush_interval)
         self.retry = RetryPolicy(float(first), float(longest))
         self.rank = get_rank()
+        self.world_size = get_world_size()
+        self.per_rank = bool(per_rank)
         self._specs = resolve_specs(log_with, self.logging_dir)
         self._workers: list[BackendWorker] = []  # emptied by finish()
         self._puts: list = []  # the workers' enqueue functions; emptied by finish()
@@ -136,6 +148,7 @@ class Dispatcher:
         self.resumed = False
         self._session: RunSession | None = None
         self._replay_sources: list[Path] | None = None
+        self._only = threading.local()  # a direct call on one managed tracker: the backend it is for
 
     # -- set-up ----------------------------------------------------------------------------
     def _spill_factory(self, backend: str) -> GeneralTracker:
@@ -148,29 +161,41 @@ class Dispatcher:
         if self._initialized:
             raise RuntimeError("init_trackers() was already called on this Dispatcher; create a new one for a new run.")
         project_name = check_name(str(project_name), "project_name")  # the path rule (paths.py)
-        check_run_can_start(self._specs, Path(self.logging_dir or DEFAULT_LOGGING_DIR), writes=self.rank == 0)
+        runs_trackers = self.rank == 0 or self.per_rank
+        check_run_can_start(self._specs, Path(self.logging_dir or DEFAULT_LOGGING_DIR), writes=runs_trackers)
         self._initialized = True
         reset_warnings()  # "once" means once per run: a new run in the same process warns again
         init_kwargs = redact_init_kwargs(init_kwargs or {})  # secrets in tags/notes (redaction.py)
         self.project_name = project_name
         root = Path(self.logging_dir or DEFAULT_LOGGING_DIR)
-        session = RunSession(
-            root / self.project_name,
-            self.project_name,
-            self.resume,
-            writes=self.rank == 0,
-            replay=self._replay_sources is not None,
-        )
+        session = self._per_rank_session(root) if self.per_rank else None
+        if session is None:
+            session = RunSession(
+                root / self.project_name,
+                self.project_name,
+                self.resume,
+                writes=self.rank == 0,
+                replay=self._replay_sources is not None,
+            )
+            self.run_id = session.run_id
         self._session = session
-        self.run_id, self.run_dir, self.resumed = session.run_id, session.run_dir, session.resumed
+        self.run_dir, self.resumed = session.run_dir, session.resumed
         self._step, self._seq = session.last_step, session.last_seq
-        context = RunContext(self.project_name, self.run_id, self.run_dir, root)
+        context = RunContext(
+            self.project_name,
+            self.run_id if not self.per_rank else f"{self.run_id}-rank{self.rank}",
+            self.run_dir,
+            root,
+            rank=self.rank,
+            world_size=self.world_size,
+            group=self.run_id if self.per_rank else None,
+        )
         clean_config = sanitize_config(config) if config is not None else None
         if clean_config is not None:
             import copy  # each backend gets its own copy: one backend mutating it cannot affect another
         for spec in self._specs:
             name = spec.name
-            if self.rank != 0:  # one run per job: only global rank 0 runs trackers, whatever the class says
+            if not runs_trackers:  # one run per job: only global rank 0 runs trackers, whatever the class says
                 self._skipped[name] = NoOpTracker(name)
                 continue
             tracker = (
@@ -190,6 +215,8 @@ class Dispatcher:
             )
         self._all_workers = list(self._workers)
         self._puts = [worker.put for worker in self._workers]
+        for worker in self._workers:
+            worker.manage(self._direct_call)
         if clean_config is not None:
             self._seq += 1
         for worker in self._workers:
@@ -198,6 +225,20 @@ class Dispatcher:
                 worker.put(Record("config", copy.deepcopy(clean_config), None, _EMPTY, None, self._seq))
         lifecycle.watch(self)
         return self
+
+    def _per_rank_session(self, root: Path) -> RunSession:
+        """Per-rank mode: the job's run id travels from rank 0; each rank keeps its own run folder in it."""
+        project_dir = root / str(self.project_name)
+        self.run_id, channel = shared_run_id(
+            project_dir, self.rank, lambda: choose_job_run_id(project_dir, self.resume)
+        )
+        self.run_id = check_name(self.run_id, "run id")
+        job_dir, folder = project_dir / self.run_id, rank_folder(self.rank)
+        if self.resume and not (job_dir / folder / MANIFEST_NAME).is_file():
+            notice(f"resume: rank {self.rank} has no earlier run in {job_dir}; starting a new one")
+        resume = folder if self.resume and (job_dir / folder / MANIFEST_NAME).is_file() else False
+        logger.debug("per-rank run %s (id from %s), rank %d of %d", self.run_id, channel, self.rank, self.world_size)
+        return RunSession(job_dir, str(self.project_name), resume, writes=True, run_id=folder)
 
     def _delivery_for(self, tracker: GeneralTracker, report: BackendReport) -> Delivery:
         session, name = self._session, tracker.name
@@ -333,31 +374,64 @@ class Dispatcher:
             )
         elif self._report is not None:
             warn_once("dispatcher", what, f"{what}() after finish() is ignored", reason="after-finish")
-        elif not self._initialized and self.rank == 0:
+        elif not self._initialized and (self.rank == 0 or self.per_rank):
             raise RuntimeError(f"{what}() before init_trackers(): call init_trackers(project_name) first")
 
+    # -- configuration after start ---------------------------------------------------------
+    def log_config(self, values: Any) -> None:
+        """Add to the run's configuration after ``init_trackers`` (hyper-parameters known late).
+
+        Lightning and transformers hand hyper-parameters over once training starts, sweeps add
+        derived ones: ``values`` gets the same sanitising and redaction as ``init``'s ``config``
+        and is merged into each backend's config facility (``store_init_configuration`` again,
+        with the new keys). A key given again with a new value replaces it where the SDK allows
+        (MLflow params are write-once: see that backend's notes).
+        """
+        if not self._workers:
+            self._not_running("log_config")
+            return
+        clean = sanitize_config(values)
+        if not clean:
+            return
+        import copy  # each backend gets its own copy, as with init's config
+
+        only = getattr(self._only, "worker", None)
+        with self._lock:
+            self._seq = seq = self._seq + 1
+            for worker in self._workers if only is None else [only]:
+                worker.put(Record("config", copy.deepcopy(clean), None, _EMPTY, None, seq))
+        if self._pending_error is not None:
+            self._raise_pending()
+
     # -- optional capabilities ---------------------------------------------------------------
-    def _fan_out(self, capability: str, record_for: Any, step: Any, log_kwargs: dict | None) -> None:
+    def _fan_out(
+        self, capability: str, record_for: Any, step: Any, log_kwargs: dict | None, instead: str | None = None
+    ) -> None:
+        """Queue one record for the backends with ``capability``; ``instead`` says what the others do
+        with it (they get it too, and the contract's default stores that), else they skip it."""
         if not self._workers:
             self._not_running(capability)
             return
+        only = getattr(self._only, "worker", None)
         with self._lock:
             step = self._current_step(step)
             self._seq = seq = self._seq + 1
             lacking = []
-            for worker in self._workers:
-                if has_capability(worker.tracker, capability):
+            for worker in self._workers if only is None else [only]:
+                capable = has_capability(worker.tracker, capability)
+                if not capable:
+                    lacking.append(worker.name)
+                if capable or instead:
                     kwargs = log_kwargs.get(worker.name, _EMPTY) if log_kwargs else _EMPTY
                     worker.put(Record(record_for[0], record_for[1], step, kwargs, None, seq))
-                else:
-                    lacking.append(worker.name)
         if self._pending_error is not None:
             self._raise_pending()
         if lacking:
             warn_once(
                 ", ".join(lacking),
                 capability,
-                f"{capability} is not supported by {', '.join(lacking)}; those backends skip it",
+                f"{capability} is not supported by {', '.join(lacking)}; "
+                + (f"those backends store {instead}" if instead else "those backends skip it"),
                 reason="capability",
                 stacklevel=4,
             )
@@ -424,6 +498,58 @@ class Dispatcher:
             )
         self._fan_out("log_figure", ("figure", (snapshot, name)), step, log_kwargs)
 
+    def log_histogram(
+        self,
+        name: str,
+        values: Any = None,
+        *,
+        counts: Any = None,
+        edges: Any = None,
+        step: int | None = None,
+        bins: int = 64,
+        log_kwargs: dict | None = None,
+    ) -> None:
+        """A distribution (weights, gradients, activations) at ``step``.
+
+        Give raw ``values`` (a list, numpy array or tensor, binned here into ``bins`` equal bins,
+        so they may change once this returns) or ``counts`` over ``edges`` binned already. Backends
+        with histograms store their own (TensorBoard, W&B, Aim, Comet, ClearML, ...); the others
+        store ``<name>/count``, ``/min``, ``/max``, ``/mean`` and ``/std`` as metrics, and say so once.
+        """
+        name = str(getattr(name, "value", name))
+        if problem := key_problem(name):
+            raise ValueError(f"log_histogram: name {name!r}: {problem}")
+        if isinstance(values, Histogram):
+            histogram = values
+        elif values is not None:
+            if counts is not None or edges is not None:
+                raise ValueError("log_histogram takes `values`, or `counts` with `edges`, not both")
+            try:
+                histogram, skipped = histogram_of(values, bins)
+            except ValueError as error:
+                if "finite" not in str(error):
+                    raise
+                return self._reject({name: "a histogram of no finite value"})
+            if skipped:
+                warn_once(
+                    "all backends",
+                    name,
+                    f"{skipped} non-finite value(s) left out of the histogram",
+                    reason="histogram-non-finite",
+                    stacklevel=3,
+                )
+        elif counts is not None and edges is not None:
+            histogram = histogram_from_counts(counts, edges)
+        else:
+            raise ValueError("log_histogram needs `values`, or `counts` with `edges`")
+        self._fan_out(
+            "log_histogram",
+            ("histogram", (name, histogram)),
+            step,
+            log_kwargs,
+            instead=f"{name}/count, /min, /max, /mean and /std as metrics",
+        )
+
     def log_artifact(self, local_path: str | os.PathLike, artifact_path: str | None = None) -> None:
         """A file for the backends that store artifacts; it must exist now (the path is checked at the call)."""
         if not os.path.isfile(local_path):
@@ -438,6 +564,76 @@ class Dispatcher:
         artifact_path = check_artifact_path(artifact_path)  # the path rule (paths.py)
         warn_links_leaving(local_dir)  # paths.py: links out of the folder are named, once
         self._fan_out("log_artifacts", ("artifacts", (os.fspath(local_dir), artifact_path)), None, None)
+
+    # -- methods called on a managed tracker -------------------------------------------------
+    def _direct_call(self, worker: BackendWorker, method: str, own: Any, args: tuple, kwargs: dict) -> Any:
+        """``tracker.<method>(...)`` called by the script on a tracker this dispatcher manages.
+
+        The call becomes the same record the dispatcher's own method makes (same checks, same
+        copies), queued for that backend only, so it keeps its place in the backend's order and a
+        failure stays in its worker. ``flush`` and ``finish`` wait, as the SDK's own would.
+        """
+        arguments = direct_arguments(own, args, kwargs)
+        if worker not in self._workers:
+            if self._report is None and not self._in_forked_child:  # this backend alone was finished
+                warn_once(worker.name, method, f"{method}() after finish() is ignored", reason="after-finish")
+            else:
+                self._not_running(f"{worker.name}.{method}")
+            return None
+        if method == "flush":
+            return self._flush_workers([worker], None)
+        if method == "finish":
+            return self._finish_one(worker)
+        extra = arguments.pop("**", {})
+        positional = list(arguments.values())
+        step = arguments.get("step")
+        self._only.worker = worker
+        try:
+            if method == "log":
+                self._log_to(worker, positional[0], step, extra)
+            elif method == "store_init_configuration":
+                self.log_config(positional[0])
+            else:
+                log_kwargs = {worker.name: extra} if extra else None
+                if method == "log_images":
+                    self.log_images(positional[0], step=step, log_kwargs=log_kwargs)
+                elif method == "log_table":
+                    names = ("columns", "data", "dataframe")
+                    columns, data, dataframe = (arguments.get(name) for name in names)
+                    self.log_table(positional[0], columns, data, dataframe, step=step, log_kwargs=log_kwargs)
+                elif method == "log_figure":
+                    self.log_figure(positional[0], str(positional[1]), step=step, log_kwargs=log_kwargs)
+                elif method == "log_histogram":
+                    self.log_histogram(positional[0], positional[1], step=step, log_kwargs=log_kwargs)
+                elif method == "log_artifact":
+                    self.log_artifact(positional[0], positional[1] if len(positional) > 1 else None)
+                elif method == "log_artifacts":
+                    self.log_artifacts(positional[0], positional[1] if len(positional) > 1 else None)
+        finally:
+            self._only.worker = None
+        return None
+
+    def _log_to(self, worker: BackendWorker, values: dict, step: int | None, kwargs: dict) -> None:
+        """``log`` for one backend (a direct call on its tracker): the dispatcher's step and value rules."""
+        flat, rejected = snapshot(values)
+        if rejected:
+            self._reject(rejected)
+        with self._lock:
+            step = self._step + 1 if step is None else self._checked_step(step)
+            self._step = step
+            self._seq = seq = self._seq + 1
+            worker.put(Record("log", flat, step, kwargs or _EMPTY, _now(), seq))
+        if self._pending_error is not None:
+            self._raise_pending()
+
+    def _finish_one(self, worker: BackendWorker) -> None:
+        """``tracker.finish()`` on a managed tracker: close that backend now; the others carry on."""
+        with self._lock:
+            self._workers = [other for other in self._workers if other is not worker]
+            self._puts = [other.put for other in self._workers]
+        worker.put(Record("finish", None, None, _EMPTY, None, None))
+        if not worker.join(self.finish_timeout):
+            worker.abandon()
 
     # -- access ------------------------------------------------------------------------------
     @property
@@ -460,7 +656,7 @@ class Dispatcher:
                         logger.warning("backend %r has not started after %.0f s", name, UNWRAP_TIMEOUT)
                     return worker.tracker.tracker
                 return worker.tracker
-        if name in self._skipped or self.rank != 0 or self._in_forked_child:
+        if name in self._skipped or (self.rank != 0 and not self.per_rank) or self._in_forked_child:
             noop = self._skipped.get(name) or NoOpTracker(name)
             return noop.tracker if unwrap else noop
         raise ValueError(
@@ -472,8 +668,11 @@ class Dispatcher:
         """Wait until everything logged so far is durable in every healthy backend (or in its spill)."""
         if self._pending_error is not None:
             self._raise_pending()
+        return self._flush_workers(self._workers, timeout)
+
+    def _flush_workers(self, workers: list[BackendWorker], timeout: float | None) -> bool:
         events = []
-        for worker in self._workers:
+        for worker in workers:
             event = threading.Event()
             worker.put(Record("flush", event, None, _EMPTY, None, None))
             events.append(event)

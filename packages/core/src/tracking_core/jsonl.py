@@ -153,6 +153,11 @@ class JsonlTracker(GeneralTracker):
         self._writer.write(_with_seq(record, kwargs))
         self._writer.flush()
 
+    def log_histogram(self, name: str, histogram: Any, step: int | None = None, **kwargs: Any) -> None:
+        record = {"type": "histogram", "name": name, "step": step, "histogram": histogram.to_json()}
+        self._writer.write(_with_seq(record, kwargs))
+        self._writer.flush()
+
     def log_artifact(self, local_path, artifact_path=None, seq: int | None = None) -> None:
         record = {"type": "artifact", "local_path": os.path.abspath(local_path), "artifact_path": artifact_path}
         self._writer.write(_with_seq(record, {"seq": seq}))

@@ -17,7 +17,7 @@ from .tracker import GeneralTracker
 
 
 class Record(NamedTuple):
-    #: log, config, images, table, figure, artifact, artifacts; control kinds: flush (payload: an
+    #: log, config, images, table, figure, histogram, artifact, artifacts; control kinds: flush (payload: an
     #: Event to set), finish.
     kind: str
     payload: Any
@@ -71,6 +71,9 @@ def deliver(tracker: GeneralTracker, record: Record, values: dict | None = None)
 
         figure, name = payload
         tracker.log_figure(restore_figure(figure), name, step=step, **call_kwargs(tracker, record))
+    elif kind == "histogram":
+        name, histogram = payload
+        tracker.log_histogram(name, histogram, step=step, **call_kwargs(tracker, record))
     elif kind in ("artifact", "artifacts"):
         method = tracker.log_artifact if kind == "artifact" else tracker.log_artifacts
         wants_id = record.seq is not None and getattr(tracker, "wants_record_ids", False)
@@ -102,6 +105,10 @@ def record_from_entry(entry: dict, base: Path) -> Record | None:
     if kind == "table":
         payload = (entry["name"], entry.get("columns"), entry.get("data"), None)
         return Record("table", payload, step, _EMPTY, None, seq)
+    if kind == "histogram":
+        from .histogram import Histogram
+
+        return Record("histogram", (entry["name"], Histogram.from_json(entry["histogram"])), step, _EMPTY, None, seq)
     if kind in ("artifact", "artifacts"):
         local = entry.get("local_path")
         if not local or not os.path.exists(local):

@@ -91,6 +91,9 @@ def replay_into(run: Dispatcher, journal: str | os.PathLike, progress: bool | No
             elif record.kind == "table":
                 name, columns, data, _ = record.payload
                 run.log_table(name, columns=columns, data=data, step=record.step)
+            elif record.kind == "histogram":
+                name, histogram = record.payload
+                run.log_histogram(name, histogram, step=record.step)
             elif record.kind == "artifact":
                 run.log_artifact(*record.payload)
             elif record.kind == "artifacts":

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .journal import JOURNAL_NAME
-from .manifest import RunManifest, find_run_to_resume
+from .manifest import MANIFEST_NAME, RunManifest, find_run_to_resume
 from .notices import notice
 from .spill import journal_tail, spill_name
 
@@ -58,14 +58,43 @@ def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + "-" + os.urandom(3).hex()
 
 
+def rank_folder(rank: int) -> str:
+    """A rank's run folder inside its job's folder, in per-rank mode."""
+    return f"rank-{rank}"
+
+
+def choose_job_run_id(project_dir: Path, resume: bool | str) -> str:
+    """Rank 0's pick of the job's run id in per-rank mode: the one to resume, or a new one.
+
+    Never raises: the other ranks are waiting for the answer, so a wrong id is reported by every
+    rank alike once it has travelled.
+    """
+    if isinstance(resume, str):
+        return resume
+    if resume:
+        jobs = [path.parent.parent for path in project_dir.glob(f"*/{rank_folder(0)}/{MANIFEST_NAME}")]
+        if jobs:
+            return max(jobs, key=lambda job: (job / rank_folder(0) / MANIFEST_NAME).stat().st_mtime).name
+    return new_run_id()
+
+
 class RunSession:
-    def __init__(self, project_dir: Path, project: str, resume: bool | str, *, writes: bool, replay: bool = False):
+    def __init__(
+        self,
+        project_dir: Path,
+        project: str,
+        resume: bool | str,
+        *,
+        writes: bool,
+        replay: bool = False,
+        run_id: str | None = None,
+    ):
         run_dir = find_run_to_resume(project_dir, resume) if resume else None
         self.resumed = run_dir is not None
         if run_dir is None:
             if resume:
                 notice(f"resume: no earlier run of {project!r} in {project_dir}; starting a new run")
-            run_id = new_run_id()
+            run_id = run_id or new_run_id()
             self.manifest = RunManifest(project_dir / run_id, project, run_id)
             self.last_seq = self.last_step = -1
         else:

@@ -10,6 +10,7 @@ from typing import Any, ClassVar, NamedTuple, TypeVar
 
 from .distributed import is_main_process
 from .errors import PartialDelivery
+from .histogram import Histogram, histogram_summary
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -48,6 +49,12 @@ class RunContext(NamedTuple):
     run_dir: Path
     logging_dir: Path
     resume: dict | None = None
+    #: global rank of this process and the job's process count
+    rank: int = 0
+    world_size: int = 1
+    #: per-rank mode (``per_rank=True``): the job's run id, shared by every rank; name this rank's
+    #: run ``<run name>-rank<N>`` and group the ranks as the SDK groups runs. ``None``: one run per job.
+    group: str | None = None
 
 
 class GeneralTracker:
@@ -152,6 +159,14 @@ class GeneralTracker:
         """
         return {key: sorted(series.items()) for key, series in self.read_back_metrics().items()}
 
+    def read_back_images(self) -> dict[str, list[tuple[int, Any]]]:
+        """Every image this run stored, per key, as ``(step, HW or HWC uint8 array)`` in storage order.
+
+        Read with the SDK's own reader after ``finish()``; the shared tests compare it with what
+        was logged, one test per image layout. Leave it unimplemented where images cannot be read back.
+        """
+        raise NotImplementedError(f"tracker {getattr(self, 'name', type(self).__name__)!r} cannot read images back")
+
     def resume_state(self) -> dict | None:
         """What a later process needs to continue this run in the SDK (JSON-serialisable), or ``None``.
 
@@ -161,9 +176,29 @@ class GeneralTracker:
         """
         return None
 
+    def add_note(self, line: str) -> None:
+        """Keep a line for the finish report (once, however often the same line is added)."""
+        notes = self.__dict__.setdefault("_notes", [])
+        if line not in notes:
+            notes.append(line)
+
     def report_notes(self) -> list[str]:
-        """Lines for the finish report, e.g. "fell back to offline: the server did not answer"."""
-        return []
+        """Lines for the finish report, e.g. "fell back to offline: the server did not answer".
+
+        The default returns what :meth:`add_note` kept; override to add lines computed at finish.
+        """
+        return list(self.__dict__.get("_notes", ()))
+
+    def _wait_for_start(self) -> None:
+        """Block (bounded) until the dispatcher's worker has run ``start()``; call first in SDK-object properties.
+
+        A tracker a dispatcher manages starts in its worker thread, so ``tracker.run`` read by the
+        training script right after ``init_trackers`` would otherwise be ``None``. No-op for a tracker
+        used on its own and inside the worker.
+        """
+        manager = self.__dict__.get("_manager")
+        if manager is not None:
+            manager.wait_started()
 
     # -- optional capabilities ---------------------------------------------------------------
     def _unsupported(self, capability: str):
@@ -190,6 +225,14 @@ class GeneralTracker:
     def log_figure(self, figure: Any, name: str, step: int | None = None, **kwargs: Any) -> None:
         """Record a matplotlib (or plotly) figure; the dispatcher hands over its own copy, free to draw."""
         raise self._unsupported("log_figure")
+
+    def log_histogram(self, name: str, histogram: Histogram, step: int | None = None, **kwargs: Any) -> None:
+        """Record a distribution; override to map it onto the SDK's own histogram.
+
+        This default keeps what a metrics-only backend can show: ``<name>/count``, ``/min``,
+        ``/max``, ``/mean`` and ``/std`` through :meth:`log` (the dispatcher says so once).
+        """
+        self.log(histogram_summary(name, histogram), step=step, **kwargs)
 
     def log_artifact(self, local_path: str | os.PathLike, artifact_path: str | None = None) -> None:
         """Store a copy of one file, under ``artifact_path`` when given."""

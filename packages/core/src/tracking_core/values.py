@@ -61,7 +61,8 @@ _INT64_LIMIT = 2.0**63  # every |value| below it is a float or an int every back
 _MAX_DEPTH = 32
 
 
-def _key_problem(key: str) -> str | None:
+def key_problem(key: str) -> str | None:
+    """Why no backend could store ``key`` as a metric name, or ``None``."""
     if not key:
         return "an empty key cannot be stored by most backends"
     if not key.isascii():
@@ -109,7 +110,7 @@ def flatten_values(
         if type(key) is not str:
             key = str(key)
         name = f"{prefix}{SEPARATOR}{key}" if prefix and key else (prefix or key)
-        problem = _key_problem(key) if key or not isinstance(value, Mapping) else None
+        problem = key_problem(key) if key or not isinstance(value, Mapping) else None
         if problem:  # reported under a printable key: a lone surrogate would break the report's output
             shown = (
                 name.encode("utf-8", "backslashreplace").decode("utf-8")
@@ -158,7 +159,7 @@ _MAX_KNOWN_KEYS = 100_000
 
 def _plain_keys(values: dict[Any, Any]) -> bool:
     """True when every key is a non-empty ``str`` of valid UTF-8; remembers them so the next call is a C-level check."""
-    if not all(type(key) is str and key and (key.isascii() or _key_problem(key) is None) for key in values):
+    if not all(type(key) is str and key and (key.isascii() or key_problem(key) is None) for key in values):
         return False
     if len(_known_keys) > _MAX_KNOWN_KEYS:
         _known_keys.clear()

@@ -8,20 +8,58 @@ what happens to each record. With ``blocking=True`` there is no thread: the call
 
 from __future__ import annotations
 
+import functools
 import queue
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from .delivery import MAX_BATCH, Delivery
-from .notices import warn_once
+from .notices import logger, warn_once
 from .record import CONTROL_KINDS, Record
 from .record import new_record as as_record
 from .report import BackendReport
 from .tracker import GeneralTracker
 
 LINGER_SECONDS = 0.005
+START_WAIT_SECONDS = 120.0
+#: the contract's methods a training script may call on a tracker the dispatcher manages
+MANAGED_METHODS = (
+    "store_init_configuration",
+    "log",
+    "log_images",
+    "log_table",
+    "log_figure",
+    "log_histogram",
+    "log_artifact",
+    "log_artifacts",
+    "flush",
+    "finish",
+)
+#: route(worker, method name, the tracker's own bound method, args, kwargs) -> what the call returns
+Router = Callable[["BackendWorker", str, Callable[..., Any], tuple, dict], Any]
+
+
+def direct_arguments(own: Callable[..., Any], args: tuple, kwargs: dict) -> dict[str, Any]:
+    """The call's arguments by parameter name, in order (defaults filled, ``**kwargs`` under ``"**"``).
+
+    Raises the ``TypeError`` the method itself would raise for a wrong call, at the call.
+    """
+    import inspect
+
+    signature = inspect.signature(own)
+    bound = signature.bind(*args, **kwargs)
+    bound.apply_defaults()
+    arguments: dict[str, Any] = {}
+    for name, value in bound.arguments.items():
+        kind = signature.parameters[name].kind
+        if kind is inspect.Parameter.VAR_KEYWORD:
+            arguments["**"] = dict(value)
+        elif kind is not inspect.Parameter.VAR_POSITIONAL:
+            arguments[name] = value
+    return arguments
 
 
 class BackendWorker:
@@ -46,13 +84,54 @@ class BackendWorker:
         self._inline_lock = threading.Lock()
         self.started = threading.Event()
         self._thread: threading.Thread | None = None
+        self._thread_id: int | None = None
+        self._inline = threading.local()  # blocking mode: set while the caller delivers
         self.put = self._make_put()
+
+    # -- the tracker object the script holds ---------------------------------------------
+    def manage(self, route: Router) -> None:
+        """Send the tracker's own methods, called from outside this worker, through ``route``.
+
+        Accelerate users call ``tracker.log(...)`` on the object ``get_tracker`` returns; run
+        directly, that call would race the worker on the SDK (or hit it before ``start()``). The
+        wrappers are instance attributes: inside the worker the tracker's own method runs.
+        """
+        tracker = self.tracker
+        tracker.__dict__["_manager"] = self
+        for name in MANAGED_METHODS:
+            tracker.__dict__[name] = self._routed(name, getattr(tracker, name), route)
+
+    def _routed(self, name: str, own: Callable[..., Any], route: Router) -> Callable[..., Any]:
+        inside = self.inside
+
+        @functools.wraps(own)
+        def method(*args: Any, **kwargs: Any) -> Any:
+            if inside():
+                return own(*args, **kwargs)
+            return route(self, name, own, args, kwargs)
+
+        return method
+
+    def inside(self) -> bool:
+        """Whether the current thread is the one delivering to this backend."""
+        return threading.get_ident() == self._thread_id or getattr(self._inline, "active", False)
+
+    def wait_started(self, timeout: float = START_WAIT_SECONDS) -> None:
+        """Wait (bounded) until ``start()`` ran, unless called from the delivering thread itself."""
+        if self.started.is_set() or self.inside():
+            return
+        if not self.started.wait(timeout):
+            logger.warning("backend %r has not started after %.0f s", self.name, timeout)
 
     # -- caller side -----------------------------------------------------------------------
     def launch(self) -> None:
         if self._blocking:
             with self._inline_lock:
-                self._start()
+                self._inline.active = True
+                try:
+                    self._start()
+                finally:
+                    self._inline.active = False
             return
         self._thread = threading.Thread(target=self._run, name=f"tracking-{self.name}", daemon=True)
         self._thread.start()
@@ -62,10 +141,16 @@ class BackendWorker:
         if self._blocking:
             delivery = self.delivery
 
+            inline = self._inline
+
             def put_inline(record: Record) -> None:
                 with self._inline_lock:
-                    delivery.handle([as_record(Record, record)])
-                    delivery.tick()
+                    inline.active = True
+                    try:
+                        delivery.handle([as_record(Record, record)])
+                        delivery.tick()
+                    finally:
+                        inline.active = False
 
             return put_inline
         queue_size, queue_put, maxsize = self._queue.qsize, self._queue.put, self._maxsize
@@ -130,6 +215,7 @@ class BackendWorker:
             self.started.set()
 
     def _run(self) -> None:
+        self._thread_id = threading.get_ident()
         self._start()
         delivery, get, size = self.delivery, self._queue.get, self._queue.qsize
         while not (delivery.finished or delivery.abandoned):
@@ -149,3 +235,4 @@ class BackendWorker:
                 delivery.handle(batch)
                 self._room.set()
             delivery.tick()
+        self._thread_id = None  # the id may be reused by a later thread, which is not this worker

@@ -39,7 +39,9 @@ class MemoryTracker(GeneralTracker):
         self.started = True
 
     def store_init_configuration(self, values: dict[str, Any]) -> None:
-        self.config = values
+        # Called again by ``Dispatcher.log_config``: later keys join (and override) the earlier ones.
+        self.config = {**(self.config or {}), **values}
+        self.config_calls = getattr(self, "config_calls", 0) + 1
 
     def log(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:
         with self._lock:
