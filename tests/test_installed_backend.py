@@ -18,15 +18,24 @@ def _in_tmp(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
 
 
-def test_run_with_the_cell_backend_and_the_journal(tmp_path):
+@pytest.mark.parametrize("delivery", ["thread", "process"])
+def test_run_with_the_cell_backend_and_the_journal(tmp_path, delivery):
     config = {"lr": 3e-4, "optimizer": {"name": "adamw", "betas": [0.9, 0.95]}, "note": None}
-    with tracking_core.init("shared", log_with=[CELL, "jsonl"], logging_dir=tmp_path / "runs", config=config) as run:
+    with tracking_core.init(
+        "shared", log_with=[CELL, "jsonl"], logging_dir=tmp_path / "runs", config=config, delivery=delivery
+    ) as run:
         for step in range(50):
             run.log({"train/loss": 1.0 / (step + 1), "lr": 3e-4}, step=step)
+        run.log_config({"late": True})
     report = run.finish()
     assert report.ok, str(report)
     for name in {CELL, "jsonl"}:
         assert report.backends[name].delivered >= 50
+    if delivery == "process":  # the backends ran in the delivery process: its cursors and run.json say so
+        import json
+
+        progress = json.loads((run.run_dir / "run.json").read_text())["progress"]
+        assert progress[CELL]["step"] == 49 and progress["jsonl"]["step"] == 49
 
 
 def test_cli_lists_the_cell_backend():

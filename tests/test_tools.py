@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib.util
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -157,3 +159,31 @@ def test_the_type_check_covers_every_package():
         (package,) = [p for p in src.iterdir() if (p / "py.typed").exists()]
         assert package.relative_to(ROOT).as_posix() in mypy["files"], package
         assert src.relative_to(ROOT).as_posix() in mypy["mypy_path"], src
+
+
+def test_the_loop_benchmark_runs_and_prints_its_table():
+    if os.environ.get("TRACKING_BACKEND"):
+        pytest.skip("runs once, in the core cell")
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "tools" / "bench.py"),
+            "--loop",
+            "--backends",
+            "jsonl",
+            "--steps",
+            "30",
+            "--rounds",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    rows = {line.rsplit("  ", 1)[0]: line for line in result.stdout.splitlines()}
+    thread = next(line for line in result.stdout.splitlines() if line.startswith("tracking (threads)  jsonl"))
+    process = next(line for line in result.stdout.splitlines() if line.startswith("tracking (process)  jsonl"))
+    assert any(line.startswith("no tracking") for line in rows.values()), result.stdout
+    for line in (thread, process):
+        assert "x /" in line and "(+" in line, line

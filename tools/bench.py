@@ -7,6 +7,7 @@ a dict copy plus a queue put handed to a draining thread.
     python tools/bench.py                       # core cases + every installed backend
     python tools/bench.py --steps 2000 --backends mlflow,aim
     python tools/bench.py --only-core
+    python tools/bench.py --loop                # the loop benchmark: tools/bench_loop.py
 
 Rows per backend: ``direct`` (the SDK's own per-step call, tools/bench_direct/<name>.py),
 ``reference`` (accelerate's tracker, when ``accelerate`` is installed) and ``dispatcher``
@@ -254,6 +255,10 @@ def _print_table(rows: list[list[str]]) -> None:
 
 
 def main() -> int:
+    if "--loop" in sys.argv[1:]:  # the loop benchmark (tools/bench_loop.py): what tracking costs a training loop
+        import bench_loop
+
+        return bench_loop.main([arg for arg in sys.argv[1:] if arg != "--loop"])
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=2000)
     parser.add_argument("--backends", default=None, help="comma-separated (default: every installed backend)")

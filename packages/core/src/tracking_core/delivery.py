@@ -93,6 +93,7 @@ class Delivery:
         handed: int = -1,
         backlog_paths: Iterable[Path] = (),
         backlog_before: float = float("inf"),
+        backlog_records: Iterable[Record] = (),
     ) -> None:
         self.tracker = tracker
         self.name = tracker.name
@@ -131,6 +132,7 @@ class Delivery:
         self._reported_errors: set[type] = set()
         self._reader: SpillReader | None = None
         self._backlog_paths = list(backlog_paths)
+        self._backlog_records = list(backlog_records)
         self._earlier_handed = handed
         self._backlog_before = backlog_before
         self._backlog: Iterator[Record] | None = None
@@ -162,7 +164,7 @@ class Delivery:
                 self._on_started()
             except Exception as error:  # bookkeeping must never stop a backend that started
                 logger.warning("backend %r: after start-up: %r", self.name, error)
-        if self._backlog_paths and self.mode == LIVE:
+        if (self._backlog_paths or self._backlog_records) and self.mode == LIVE:
             self._backlog = self._catch_up_records()
             self.mode = CATCHING_UP
 
@@ -175,7 +177,7 @@ class Delivery:
         past that step are delivered again. When it cannot say, records it took are not delivered
         again (at worst lost, never stored twice).
         """
-        records = backlog(self._backlog_paths, self.cursor, self._backlog_before)
+        records = backlog(self._backlog_paths, self.cursor, self._backlog_before, self._backlog_records)
         if not self._confirms_at_flush:
             return records
         stored = self._last_stored_step()
@@ -234,6 +236,15 @@ class Delivery:
                 if kind == "config":
                     self._remember_config(record)
                 self._take([record])
+
+    def safe_seq(self) -> int:
+        """The highest ``seq`` up to which every record is durable in the backend or in its spill.
+
+        What a delivery process reports to the training process, which may then forget those records.
+        """
+        with self._spill_lock:
+            spilled = self._spill.last_seq
+        return max(self.cursor, spilled)
 
     def _remember_config(self, record: Record) -> None:
         """The run's whole config so far (init's, then each ``log_config``), to head a spill journal."""

@@ -6,13 +6,14 @@ values, step and config semantics of the whole library are applied here, once.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import lifecycle
 from .config import sanitize_config
@@ -37,6 +38,9 @@ from .spill import SpillJournal, spill_name
 from .tracker import GeneralTracker, RunContext, has_capability
 from .values import image_problem, key_problem, snapshot, snapshot_media
 from .worker import BackendWorker, direct_arguments
+
+if TYPE_CHECKING:
+    from .delivery_link import DeliveryLink
 
 _EMPTY: dict = {}
 _now = time.time
@@ -82,6 +86,12 @@ class Dispatcher:
     after the last step the earlier process flushed. Pass explicit steps (the checkpoint's global
     step) when points after the checkpoint were logged before the restart.
 
+    ``delivery="process"`` runs the backends in a delivery process started at ``init_trackers``
+    (a fresh interpreter, never a fork), so SDK work never takes the training loop's GIL; the
+    training process keeps the snapshot, one queue and one feeder thread. Trackers given as
+    instances, or defined in the script itself, stay in threads here. If the delivery process dies,
+    its backends carry on in threads here from the last record each one holds.
+
     Under a launcher (torchrun, accelerate, SLURM, MPI) only global rank 0 runs trackers: one run
     per job. ``per_rank=True`` gives every rank its own run instead, grouped under the job's run
     id, which rank 0 chooses and the others receive (``torch.distributed`` when initialised, else
@@ -103,11 +113,14 @@ class Dispatcher:
         retry_backoff: tuple[float, float] = (1.0, 300.0),
         resume: bool | str = False,
         per_rank: bool = False,
+        delivery: str = "thread",
     ) -> None:
         if on_full not in ("block", "drop"):
             raise ValueError(f"on_full must be 'block' or 'drop', got {on_full!r}")
         if on_error not in ("warn", "raise"):
             raise ValueError(f"on_error must be 'warn' or 'raise', got {on_error!r}")
+        if delivery not in ("thread", "process"):
+            raise ValueError(f"delivery must be 'thread' or 'process', got {delivery!r}")
         if not isinstance(resume, (bool, str)) or resume == "":
             raise ValueError(f"resume must be True, False or a run id, got {resume!r}")
         if not (isinstance(flush_interval, (int, float)) and flush_interval > 0):
@@ -129,6 +142,10 @@ class Dispatcher:
         self.rank = get_rank()
         self.world_size = get_world_size()
         self.per_rank = bool(per_rank)
+        self.delivery = "thread" if blocking else delivery
+        self._link: DeliveryLink | None = None
+        self._remote: dict[str, tuple[tuple[str, str], dict | None]] = {}  # backend -> (class path, init kwargs)
+        self._finishing = False
         self._specs = resolve_specs(log_with, self.logging_dir)
         self._workers: list[BackendWorker] = []  # emptied by finish()
         self._puts: list = []  # the workers' enqueue functions; emptied by finish()
@@ -193,6 +210,7 @@ class Dispatcher:
         clean_config = sanitize_config(config) if config is not None else None
         if clean_config is not None:
             import copy  # each backend gets its own copy: one backend mutating it cannot affect another
+        remote: list[GeneralTracker] = []
         for spec in self._specs:
             name = spec.name
             if not runs_trackers:  # one run per job: only global rank 0 runs trackers, whatever the class says
@@ -204,17 +222,16 @@ class Dispatcher:
                 else construct_tracker(spec, self.project_name, self.logging_dir, init_kwargs.get(name))
             )
             tracker.run_context = context._replace(resume=session.resume_state(name)) if self.resumed else context
-            self._workers.append(
-                BackendWorker(
-                    tracker,
-                    self._delivery_for,
-                    queue_size=self.queue_size,
-                    on_full=self.on_full,
-                    blocking=self.blocking,
-                )
-            )
-        self._all_workers = list(self._workers)
+            path = self._remote_path(spec, init_kwargs.get(name))
+            if path is not None:
+                self._remote[name] = (path, init_kwargs.get(name))
+                remote.append(tracker)
+                continue
+            self._workers.append(self._local_worker(tracker, self._delivery_for))
         self._puts = [worker.put for worker in self._workers]
+        if remote:
+            self._start_delivery_process(remote, context, root)
+        self._all_workers = list(self._workers)
         for worker in self._workers:
             worker.manage(self._direct_call)
         if clean_config is not None:
@@ -240,10 +257,159 @@ class Dispatcher:
         logger.debug("per-rank run %s (id from %s), rank %d of %d", self.run_id, channel, self.rank, self.world_size)
         return RunSession(job_dir, str(self.project_name), resume, writes=True, run_id=folder)
 
-    def _delivery_for(self, tracker: GeneralTracker, report: BackendReport) -> Delivery:
+    def _local_worker(self, tracker: GeneralTracker, delivery_for: Any) -> BackendWorker:
+        return BackendWorker(
+            tracker, delivery_for, queue_size=self.queue_size, on_full=self.on_full, blocking=self.blocking
+        )
+
+    # -- delivery process (delivery="process") ------------------------------------------------
+    def _remote_path(self, spec: Any, init_kwargs: dict | None) -> tuple[str, str] | None:
+        """Where the delivery process finds this backend's class, or ``None`` when it stays in this process.
+
+        Instances, classes defined in ``__main__`` or inside functions, and unpicklable options stay
+        here (in threads): the delivery process can only build what it can import.
+        """
+        if self.delivery != "process" or self._replay_sources is not None or not isinstance(spec, type):
+            return None
+        module, qualname = spec.__module__, spec.__qualname__
+        if module == "__main__" or "<locals>" in qualname:
+            return None
+        try:
+            import pickle
+
+            from .delivery_host import load_class
+
+            if load_class((module, qualname)) is not spec:
+                return None
+            pickle.dumps(init_kwargs)
+        except Exception:
+            return None
+        return module, qualname
+
+    def _start_delivery_process(self, trackers: list[GeneralTracker], context: RunContext, root: Path) -> None:
+        import sys
+
+        from .delivery_link import DeliveryLink, RemoteWorker
+
+        session = self._session
+        assert session is not None
+        setup = {
+            "sys_path": list(sys.path),
+            "modules": sorted({path[0] for path, _ in self._remote.values()}),
+            "context": {
+                "project": context.project,
+                "run_id": context.run_id,
+                "run_dir": str(context.run_dir),
+                "logging_dir": str(root),
+                "tracker_logging_dir": self.logging_dir,
+                "rank": context.rank,
+                "world_size": context.world_size,
+                "group": context.group,
+            },
+            "options": {
+                "on_error": self.on_error,
+                "flush_interval": self.flush_interval,
+                "retry": (self.retry.first, self.retry.longest),
+                "queue_size": self.queue_size,
+                "finish_timeout": self.finish_timeout,
+            },
+            "backends": [
+                {
+                    "class": self._remote[tracker.name][0],
+                    "init_kwargs": self._remote[tracker.name][1],
+                    "resume": tracker.run_context.resume if tracker.run_context else None,
+                    "cursor": session.cursor(tracker.name),
+                    "handed": session.handed(tracker.name),
+                    "backlog": [str(path) for path in session.backlog(tracker.name)],
+                    "backlog_before": self._seq + 1,
+                }
+                for tracker in trackers
+            ],
+        }
+        link = DeliveryLink(
+            setup,
+            queue_size=self.queue_size,
+            on_started=self._remote_started,
+            on_progress=session.progress,
+            on_error=lambda name, message: self._store_error(TrackingError(f"backend {name!r} failed: {message}")),
+            on_death=self._delivery_died,
+        )
+        for tracker in trackers:
+            worker = RemoteWorker(tracker, link)
+            link.workers[tracker.name] = worker
+            self._workers.append(worker)
+        self._link = link
+        self._puts.append(link.put_all)
+
+    def _remote_started(self, name: str, state: Any) -> None:
+        if self._session is not None and self._session.writes:
+            self._session.backend_started(name, state)
+
+    def _delivery_died(self, link: Any, why: str) -> None:
+        """The delivery process is gone: its backends go on in threads here, from where each one stopped."""
+        from .delivery_host import load_class
+        from .delivery_link import RemoteWorker
+        from .session import CursorFile, cursor_name
+
+        warn_once(
+            "dispatcher",
+            "delivery",
+            f"the delivery process died ({why}); its backends carry on in threads of this process, each "
+            "from the last record it holds",
+            reason="delivery-died",
+        )
+        with self._lock:
+            taken = sorted(link.take_over(), key=lambda item: item[0].seq if item[0].seq is not None else -1)
+            numbered = [seq for record, _ in taken if (seq := record.seq) is not None]
+            before = max(numbered) + 1 if numbered else self._seq + 1
+            replacements: dict[Any, BackendWorker] = {}
+            for remote in [w for w in self._all_workers if isinstance(w, RemoteWorker) and not w.finished.is_set()]:
+                name = remote.name
+                path, kwargs = self._remote[name]
+                tracker = construct_tracker(load_class(path), str(self.project_name), self.logging_dir, kwargs)
+                assert remote.tracker.run_context is not None
+                tracker.run_context = remote.tracker.run_context._replace(resume=remote.resume_state)
+                cursor, _, handed, _ = CursorFile.read(Path(str(self.run_dir)) / cursor_name(name)) or (-1, -1, -1, -1)
+                spill = Path(str(self.run_dir)) / spill_name(name)
+                delivery_for = functools.partial(
+                    self._delivery_for,
+                    cursor=cursor,
+                    handed=handed,
+                    backlog=[spill] if spill.is_file() else [],
+                    before=before,
+                    # caught up on like a resumed run's backlog: what the backend's storage already holds
+                    # (its cursor, or how far its reader says it got) is not delivered again
+                    backlog_records=[record for record, targets in taken if targets is None or name in targets],
+                )
+                worker = self._local_worker(tracker, delivery_for)
+                worker.report.notes.append(f"the delivery process died ({why}); delivered from this process since")
+                worker.manage(self._direct_call)
+                worker.launch()
+                if self._finishing:
+                    worker.put(Record("finish", None, None, _EMPTY, None, None))
+                remote.replacement = worker
+                replacements[remote] = worker
+            self._workers = [replacements.get(w, w) for w in self._workers]  # type: ignore[misc]
+            self._all_workers = [replacements.get(w, w) for w in self._all_workers]  # type: ignore[misc]
+            self._puts = [worker.put for worker in self._workers]
+            self._link = None
+
+    def _delivery_for(
+        self,
+        tracker: GeneralTracker,
+        report: BackendReport,
+        *,
+        cursor: int | None = None,
+        handed: int | None = None,
+        backlog: list[Path] | None = None,
+        before: float | None = None,
+        backlog_records: list[Record] | None = None,
+    ) -> Delivery:
         session, name = self._session, tracker.name
         assert session is not None
-        if self._replay_sources is not None:
+        if backlog is not None:
+            before = self._seq + 1 if before is None else before
+        elif self._replay_sources is not None:
             backlog, before = self._replay_sources, float("inf")
         else:
             backlog, before = session.backlog(name), self._seq + 1
@@ -258,10 +424,11 @@ class Dispatcher:
             on_started=lambda: self._backend_started(tracker, report),
             on_progress=session.progress,
             cursor_file=session.cursor_file(name),
-            cursor=session.cursor(name),
-            handed=session.handed(name),
+            cursor=session.cursor(name) if cursor is None else cursor,
+            handed=session.handed(name) if handed is None else handed,
             backlog_paths=backlog,
             backlog_before=before,
+            backlog_records=backlog_records or (),
         )
 
     def _backend_started(self, tracker: GeneralTracker, report: BackendReport) -> None:
@@ -292,6 +459,7 @@ class Dispatcher:
         self._lock = threading.Lock()  # a copy of a lock the parent may have held at fork time
         self._workers, self._puts, self._all_workers = [], [], []
         self._session = None
+        self._link = None  # the parent's delivery process
         self._report = FinishReport(backends={}, run_dir=str(self.run_dir) if self.run_dir else None)
 
     def _store_error(self, error: TrackingError) -> None:
@@ -311,8 +479,7 @@ class Dispatcher:
 
         ``timestamp`` (Unix seconds) defaults to now; replays pass the original time.
         """
-        puts = self._puts
-        if not puts:
+        if not self._puts:
             self._not_running("log")
             return
         flat, rejected = snapshot(values)
@@ -334,7 +501,7 @@ class Dispatcher:
                 # One tuple in Record's field order, shared by every queue; the workers make it a Record
                 # (tuple.__new__ costs the caller 90 ns more than a tuple display).
                 record = ("log", flat, step, _EMPTY, timestamp, seq)
-                for put in puts:
+                for put in self._puts:  # read under the lock: finish() or a take-over may have replaced it
                     put(record)
         if self._pending_error is not None:  # a past failure; this call's record is already queued
             self._raise_pending()
@@ -652,6 +819,11 @@ class Dispatcher:
         for worker in self._all_workers:
             if worker.name == name:
                 if unwrap:
+                    if getattr(worker, "delivery", None) is None:  # a RemoteWorker: the SDK lives elsewhere
+                        raise RuntimeError(
+                            f"get_tracker({name!r}, unwrap=True): with delivery='process' the {name} SDK object lives "
+                            "in the delivery process; use delivery='thread' to work with it directly"
+                        )
                     if not worker.started.wait(UNWRAP_TIMEOUT):
                         logger.warning("backend %r has not started after %.0f s", name, UNWRAP_TIMEOUT)
                     return worker.tracker.tracker
@@ -689,6 +861,7 @@ class Dispatcher:
         timeout = self.finish_timeout if timeout is None else timeout
         with self._lock:  # no log() can slip in between the finish marker and closing the list
             workers, self._workers, self._puts = self._workers, [], []
+            self._finishing = True
         for worker in workers:
             worker.put(Record("finish", None, None, _EMPTY, None, None))
         deadline = time.monotonic() + timeout
@@ -698,6 +871,8 @@ class Dispatcher:
                 logger.warning(
                     "backend %r did not finish within %.0f s; its pending records were spilled", worker.name, timeout
                 )
+        if self._link is not None:
+            self._link.close(timeout=30.0)
         if self._session is not None:
             self._session.close(self._step)
         lifecycle.forget(self)

@@ -176,6 +176,18 @@ class JsonlTracker(GeneralTracker):
 
         return JournalSummary(self.journal_path).metrics
 
+    def read_back_images(self) -> dict[str, list[tuple[int, Any]]]:
+        from .journal import read_journal
+        from .png import load_png
+
+        images: dict[str, list[tuple[int, Any]]] = {}
+        for entry in read_journal(self.journal_path):
+            if entry["type"] == "images":
+                for key, paths in (entry.get("images") or {}).items():
+                    for path in paths:
+                        images.setdefault(key, []).append((entry.get("step"), load_png(self.run_dir / path)))
+        return images
+
     def flush(self) -> None:
         if self._writer is not None:
             self._writer.flush(durable=True)

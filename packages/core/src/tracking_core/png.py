@@ -23,16 +23,9 @@ def image_to_rows(image: Any) -> tuple[int, int, int, bytes]:
         return height, width, mode, image.tobytes()
     import numpy as np
 
-    array = np.asarray(image)
-    if array.ndim == 3 and array.shape[0] in (1, 3, 4) and array.shape[-1] not in (1, 3, 4):
-        array = np.transpose(array, (1, 2, 0))  # CHW -> HWC
-    if array.ndim == 3 and array.shape[-1] == 1:
-        array = array[..., 0]
-    if array.ndim not in (2, 3) or (array.ndim == 3 and array.shape[-1] not in (3, 4)):
-        raise ValueError(f"an image must be HW, HWC or CHW with 1, 3 or 4 channels, got shape {array.shape}")
-    if array.dtype != np.uint8:
-        scale = 255.0 if array.dtype.kind == "f" and float(np.nanmax(array, initial=0.0)) <= 1.0 else 1.0
-        array = np.clip(np.nan_to_num(array.astype("float64") * scale), 0, 255).astype(np.uint8)
+    from .adapters import to_hwc_uint8
+
+    array = to_hwc_uint8(image)
     channels = 1 if array.ndim == 2 else array.shape[-1]
     return array.shape[0], array.shape[1], channels, np.ascontiguousarray(array).tobytes()
 

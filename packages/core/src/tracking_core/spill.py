@@ -119,13 +119,21 @@ def _numbered_records(path: Path, after: int, before: float) -> Iterator[tuple[i
                 yield record.seq, record
 
 
-def backlog(paths: Iterable[Path], after: int, before: float = float("inf")) -> Iterator[Record]:
+def backlog(
+    paths: Iterable[Path], after: int, before: float = float("inf"), records: Iterable[Record] = ()
+) -> Iterator[Record]:
     """The numbered records of several journals with ``after < seq < before``, in ``seq`` order, once each.
 
     A run's journal and a backend's spill journal may both hold a record; each journal is already
-    in ``seq`` order, so a merge gives every record once and in the order it was logged.
+    in ``seq`` order, so a merge gives every record once and in the order it was logged. ``records``
+    (in ``seq`` order) joins the merge: what a dead delivery process may not have delivered.
     """
     streams = [_numbered_records(path, after, before) for path in paths if path.is_file()]
+    streams.append(
+        (record.seq, record)
+        for record in records
+        if record.seq is not None and after < record.seq < before  # type: ignore[operator]
+    )
     last = after
     for seq, record in heapq.merge(*streams, key=lambda item: item[0]):
         if seq > last:

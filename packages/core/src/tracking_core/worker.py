@@ -39,7 +39,7 @@ MANAGED_METHODS = (
     "finish",
 )
 #: route(worker, method name, the tracker's own bound method, args, kwargs) -> what the call returns
-Router = Callable[["BackendWorker", str, Callable[..., Any], tuple, dict], Any]
+Router = Callable[["ManagedMixin", str, Callable[..., Any], tuple, dict], Any]
 
 
 def direct_arguments(own: Callable[..., Any], args: tuple, kwargs: dict) -> dict[str, Any]:
@@ -62,33 +62,13 @@ def direct_arguments(own: Callable[..., Any], args: tuple, kwargs: dict) -> dict
     return arguments
 
 
-class BackendWorker:
-    def __init__(
-        self,
-        tracker: GeneralTracker,
-        delivery_for: Callable[[GeneralTracker, BackendReport], Delivery],
-        *,
-        queue_size: int = 10_000,
-        on_full: str = "block",
-        blocking: bool = False,
-    ) -> None:
-        self.tracker = tracker
-        self.name = tracker.name
-        self.report = BackendReport(self.name)
-        self.delivery = delivery_for(tracker, self.report)
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
-        self._maxsize = queue_size
-        self._drop_when_full = on_full == "drop"
-        self._room = threading.Event()
-        self._blocking = blocking
-        self._inline_lock = threading.Lock()
-        self.started = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._thread_id: int | None = None
-        self._inline = threading.local()  # blocking mode: set while the caller delivers
-        self.put = self._make_put()
+class ManagedMixin:
+    """What a worker does for the tracker object the script holds (see :meth:`manage`)."""
 
-    # -- the tracker object the script holds ---------------------------------------------
+    tracker: GeneralTracker
+    name: str
+    started: threading.Event
+
     def manage(self, route: Router) -> None:
         """Send the tracker's own methods, called from outside this worker, through ``route``.
 
@@ -114,7 +94,7 @@ class BackendWorker:
 
     def inside(self) -> bool:
         """Whether the current thread is the one delivering to this backend."""
-        return threading.get_ident() == self._thread_id or getattr(self._inline, "active", False)
+        raise NotImplementedError
 
     def wait_started(self, timeout: float = START_WAIT_SECONDS) -> None:
         """Wait (bounded) until ``start()`` ran, unless called from the delivering thread itself."""
@@ -122,6 +102,36 @@ class BackendWorker:
             return
         if not self.started.wait(timeout):
             logger.warning("backend %r has not started after %.0f s", self.name, timeout)
+
+
+class BackendWorker(ManagedMixin):
+    def __init__(
+        self,
+        tracker: GeneralTracker,
+        delivery_for: Callable[[GeneralTracker, BackendReport], Delivery],
+        *,
+        queue_size: int = 10_000,
+        on_full: str = "block",
+        blocking: bool = False,
+    ) -> None:
+        self.tracker = tracker
+        self.name = tracker.name
+        self.report = BackendReport(self.name)
+        self.delivery = delivery_for(tracker, self.report)
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._maxsize = queue_size
+        self._drop_when_full = on_full == "drop"
+        self._room = threading.Event()
+        self._blocking = blocking
+        self._inline_lock = threading.Lock()
+        self.started = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._thread_id: int | None = None
+        self._inline = threading.local()  # blocking mode: set while the caller delivers
+        self.put = self._make_put()
+
+    def inside(self) -> bool:
+        return threading.get_ident() == self._thread_id or getattr(self._inline, "active", False)
 
     # -- caller side -----------------------------------------------------------------------
     def launch(self) -> None:

@@ -1,0 +1,217 @@
+"""The delivery process: hosts the backends' workers, so SDK work never takes the training loop's GIL.
+
+Started with ``spawn`` by :mod:`.delivery_link` (never forked from a process holding threads). It
+builds each backend's tracker and :class:`~.worker.BackendWorker` exactly as the dispatcher does in
+thread mode, then reads batches of records from the pipe and hands each to its backends. What the
+training process must know comes back as events: a backend started (and how to resume it), how far
+each backend got (durably delivered or spilled: what the training process may forget), flush
+acknowledgements, and each backend's report when it finished. When the pipe closes without a
+finish (the training process was killed), every backend is finished with what it received.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+import time
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from .delivery import Delivery, RetryPolicy
+from .jsonl import JsonlTracker
+from .record import Record
+from .report import BackendReport
+from .selection import construct_tracker
+from .session import CursorFile, cursor_name
+from .spill import SpillJournal, spill_name
+from .tracker import GeneralTracker, RunContext
+from .worker import BackendWorker
+
+SAFE_EVERY = 0.2  # seconds between "how far is safe" events
+_EMPTY: dict = {}
+
+
+def load_class(path: tuple[str, str]) -> type:
+    module, qualname = path
+    value: Any = importlib.import_module(module)
+    for part in qualname.split("."):
+        value = getattr(value, part)
+    return value
+
+
+class Host:
+    """The delivery process's state: its workers and the pipe back to the training process."""
+
+    def __init__(self, connection: Connection, setup: dict[str, Any]) -> None:
+        self.connection = connection
+        self.setup = setup
+        self._send_lock = threading.RLock()
+        self.workers: dict[str, BackendWorker] = {}
+        self._last_safe: dict[str, int] = {}
+        self._finished: set[str] = set()
+        self._finishing: set[str] = set()
+        self._closers: list[threading.Thread] = []
+        context = setup["context"]
+        self.run_dir = Path(context["run_dir"])
+        for backend in setup["backends"]:
+            self._add(backend, context)
+
+    def send(self, event: tuple) -> None:
+        with self._send_lock:
+            try:
+                self.connection.send(event)
+            except (OSError, EOFError, BrokenPipeError):
+                pass  # the training process is gone; the backends still finish
+
+    def _add(self, backend: dict[str, Any], context: dict[str, Any]) -> None:
+        cls = load_class(backend["class"])
+        tracker = construct_tracker(cls, context["project"], context["tracker_logging_dir"], backend["init_kwargs"])
+        tracker.run_context = RunContext(
+            context["project"],
+            context["run_id"],
+            self.run_dir,
+            Path(context["logging_dir"]),
+            resume=backend["resume"],
+            rank=context["rank"],
+            world_size=context["world_size"],
+            group=context["group"],
+        )
+        name = tracker.name
+        options = self.setup["options"]
+
+        def delivery_for(tracker: GeneralTracker, report: BackendReport) -> Delivery:
+            return Delivery(
+                tracker,
+                report,
+                spill=SpillJournal(
+                    lambda: JsonlTracker(
+                        context["project"],
+                        run_dir=self.run_dir,
+                        run_id=context["run_id"],
+                        journal_name=spill_name(name),
+                    )
+                ),
+                on_error=options["on_error"],
+                error_sink=lambda error: self.send(("error", name, str(error))),
+                flush_interval=options["flush_interval"],
+                retry=RetryPolicy(*options["retry"]),
+                on_started=lambda: self.send(("started", name, _resume_state(tracker), report.start_seconds)),
+                on_progress=lambda backend, seq, step: self.send(("progress", backend, seq, step)),
+                cursor_file=CursorFile(self.run_dir / cursor_name(name)),
+                cursor=backend["cursor"],
+                handed=backend["handed"],
+                backlog_paths=[Path(path) for path in backend["backlog"]],
+                backlog_before=backend["backlog_before"],
+            )
+
+        self.workers[name] = BackendWorker(tracker, delivery_for, queue_size=options["queue_size"])
+
+    # -- the loop ----------------------------------------------------------------------------
+    def serve(self) -> None:
+        for worker in self.workers.values():
+            worker.launch()
+        watcher = threading.Thread(target=self._report_safe, name="tracking-host-safe", daemon=True)
+        watcher.start()
+        while len(self._finishing) < len(self.workers):
+            try:
+                message = self.connection.recv()
+            except (EOFError, OSError):
+                self._finish([name for name in self.workers if name not in self._finishing], orphaned=True)
+                break
+            self._handle(message)
+        for closer in self._closers:
+            closer.join()
+
+    def _handle(self, message: tuple) -> None:
+        kind = message[0]
+        if kind == "records":  # (records, targets): targets None = every backend
+            for record, targets in message[1]:
+                for name in targets if targets is not None else self.workers:
+                    worker = self.workers.get(name)
+                    if worker is not None and name not in self._finishing:
+                        worker.put(record)
+        elif kind == "flush":
+            _, token, names = message
+            events = []
+            for name in names:
+                if name in self.workers and name not in self._finishing:
+                    event = threading.Event()
+                    self.workers[name].put(Record("flush", event, None, _EMPTY, None, None))
+                    events.append(event)
+            threading.Thread(target=self._ack_flush, args=(token, events), daemon=True).start()
+        elif kind == "finish":
+            self._finish([name for name in message[1] if name in self.workers and name not in self._finishing])
+
+    def _ack_flush(self, token: int, events: list[threading.Event]) -> None:
+        for event in events:
+            event.wait()
+        self._report_safe_once()
+        self.send(("flushed", token))
+
+    def _finish(self, names: list[str], orphaned: bool = False) -> None:
+        """Close the named backends together; each reports when done (or abandoned at the timeout)."""
+        deadline = time.monotonic() + self.setup["options"]["finish_timeout"]
+        for name in names:
+            self._finishing.add(name)
+            self.workers[name].put(Record("finish", None, None, _EMPTY, None, None))
+        for name in names:
+            thread = threading.Thread(target=self._close, args=(name, deadline, orphaned), daemon=True)
+            thread.start()
+            self._closers.append(thread)
+
+    def _close(self, name: str, deadline: float, orphaned: bool) -> None:
+        worker = self.workers[name]
+        if not worker.join(max(0.0, deadline - time.monotonic())):
+            worker.abandon()
+        if orphaned:
+            worker.report.notes.append("the training process died; what it had sent was delivered and the run closed")
+        self._report_safe_once()
+        self.send(("finished", name, worker.report))
+        with self._send_lock:
+            self._finished.add(name)
+
+    def _report_safe(self) -> None:
+        while len(self._finished) < len(self.workers):
+            time.sleep(SAFE_EVERY)
+            self._report_safe_once()
+
+    def _report_safe_once(self) -> None:
+        with self._send_lock:
+            for name, worker in self.workers.items():
+                safe = worker.delivery.safe_seq()
+                if safe != self._last_safe.get(name):
+                    self._last_safe[name] = safe
+                    self.send(("safe", name, safe))
+
+
+def _resume_state(tracker: GeneralTracker) -> Any:
+    try:
+        return tracker.resume_state()
+    except Exception:
+        return None
+
+
+def main(connection: Connection, setup: dict[str, Any]) -> None:
+    """Entry point of the delivery process."""
+    import sys
+
+    sys.path[:] = [*setup.get("sys_path", ()), *[path for path in sys.path if path not in setup.get("sys_path", ())]]
+    for module in setup.get("modules", ()):
+        try:
+            importlib.import_module(module)  # where the training process's registered trackers live
+        except Exception:
+            pass
+    host = Host(connection, setup)
+    connection.send(("ready",))
+    host.serve()
+    connection.close()
+
+
+__all__ = ["Host", "main"]
+
+if __name__ == "__main__":  # python -m tracking_core.delivery_host <fd of the socket to the training process>
+    import sys
+
+    _connection = Connection(int(sys.argv[1]))
+    main(_connection, _connection.recv())

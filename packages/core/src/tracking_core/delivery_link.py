@@ -1,0 +1,297 @@
+"""The training process's end of the delivery process (``delivery="process"``).
+
+The hot path stays what it is in thread mode: ``log`` appends one record to a queue. One feeder
+thread sends the queued records to the delivery process in batches (pickled over a socket pair:
+one copy, no shared state); one reader thread takes its events. Records stay in a retention
+buffer until the delivery process says every backend holds them durably or has spilled them, so
+if that process dies the dispatcher can hand exactly what is missing to in-process workers.
+
+The delivery process is a fresh interpreter (``python -m tracking_core.delivery_host``), never a
+fork of a process that holds threads, and it does not re-run the training script the way
+``multiprocessing``'s spawn re-imports ``__main__``.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import queue
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from typing import Any
+
+from .notices import logger
+from .record import CONTROL_KINDS, Record
+from .record import new_record as as_record
+from .report import BackendReport
+from .tracker import GeneralTracker
+from .worker import START_WAIT_SECONDS, ManagedMixin
+
+BATCH = 512
+READY_TIMEOUT = 60.0
+
+
+class RemoteWorker(ManagedMixin):
+    """Stands for one backend that lives in the delivery process: what the dispatcher calls a worker."""
+
+    def __init__(self, tracker: GeneralTracker, link: DeliveryLink) -> None:
+        self.tracker = tracker
+        self.name = tracker.name
+        self.report = BackendReport(self.name)
+        self.started = threading.Event()
+        self.finished = threading.Event()
+        self._link = link
+        self.resume_state: Any = None
+        #: the in-process worker that took over when the delivery process died
+        self.replacement: Any = None
+        self.put = self._put
+
+    def _put(self, record: Any) -> None:
+        kind = record[0]
+        if kind == "flush":  # the dispatcher waits on the record's event: the delivery process acknowledges
+            self._link.flush_async(record[1], [self.name])
+        elif kind == "finish":
+            self._link.finish([self.name])
+        else:
+            self._link.enqueue(record, (self.name,))
+
+    def inside(self) -> bool:
+        return False  # nothing in this process delivers to it
+
+    def launch(self) -> None:
+        pass
+
+    def join(self, timeout: float | None) -> bool:
+        # The delivery process applies the same finish timeout itself, then reports: give it time to say so.
+        deadline = None if timeout is None else time.monotonic() + timeout + 10.0
+        while not self.finished.wait(0.05):
+            if self.replacement is not None:
+                done = self.replacement.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+                if not done:
+                    self.replacement.abandon()
+                self.report = self.replacement.report
+                return True
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+        return True
+
+    def abandon(self) -> None:
+        self.report.state = "timed_out"
+        self.report.notes.append("the delivery process did not report this backend finished in time")
+
+    def add_note(self, note: str) -> None:
+        self.report.notes.append(note)
+
+
+class DeliveryLink:
+    """Starts the delivery process, feeds it, listens to it, and notices when it dies."""
+
+    def __init__(
+        self,
+        setup: dict[str, Any],
+        *,
+        queue_size: int,
+        on_started: Callable[[str, Any], None],
+        on_progress: Callable[[str, int, int], None],
+        on_error: Callable[[str, str], None],
+        on_death: Callable[[DeliveryLink, str], None],
+    ) -> None:
+        self.workers: dict[str, RemoteWorker] = {}
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._maxsize = queue_size
+        self._room = threading.Event()
+        self._retained: collections.deque[tuple[Record, tuple[str, ...] | None]] = collections.deque()
+        self._retained_lock = threading.Lock()
+        self._safe: dict[str, int] = {}
+        #: records the feeder took from the queue after its stop marker: never sent, still owed
+        self._retained_after_stop: list[tuple[Record, tuple[str, ...] | None]] = []
+        self._flushes: dict[int, threading.Event] = {}
+        self._next_token = 0
+        self._on_started, self._on_progress, self._on_error, self._on_death = (
+            on_started,
+            on_progress,
+            on_error,
+            on_death,
+        )
+        self.dead = False
+        self.closed = False
+        parent, child = socket.socketpair()
+        self._connection = Connection(os.dup(parent.fileno()))
+        parent.close()
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "tracking_core.delivery_host", str(child.fileno())],
+            pass_fds=(child.fileno(),),
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,  # a Ctrl-C meant for the training loop does not cut delivery short
+        )
+        child.close()
+        self._connection.send(setup)
+        self._ready = threading.Event()
+        self._reader = threading.Thread(target=self._read, name="tracking-delivery-events", daemon=True)
+        self._reader.start()
+        self._feeder = threading.Thread(target=self._feed, name="tracking-delivery-feeder", daemon=True)
+        self._feeder.start()
+
+    # -- the caller's side -------------------------------------------------------------------
+    def enqueue(self, record: Any, targets: tuple[str, ...] | None) -> None:
+        if self._queue.qsize() >= self._maxsize and record[0] not in CONTROL_KINDS:
+            while self._queue.qsize() >= self._maxsize and not self.dead:
+                self._room.clear()
+                self._room.wait(0.05)
+        self._queue.put((record, targets))
+
+    def put_all(self, record: Any) -> None:
+        """The hot path: one record for every backend in the delivery process."""
+        if self._queue.qsize() >= self._maxsize:
+            self.enqueue(record, None)
+        else:
+            self._queue.put((record, None))
+
+    def flush_async(self, event: threading.Event, names: list[str]) -> None:
+        """Set ``event`` once the named backends made everything sent before it durable."""
+        if self.dead:
+            event.set()
+            return
+        with self._retained_lock:
+            self._next_token += 1
+            token = self._next_token
+            self._flushes[token] = event
+        self._queue.put((("flush-remote", token, tuple(names)), "control"))
+
+    def finish(self, names: list[str]) -> None:
+        self._queue.put((("finish-remote", tuple(names)), "control"))
+
+    # -- feeder thread -----------------------------------------------------------------------
+    def _feed(self) -> None:
+        get, size = self._queue.get, self._queue.qsize
+        stopping = False
+        while not stopping:
+            items = [get()]
+            while len(items) < BATCH and size():
+                items.append(get())
+            if None in items:  # the stop marker: what came before it is still sent, what came after waits
+                stopping = True
+                after = [(as_record(Record, r), t) for r, t in items[items.index(None) + 1 :] if t != "control"]
+                items = items[: items.index(None)]
+                with self._retained_lock:
+                    self._retained_after_stop = after
+            self._room.set()
+            chunks: list[tuple[str, Any]] = []
+            for record, targets in items:
+                if targets == "control":
+                    chunks.append(("control", record))
+                elif chunks and chunks[-1][0] == "records":
+                    chunks[-1][1].append((as_record(Record, record), targets))
+                else:
+                    chunks.append(("records", [(as_record(Record, record), targets)]))
+            for index, (what, payload) in enumerate(chunks):
+                try:
+                    if what == "records":
+                        self._send_records(payload)
+                    else:
+                        kind = payload[0]
+                        self._connection.send(
+                            ("flush", *payload[1:]) if kind == "flush-remote" else ("finish", payload[1])
+                        )
+                except (OSError, EOFError, ValueError):
+                    # The delivery process is gone: what was not sent waits, in order, for whoever takes over.
+                    with self._retained_lock:
+                        for later_what, later in chunks[index + 1 :]:
+                            if later_what == "records":
+                                self._retained.extend(item for item in later if item[0].seq is not None)
+                    return
+
+    def _send_records(self, records: list[tuple[Record, tuple[str, ...] | None]]) -> None:
+        with self._retained_lock:  # kept until the delivery process says it is safe, sent or not
+            self._retained.extend(item for item in records if item[0].seq is not None)
+        self._connection.send(("records", records))
+
+    # -- reader thread -----------------------------------------------------------------------
+    def _read(self) -> None:
+        while True:
+            try:
+                event = self._connection.recv()
+            except (EOFError, OSError):
+                break
+            kind = event[0]
+            if kind == "ready":
+                self._ready.set()
+            elif kind == "started":
+                _, name, state, start_seconds = event
+                worker = self.workers[name]
+                worker.resume_state = state
+                worker.report.start_seconds = start_seconds
+                self._on_started(name, state)
+                worker.started.set()
+            elif kind == "progress":
+                self._on_progress(*event[1:])
+            elif kind == "safe":
+                self._safe[event[1]] = event[2]
+                self._trim()
+            elif kind == "flushed":
+                flushed = self._flushes.pop(event[1], None)
+                if flushed is not None:
+                    flushed.set()
+            elif kind == "error":
+                self._on_error(event[1], event[2])
+            elif kind == "finished":
+                _, name, report = event
+                worker = self.workers[name]
+                worker.report = report
+                worker.finished.set()
+        self.closed = True
+        if not all(worker.finished.is_set() for worker in self.workers.values()):
+            self.dead = True
+            self._queue.put(None)  # stop the feeder, and wait until what it held is back in the buffer
+            self._feeder.join()
+            code = self.process.wait()
+            self._on_death(self, f"exit code {code}")
+        for event in self._flushes.values():
+            event.set()
+
+    def _trim(self) -> None:
+        open_names = [name for name, worker in self.workers.items() if not worker.finished.is_set()]
+        if not open_names:
+            return
+        safe = min(self._safe.get(name, -1) for name in open_names)
+        with self._retained_lock:
+            while self._retained and self._retained[0][0].seq is not None and self._retained[0][0].seq <= safe:
+                self._retained.popleft()
+
+    def take_over(self) -> list[tuple[Record, tuple[str, ...] | None]]:
+        """After a death: every record the delivery process may not hold, in order (retained, then unsent)."""
+        pending = []
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if item is not None and item[1] != "control":
+                pending.append((as_record(Record, item[0]), item[1]))
+        with self._retained_lock:
+            taken = [*self._retained, *self._retained_after_stop, *pending]
+            self._retained.clear()
+            self._retained_after_stop = []
+        self._room.set()
+        return taken
+
+    def wait_ready(self) -> bool:
+        return self._ready.wait(READY_TIMEOUT)
+
+    def close(self, timeout: float) -> None:
+        """After finish: let the delivery process exit; kill it only when it overstays."""
+        self._queue.put(None)
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            logger.warning("the delivery process did not exit; killing it")
+            self.process.kill()
+        self._connection.close()
+
+
+__all__ = ["START_WAIT_SECONDS", "DeliveryLink", "RemoteWorker"]

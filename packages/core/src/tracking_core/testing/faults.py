@@ -1,0 +1,39 @@
+"""Backends that fail on request, importable by path: the delivery process can build them too.
+
+Trackers defined in a test module cannot be run by the delivery process (``delivery="process"``
+builds each backend from its importable class), so the fault-injecting backends that reliability
+tests need there live here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..jsonl import JsonlTracker
+
+DOWN_FILE = "down"
+
+
+class SwitchedJournal(JsonlTracker):
+    """A journal (``switched.jsonl`` in the run folder) that refuses writes while ``<run folder>/down`` exists.
+
+    A test creates and removes that file to take the "server" away and bring it back, from any process.
+    """
+
+    name = "switched"
+
+    def __init__(self, run_name: str, logging_dir: Any = None, **kwargs: Any) -> None:
+        super().__init__(run_name, logging_dir, journal_name="switched.jsonl", **kwargs)
+
+    def _refuse_while_down(self) -> None:
+        if (self.run_dir / DOWN_FILE).exists():
+            raise ConnectionError("connection refused (the test switched this backend off)")
+
+    def log(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
+        self._refuse_while_down()
+        super().log(values, step, **kwargs)
+
+    def log_batch(self, entries: Sequence[tuple[dict, int | None, dict]]) -> None:
+        self._refuse_while_down()
+        super().log_batch(entries)

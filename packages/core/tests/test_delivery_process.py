@@ -1,0 +1,240 @@
+"""``delivery="process"``: the backends run in a delivery process; the training process only feeds it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import warnings
+
+import pytest
+from tracking_core import Dispatcher, TrackingWarning
+from tracking_core.journal import JournalSummary
+from tracking_core.testing import MemoryTracker
+from tracking_core.testing.reliability import tally
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="pass_fds: POSIX only")
+
+
+def _points(run_dir) -> list[int]:
+    return [step for step, _ in JournalSummary(run_dir).metrics.get("loss", [])]
+
+
+def test_backends_run_in_the_delivery_process_and_deliver_everything(tmp_path):
+    run = Dispatcher(log_with=["jsonl"], logging_dir=tmp_path, delivery="process")
+    run.init_trackers("p", config={"lr": 0.1})
+    for step in range(2000):
+        run.log({"loss": float(step)}, step=step)
+    run.log_config({"late": 1})
+    run.log_histogram("w", [1.0, 2.0], step=1999)
+    assert run.flush(30)
+    assert run._link is not None and run._link.process.pid != os.getpid()
+    assert run.get_tracker("jsonl")._writer is None  # the object here is a stand-in: the journal is written there
+    report = run.finish()
+    assert report.ok, str(report)
+    assert report.backends["jsonl"].delivered == 2003
+    summary = JournalSummary(run.run_dir)
+    assert _points(run.run_dir) == list(range(2000))
+    assert summary.config == {"lr": 0.1, "late": 1} and summary.finished
+    with pytest.raises(RuntimeError, match="delivery process"):
+        run.get_tracker("jsonl", unwrap=True)
+
+
+def test_trackers_it_cannot_import_stay_in_threads_here(memory, tmp_path):
+    from tracking_core import register_tracker_class
+
+    class Local(MemoryTracker):  # defined in a function: the delivery process could not import it
+        name = "local"
+
+    register_tracker_class(Local)
+    run = Dispatcher(log_with=["local", "jsonl"], logging_dir=tmp_path, delivery="process")
+    run.init_trackers("p")
+    run.log({"loss": 1.0}, step=0)
+    report = run.finish()
+    assert report.ok, str(report)
+    assert MemoryTracker.runs[-1].metrics == [(0, {"loss": 1.0})]  # it ran here, in a thread
+    assert _points(run.run_dir) == [0]
+
+
+def test_a_direct_call_on_a_remote_tracker_reaches_it(tmp_path):
+    run = Dispatcher(log_with=["jsonl"], logging_dir=tmp_path, delivery="process")
+    run.init_trackers("p")
+    run.get_tracker("jsonl").log({"loss": 5.0}, step=5)
+    run.get_tracker("jsonl").flush()
+    run.finish()
+    assert _points(run.run_dir) == [5]
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("when", ["after a flush", "mid-stream"])
+def test_a_killed_delivery_process_costs_nothing(tmp_path, when):
+    run = Dispatcher(log_with=["jsonl"], logging_dir=tmp_path, delivery="process")
+    run.init_trackers("p")
+    for step in range(1500):
+        run.log({"loss": float(step)}, step=step)
+        if step == 1000:
+            if when == "after a flush":
+                run.flush(30)
+            assert run._link is not None
+            os.kill(run._link.process.pid, signal.SIGKILL)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for step in range(1500, 3000):
+            run.log({"loss": float(step)}, step=step)
+        report = run.finish()
+    figures = tally(f"delivery process SIGKILLed ({when})", "jsonl", range(3000), _points(run.run_dir))
+    assert figures["lost"] == 0 and figures["duplicated"] == 0, figures
+    assert any("delivery process died" in note for note in report.backends["jsonl"].notes)
+    assert (
+        sum("delivery process died" in str(w.message) for w in caught if issubclass(w.category, TrackingWarning)) <= 1
+    )
+
+
+KILLED_SCRIPT = r"""
+import os, signal, sys, time
+from tracking_core import Dispatcher
+
+run = Dispatcher(log_with=["jsonl"], logging_dir=sys.argv[1], delivery="process")
+run.init_trackers("p")
+for step in range(600):
+    run.log({"loss": float(step)}, step=step)
+    if step == 499:
+        run.flush(30)
+time.sleep(1.0)  # the feeder has sent the last 100 by now
+print(run.run_dir, run._link.process.pid, flush=True)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+@pytest.mark.reliability
+def test_when_the_training_process_is_killed_the_delivery_process_finishes_the_run(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-c", KILLED_SCRIPT, str(tmp_path)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    run_dir, pid = done.stdout.split()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail("the delivery process outlived its training process by more than 60 s")
+    summary = JournalSummary(run_dir)
+    stored = [step for step, _ in summary.metrics["loss"]]
+    figures = tally("training process SIGKILLed (delivery process)", "jsonl", range(600), stored)
+    assert figures["lost"] == 0 and figures["duplicated"] == 0, figures
+    assert summary.finished  # the delivery process closed the journal
+
+
+@pytest.mark.reliability
+def test_a_backend_that_goes_down_recovers_in_the_delivery_process(tmp_path):
+    from tracking_core import register_tracker_class
+    from tracking_core.journal import read_journal
+    from tracking_core.testing.faults import DOWN_FILE, SwitchedJournal
+
+    register_tracker_class(SwitchedJournal)
+    run = Dispatcher(log_with=["switched"], logging_dir=tmp_path, delivery="process", retry_backoff=(0.05, 0.4))
+    run.init_trackers("p")
+    assert run._link is not None and "switched" in run._link.workers  # it runs over there
+    down = run.run_dir / DOWN_FILE
+    for step in range(300):
+        if step == 50:
+            run.flush(30)
+            down.touch()
+        if step == 200:
+            down.unlink()
+        run.log({"loss": float(step)}, step=step)
+        time.sleep(0.002)
+    report = run.finish()
+    stored = [entry["step"] for entry in read_journal(run.run_dir / "switched.jsonl") if entry["type"] == "metrics"]
+    figures = tally("backend down 1/2 of the run (delivery process)", "switched", range(300), stored)
+    assert figures["lost"] == 0 and figures["duplicated"] == 0, figures
+    backend = report.backends["switched"]
+    assert backend.state == "finished" and backend.recovered > 0 and backend.spilled == 0, backend
+
+
+RESUMED_SCRIPT = r"""
+import os, signal, sys
+from tracking_core import Dispatcher
+
+run = Dispatcher(log_with=["jsonl"], logging_dir=sys.argv[1], delivery="process", resume=sys.argv[2] == "resume")
+run.init_trackers("p")
+for _ in range(500):
+    run.log({"loss": 1.0})
+run.flush(30)
+if sys.argv[2] == "kill":
+    os.kill(os.getpid(), signal.SIGKILL)
+run.finish()
+"""
+
+
+@pytest.mark.reliability
+def test_a_killed_job_resumes_in_process_mode(tmp_path):
+    first = subprocess.run([sys.executable, "-c", RESUMED_SCRIPT, str(tmp_path), "kill"], timeout=120)
+    assert first.returncode == -signal.SIGKILL
+    time.sleep(1.0)  # the orphaned delivery process closes the journal
+    second = subprocess.run(
+        [sys.executable, "-c", RESUMED_SCRIPT, str(tmp_path), "resume"], capture_output=True, text=True, timeout=120
+    )
+    assert second.returncode == 0, second.stderr
+    (run_dir,) = [path.parent for path in tmp_path.glob("p/*/run.json")]
+    figures = tally("SIGKILL, then resume=True (delivery process)", "jsonl", range(1000), _points(run_dir))
+    assert figures["lost"] == 0 and figures["duplicated"] == 0, figures
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_leaves_the_delivery_process_alone(tmp_path):
+    run = Dispatcher(log_with=["jsonl"], logging_dir=tmp_path, delivery="process")
+    run.init_trackers("p")
+    for step in range(50):
+        run.log({"loss": float(step)}, step=step)
+    pid = os.fork()
+    if pid == 0:  # the child: every call is inert
+        code = 0
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                for step in range(1000):
+                    run.log({"loss": -1.0}, step=step)
+                run.finish()
+        except BaseException:
+            code = 1
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    for step in range(50, 100):
+        run.log({"loss": float(step)}, step=step)
+    report = run.finish()
+    assert report.ok, str(report)
+    assert _points(run.run_dir) == list(range(100))
+
+
+FORGOTTEN_SCRIPT = r"""
+import sys
+from tracking_core import Dispatcher
+
+run = Dispatcher(log_with=["jsonl"], logging_dir=sys.argv[1], delivery="process")
+run.init_trackers("p")
+for step in range(300):
+    run.log({"loss": float(step)}, step=step)
+if sys.argv[2] == "raise":
+    raise SystemExit("the script ends with an error, and without finish()")
+"""
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("how", ["normal", "raise"])
+def test_a_script_without_finish_delivers_everything_through_the_delivery_process(tmp_path, how):
+    done = subprocess.run(
+        [sys.executable, "-c", FORGOTTEN_SCRIPT, str(tmp_path), how], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == (0 if how == "normal" else 1), done.stderr
+    (run_dir,) = [path.parent for path in tmp_path.glob("p/*/run.json")]
+    figures = tally(f"no finish(), {how} exit (delivery process)", "jsonl", range(300), _points(run_dir))
+    assert figures["lost"] == 0 and figures["duplicated"] == 0, figures
+    assert JournalSummary(run_dir).finished

@@ -1,0 +1,266 @@
+"""Loop benchmark: what tracking costs a CPU-bound training loop, and how long until ``finish()`` returns.
+
+The loop is pure Python (each step ~1.2 ms of arithmetic that holds the GIL, as a data pipeline or an
+interpreted model step does), logging 8 scalars per step. Cases: no tracking, each backend and all of
+them through this library (``delivery="thread"`` and ``delivery="process"``), and the same through
+Accelerate's trackers (when ``accelerate`` is
+installed). Every case runs in a fresh process; rounds interleave the cases so that a busy moment of
+the machine hits all of them alike. Printed per case, over the rounds: the loop's time against the
+no-tracking loop of the same round (min / median / max), the time from the loop's end until
+``finish()`` returned, from creating the run until ``finish()`` returned, and the peak RSS of the
+training process.
+
+    python tools/bench.py --loop                        # every installed backend, 3 rounds
+    python tools/bench.py --loop --backends tensorboard,mlflow,aim --rounds 5 --steps 2000
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from bench import BACKENDS, REFERENCE_ENV, values_for  # noqa: E402 - tools/ is not a package
+
+WORK_SECONDS = 0.0012
+
+
+def busy(units: int) -> int:
+    """Pure-Python work that holds the GIL, like an interpreted training step."""
+    total = 0
+    for index in range(units):
+        total += index * index % 7
+    return total
+
+
+def calibrate(seconds: float = WORK_SECONDS) -> int:
+    """How many ``busy`` units take ``seconds`` on this machine (the median of a few tries)."""
+    units = 10_000
+    while True:
+        started = time.perf_counter()
+        busy(units)
+        took = time.perf_counter() - started
+        if took > 0.02:
+            break
+        units *= 2
+    per_unit = []
+    for _ in range(5):
+        started = time.perf_counter()
+        busy(units)
+        per_unit.append((time.perf_counter() - started) / units)
+    return max(1, int(seconds / statistics.median(per_unit)))
+
+
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+
+
+def _loop(log, steps: int, units: int) -> float:
+    started = time.perf_counter()
+    for step in range(steps):
+        busy(units)
+        log(values_for(step), step)
+    return time.perf_counter() - started
+
+
+def case_none(steps: int, units: int, logging_dir: Path, backends: list[str]) -> dict:
+    created = time.perf_counter()
+    loop = _loop(lambda values, step: None, steps, units)
+    return {"loop": loop, "finish": 0.0, "total": time.perf_counter() - created, "rss": _peak_rss_mb()}
+
+
+def case_ours(steps: int, units: int, logging_dir: Path, backends: list[str], delivery: str = "thread") -> dict:
+    import tracking_core
+
+    created = time.perf_counter()
+    run = tracking_core.init("bench-loop", log_with=backends, logging_dir=logging_dir, delivery=delivery)
+    loop = _loop(lambda values, step: run.log(values, step=step), steps, units)
+    ended = time.perf_counter()
+    report = run.finish(timeout=600)
+    finished = time.perf_counter()
+    return {
+        "loop": loop,
+        "finish": finished - ended,
+        "total": finished - created,
+        "rss": _peak_rss_mb(),
+        "ok": report.ok,
+    }
+
+
+def _reference_tracker(backend: str, logging_dir: Path):
+    import accelerate.tracking as reference
+
+    names = {
+        "tensorboard": "TensorBoardTracker",
+        "mlflow": "MLflowTracker",
+        "aim": "AimTracker",
+        "trackio": "TrackioTracker",
+        "wandb": "WandBTracker",
+        "comet_ml": "CometMLTracker",
+        "clearml": "ClearMLTracker",
+        "swanlab": "SwanLabTracker",
+    }
+    cls = getattr(reference, names[backend])
+    if cls.requires_logging_directory:
+        return cls("bench-loop", str(logging_dir))
+    if backend == "mlflow":
+        return cls("bench-loop", logging_dir=str(logging_dir))
+    if backend == "comet_ml":
+        return cls("bench-loop", online=False)
+    return cls("bench-loop")
+
+
+def case_accelerate(steps: int, units: int, logging_dir: Path, backends: list[str]) -> dict:
+    from accelerate.state import PartialState
+
+    created = time.perf_counter()
+    PartialState()  # as Accelerator does
+    trackers = [_reference_tracker(backend, logging_dir) for backend in backends]
+    for tracker in trackers:  # Accelerator.init_trackers starts them in the training process, in turn
+        tracker.start()
+
+    def log(values: dict, step: int) -> None:
+        for tracker in trackers:  # Accelerator.log calls each tracker in turn
+            tracker.log(values, step=step)
+
+    loop = _loop(log, steps, units)
+    ended = time.perf_counter()
+    for tracker in trackers:
+        tracker.finish()
+    finished = time.perf_counter()
+    return {"loop": loop, "finish": finished - ended, "total": finished - created, "rss": _peak_rss_mb()}
+
+
+def case_process(steps: int, units: int, logging_dir: Path, backends: list[str]) -> dict:
+    return case_ours(steps, units, logging_dir, backends, delivery="process")
+
+
+CASES = {"none": case_none, "ours": case_ours, "process": case_process, "accelerate": case_accelerate}
+
+
+def _run(kind: str, backends: list[str], steps: int, units: int, timeout: float = 1800) -> dict:
+    with tempfile.TemporaryDirectory(prefix="tracking-bench-loop-") as tmp:
+        env = {**os.environ, "HOME": os.environ.get("HOME", tmp)}
+        if kind == "accelerate":
+            for backend in backends:
+                env.update({key: value.format(dir=tmp) for key, value in REFERENCE_ENV.get(backend, {}).items()})
+        result_file = Path(tmp) / "result.json"
+        command = [sys.executable, __file__, "--case", kind, ",".join(backends), str(steps), str(units), tmp]
+        command.append(str(result_file))
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env, cwd=tmp)
+        except subprocess.TimeoutExpired:
+            return {"error": f"timed out after {timeout:.0f} s"}
+        if done.returncode != 0 or not result_file.exists():
+            lines = (done.stderr or done.stdout).strip().splitlines()
+            return {"error": lines[-1] if lines else f"exit {done.returncode}"}
+        return json.loads(result_file.read_text())
+
+
+def _spread(values: list[float], fmt: str) -> str:
+    if not values:
+        return "-"
+    return " / ".join(fmt.format(v) for v in (min(values), statistics.median(values), max(values)))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--steps", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--backends", default=None, help="comma-separated (default: every installed backend)")
+    parser.add_argument("--no-single", action="store_true", help="only the all-backends cases")
+    parser.add_argument("--case", nargs=6, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.case:
+        kind, backends, steps, units, logging_dir, result = args.case
+        outcome = CASES[kind](int(steps), int(units), Path(logging_dir), [b for b in backends.split(",") if b])
+        Path(result).write_text(json.dumps(outcome))
+        return 0
+
+    wanted = (
+        args.backends.split(",")
+        if args.backends
+        else [b for b in BACKENDS if importlib.util.find_spec(f"tracking_{b}")]
+    )
+    with_reference = importlib.util.find_spec("accelerate") is not None
+    units = calibrate()
+    groups = [] if args.no_single else [[backend] for backend in wanted]
+    if len(wanted) > 1:
+        groups.append(wanted)
+    cases = [(kind, group) for group in groups for kind in ("ours", "process")]
+    if with_reference:
+        cases += [("accelerate", group) for group in groups]
+    print(
+        f"tracking loop bench: {args.steps} steps of ~{WORK_SECONDS * 1000:.1f} ms pure-Python work ({units} units), "
+        f"8 scalars per step, {args.rounds} interleaved rounds, python {sys.version.split()[0]}"
+    )
+    results: dict[tuple[str, str], list[dict]] = {}
+    baseline: list[float] = []
+    for round_index in range(args.rounds):
+        none = _run("none", [], args.steps, units)
+        baseline.append(none["loop"])
+        results.setdefault(("none", "-"), []).append({**none, "ratio": 1.0})
+        for kind, group in cases:
+            outcome = _run(kind, group, args.steps, units)
+            if "error" not in outcome:
+                outcome["ratio"] = outcome["loop"] / none["loop"]
+            label = "+".join(group) if len(group) < len(wanted) or len(wanted) == 1 else f"all {len(group)}"
+            results.setdefault((kind, label), []).append(outcome)
+        print(f"  round {round_index + 1}/{args.rounds} done", file=sys.stderr)
+    header = [
+        "path",
+        "backends",
+        "loop vs none (min/med/max)",
+        "finish after loop s",
+        "create->finish s",
+        "peak RSS MB",
+        "note",
+    ]
+    rows = []
+    rss_none = statistics.median(r["rss"] for r in results[("none", "-")])
+    for (kind, label), outcomes in results.items():
+        good = [o for o in outcomes if "error" not in o]
+        errors = [o["error"] for o in outcomes if "error" in o]
+        rss = statistics.median(o["rss"] for o in good) if good else None
+        note = (errors[0][:60] if errors else "") or (
+            "report not ok" if any(not o.get("ok", True) for o in good) else ""
+        )
+        rows.append(
+            [
+                {
+                    "none": "no tracking",
+                    "ours": "tracking (threads)",
+                    "process": "tracking (process)",
+                    "accelerate": "accelerate",
+                }[kind],
+                label,
+                _spread([o["ratio"] for o in good], "{:.3f}x"),
+                _spread([o["finish"] for o in good], "{:.2f}"),
+                _spread([o["total"] for o in good], "{:.2f}"),
+                f"{rss:.0f} (+{rss - rss_none:.0f})" if rss is not None else "-",
+                note,
+            ]
+        )
+    table = [header, *rows]
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    for index, row in enumerate(table):
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+        if index == 0:
+            print("  ".join("-" * width for width in widths))
+    print(f"no-tracking loop: {_spread(baseline, '{:.2f}')} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
