@@ -125,8 +125,15 @@ def test_a_short_or_relative_readme_is_refused():
 def test_every_package_ships_the_repository_license():
     license_text = (ROOT / "LICENSE").read_bytes()
     assert b"Apache License" in license_text and b"Version 2.0, January 2004" in license_text
-    for project in ROOT.glob("packages/*/pyproject.toml"):
-        assert (project.parent / "LICENSE").read_bytes() == license_text, project.parent.name
+    for folder in check_dists.package_folders():
+        assert (folder / "LICENSE").read_bytes() == license_text, folder.name
+
+
+def test_the_package_checks_find_the_framework_integrations():
+    found = {folder.relative_to(ROOT).as_posix() for folder in check_dists.package_folders()}
+    assert {"packages/core", "packages/mlflow", "packages/integrations/accelerate"} <= found
+    assert {"packages/integrations/transformers", "packages/integrations/lightning"} <= found
+    assert "packages/integrations" not in found  # a folder of packages, not a package
 
 
 def test_pre_commit_runs_the_ruff_that_ci_runs():

@@ -8,6 +8,7 @@ a dict copy plus a queue put handed to a draining thread.
     python tools/bench.py --steps 2000 --backends mlflow,aim
     python tools/bench.py --only-core
     python tools/bench.py --loop                # the loop benchmark: tools/bench_loop.py
+    python tools/bench.py --throughput          # points/s at 100 metrics per step: tools/bench_throughput.py
 
 Rows per backend: ``direct`` (the SDK's own per-step call, tools/bench_direct/<name>.py),
 ``reference`` (accelerate's tracker, when ``accelerate`` is installed) and ``dispatcher``
@@ -259,6 +260,10 @@ def main() -> int:
         import bench_loop
 
         return bench_loop.main([arg for arg in sys.argv[1:] if arg != "--loop"])
+    if "--throughput" in sys.argv[1:]:  # tools/bench_throughput.py: sustained points/s at 100 metrics per step
+        import bench_throughput
+
+        return bench_throughput.main([arg for arg in sys.argv[1:] if arg != "--throughput"])
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=2000)
     parser.add_argument("--backends", default=None, help="comma-separated (default: every installed backend)")

@@ -28,6 +28,8 @@ ROOT = Path(__file__).resolve().parents[1]
 LICENSE_EXPRESSION = "Apache-2.0"
 REQUIRED_URLS = ("Homepage", "Repository", "Issues", "Changelog")
 REPOSITORY = "https://github.com/tracking-dev/tracking"
+#: Every distribution: core and the backends at packages/<name>, framework integrations one level down.
+PACKAGE_GLOBS = ("packages/*/pyproject.toml", "packages/integrations/*/pyproject.toml")
 
 _INLINE_LINK = re.compile(r"\]\(\s*<?([^)\s>]+)")  # [text](target) and ![alt](target)
 _REFERENCE_LINK = re.compile(r"^\s{0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s|$)", re.MULTILINE)
@@ -132,6 +134,11 @@ def check_package(folder: Path, dist_dir: Path, license_text: bytes) -> list[str
     return problems + ([rendering] if rendering else [])
 
 
+def package_folders(root: Path = ROOT) -> list[Path]:
+    """Every distribution's folder: core, the backends and the framework integrations."""
+    return sorted(project.parent for pattern in PACKAGE_GLOBS for project in root.glob(pattern))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dist-dir", type=Path, help="check the files already built there (default: build them now)")
@@ -139,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         "--only", action="append", metavar="FOLDER", help="check this package folder only (packages/mlflow); repeatable"
     )
     args = parser.parse_args(argv)
-    folders = sorted(p.parent for p in ROOT.glob("packages/*/pyproject.toml"))
+    folders = package_folders()
     if args.only:
         wanted = {(ROOT / folder).resolve() for folder in args.only}
         folders = [folder for folder in folders if folder.resolve() in wanted]

@@ -18,7 +18,9 @@ def folder_for(tag: str) -> tuple[Path, str]:
     if not match:
         raise SystemExit(f"tag {tag!r} is not tracking-<package>-v<version>")
     distribution, version = match.groups()
-    for project in ROOT.glob("packages/*/pyproject.toml"):
+    # core and the backends at packages/<name>, framework integrations at packages/integrations/<framework>
+    projects = [*ROOT.glob("packages/*/pyproject.toml"), *ROOT.glob("packages/integrations/*/pyproject.toml")]
+    for project in projects:
         data = tomllib.loads(project.read_text())
         if data["project"]["name"] == distribution:
             return project.parent, version

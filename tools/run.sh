@@ -3,7 +3,7 @@
 # private virtualenv on first use, then drives the Hatch environments of pyproject.toml.
 #
 #   bash tools/run.sh demo     # the main job: `tracking demo` with every backend, embedded defaults
-#   bash tools/run.sh test     # lint, types, core alone, one cell per backend, shared tests, oldest SDKs, packages, docs (= .ci/run)
+#   bash tools/run.sh test     # lint, types, core alone, one cell per backend, shared tests, oldest SDKs, framework integrations, packages, docs (= .ci/run)
 #   bash tools/run.sh bench    # tools/bench.py in the all-backends environment
 #   bash tools/run.sh lint     # ruff and actionlint (what pre-commit runs)
 #   bash tools/run.sh types    # mypy --strict over every package's sources (the `types` Hatch environment)
@@ -34,6 +34,11 @@ backends() {
 oldest_cells() {
   # backends with an `oldest.<backend>` cell: their package tests against the oldest supported SDK
   "$hatch" env show --json | python3 -c 'import json, sys; print(*[n[7:] for n in json.load(sys.stdin) if n.startswith("oldest.")])'
+}
+
+framework_cells() {
+  # the framework integrations with a `framework.<framework>` cell (packages/integrations/<framework>)
+  "$hatch" env show --json | python3 -c 'import json, sys; print(*[n[10:] for n in json.load(sys.stdin) if n.startswith("framework.")])'
 }
 
 actionlint() {
@@ -83,6 +88,14 @@ run_tests() {
   for backend in $(oldest_cells); do
     step "$backend oldest SDK" "$hatch" run "oldest.$backend:unit" --junitxml="$reports/$backend-oldest.xml"
   done
+  # torch (CPU) is a wheel for CPython 3.11 on this machine's disk; without a 3.11 the cells cannot install it
+  if command -v python3.11 >/dev/null 2>&1; then
+    for framework in $(framework_cells); do
+      step "$framework integration" "$hatch" run "framework.$framework:run" --junitxml="$reports/framework-$framework.xml"
+    done
+  else
+    echo "== framework integrations: skipped (no python3.11 on this machine; the GitHub workflow runs them)"
+  fi
   step packages "$hatch" run dist:check
   step docs "$hatch" run docs:build
   python3 "$root/tools/junit_total.py" "$reports"/*.xml

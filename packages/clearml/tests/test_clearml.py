@@ -17,9 +17,10 @@ from pathlib import Path
 
 import pytest
 from tracking_clearml import ClearMLTracker
+from tracking_clearml.naming import key_of, text_line, title_series
 from tracking_clearml.session import OfflineSession
-from tracking_clearml.tracker import _server_answers, key_of, text_line, title_series
 from tracking_core import Dispatcher, TrackingWarning
+from tracking_core.adapters import probe_http
 
 ROOT_TIMEOUT = 120
 
@@ -46,16 +47,31 @@ def run_clearml(tmp_path: Path, log, *, config=None, log_with_kwargs=None) -> tu
 @pytest.mark.parametrize(
     ("key", "pair"),
     [
-        ("loss", ("loss", "loss")),
+        ("loss", ("loss", "train")),  # accelerate's mapping for keys without "/"
+        ("eval_loss", ("loss", "eval")),
+        ("test_acc", ("acc", "test")),
         ("train/loss", ("train", "loss")),
         ("eval/top/k1", ("eval/top", "k1")),
-        ("/lead", ("/lead", "/lead")),
-        ("trail/", ("trail/", "trail/")),
+        ("/lead", ("/lead", "train")),
+        ("trail/", ("trail/", "train")),
     ],
 )
 def test_title_series_mapping(key: str, pair: tuple[str, str]) -> None:
     assert title_series(key) == pair
     assert key_of(*pair) == key
+
+
+def test_keys_the_rule_cannot_spell_back_are_read_back_exactly(tmp_path: Path) -> None:
+    assert title_series("train_loss") == ("loss", "train") and key_of("loss", "train") == "loss"
+    assert title_series("loss/eval") == ("loss", "eval") and key_of("loss", "eval") == "eval_loss"
+
+    def log(run: Dispatcher) -> None:
+        for step in range(2):
+            run.log({"train_loss": 1.0 + step, "loss/eval": 2.0 + step, "acc": 0.5}, step=step)
+
+    dispatcher, session = run_clearml(tmp_path, log)
+    assert session.scalars() == {"train_loss": {0: 1.0, 1: 2.0}, "loss/eval": {0: 2.0, 1: 3.0}, "acc": {0: 0.5, 1: 0.5}}
+    assert dispatcher.trackers[0].read_back_metrics() == session.scalars()
 
 
 def test_text_line_keeps_every_value_on_one_line() -> None:
@@ -76,7 +92,7 @@ def test_scalars_land_as_title_series(tmp_path: Path) -> None:
     # ClearML leaves these in os.environ; child processes started later would inherit them.
     assert {name: os.environ.get(name) for name in before} == before
     pairs = {(e["metric"], e["variant"]) for e in session.events("training_stats_scalar")}
-    assert pairs == {("train", "loss"), ("eval/top", "k1"), ("lr", "lr")}
+    assert pairs == {("train", "loss"), ("eval/top", "k1"), ("lr", "train")}
     assert session.scalars()["train/loss"] == {0: 1.0, 1: 0.5, 2: 1 / 3}
 
 
@@ -95,11 +111,11 @@ def test_flush_makes_the_session_files_complete(tmp_path: Path) -> None:
 def test_keys_sharing_a_series_warn_once(tmp_path: Path) -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        run_clearml(tmp_path, lambda run: [run.log({"x": 1.0, "x/x": 2.0}, step=s) for s in range(3)])
+        run_clearml(tmp_path, lambda run: [run.log({"x": 1.0, "train_x": 2.0}, step=s) for s in range(3)])
     messages = [
         str(w.message) for w in caught if issubclass(w.category, TrackingWarning) and "shares" in str(w.message)
     ]
-    assert len(messages) == 1 and "'x/x'" in messages[0], messages
+    assert len(messages) == 1 and "'train_x'" in messages[0], messages
 
 
 def test_single_values_and_text(tmp_path: Path) -> None:
@@ -117,8 +133,7 @@ def test_single_values_and_text(tmp_path: Path) -> None:
 def test_direct_log_without_step_is_a_single_value(tmp_path: Path) -> None:
     tracker = ClearMLTracker("direct", logging_dir=tmp_path / "logs")
     tracker.start()
-    with pytest.warns(TrackingWarning, match="stored as 0.0"):
-        tracker.log({"acc": 0.5, "nan": float("nan")})
+    tracker.log({"acc": 0.5})
     tracker.log({"loss": 0.25}, step=7)
     tracker.finish()
     tracker.finish()  # twice: harmless
@@ -140,7 +155,7 @@ def test_a_step_logged_twice_shows_twice_in_the_history(tmp_path: Path) -> None:
 def test_config_in_hyperparameters_and_exact_json(tmp_path: Path) -> None:
     config = {"lr": 0.001, "none": None, "empty": {}, "a.b": 1, "odd key @%": "x", "nested": {"l": [1, None]}}
     _, session = run_clearml(tmp_path, lambda run: run.log({"loss": 1.0}, step=0), config=config)
-    assert session.configuration("config") == config  # exact, though HOCON would refuse "a.b" and "@"
+    assert session.configuration("General") == config  # exact, though HOCON would refuse "a.b" and "@"
     hyper = session.hyperparameters("General")
     assert hyper["lr"] == "0.001" and hyper["none"] == "" and hyper["a.b"] == "1", hyper
     assert hyper["nested/l"] == "[1, null]", hyper
@@ -182,14 +197,17 @@ def test_images_tables_figures_artifacts(tmp_path: Path) -> None:
     _, session = run_clearml(tmp_path, log)
     plt.close(figure)
     assert sorted((step, series) for step, series, _ in session.images()["val/samples"]) == [
-        (2, "0"),
-        (2, "1"),
-        (2, "2"),
+        (2, "samples/0"),
+        (2, "samples/1"),
+        (2, "samples/2"),
     ]
+    arrays = dict(session.image_arrays())["val/samples"]
+    assert [array.shape for _, array in arrays] == [(16, 16), (8, 12, 3), (6, 8, 3)]
+    assert (arrays[0][1] == np.rint(gray * 255).astype("uint8")).all(), "PNG, not JPEG: the pixels come back exact"
     assert session.tables()["rows"] == [[1, "inf"], [None, "t"]] and session.table_headers()["rows"] == ["x", "y"]
     assert session.table_headers()["preds"] == ["input", "score"] and session.tables()["preds"][0] == ["a", 0.5]
-    plots = session.plots()["curves/loss"]
-    assert plots[0][0] == 3 and plots[0][1]["data"][0]["type"] == "scatter", plots
+    figures = session.image_arrays()["curves/loss"]
+    assert figures[0][0] == 3 and figures[0][1].ndim == 3, "the figure is stored as a PNG debug sample"
     artifacts = session.artifacts()
     assert set(artifacts) == {"models/weights.bin", "outputs"}, artifacts
     names = session.names()
@@ -414,11 +432,11 @@ def test_server_probe_is_bounded() -> None:
     server = serve_unauthorized()  # any HTTP answer means a server is there
     hole = BlackHole()
     try:
-        assert _server_answers(f"http://127.0.0.1:{server.server_address[1]}", 2.0)
+        assert probe_http(f"http://127.0.0.1:{server.server_address[1]}/debug.ping", 2.0) is None
         started = time.monotonic()
-        assert not _server_answers(f"http://127.0.0.1:{hole.port}", 0.5)
+        assert probe_http(f"http://127.0.0.1:{hole.port}/debug.ping", 0.5) is not None
         assert time.monotonic() - started < 2.0
-        assert not _server_answers(f"http://127.0.0.1:{refused_port()}", 0.5)
+        assert probe_http(f"http://127.0.0.1:{refused_port()}/debug.ping", 0.5) is not None
     finally:
         server.shutdown()
         server.server_close()

@@ -30,7 +30,7 @@ class TestClearMLContract(TrackerContract):
 
     def read_config(self, run: ContractRun) -> dict[str, Any]:
         session = session_of(run)
-        exact = session.configuration("config")
+        exact = session.configuration("General")
         hyper = session.hyperparameters("General")
         # Both sections hold the config; the flat hyperparameters must agree with the exact JSON.
         assert hyper["lr"] == str(exact["lr"]) and hyper["model/depth"] == str(exact["model"]["depth"]), (hyper, exact)

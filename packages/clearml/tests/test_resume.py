@@ -44,7 +44,7 @@ def test_resume_in_process(tmp_path: Path) -> None:
     session = OfflineSession(f"{second.offline_folder}.zip")
     assert session.scalars() == {"loss": {s: loss(s) for s in range(20)}}
     assert second.read_back_metrics() == {"loss": {s: loss(s) for s in range(20)}}
-    assert json.loads(session.task["configuration"]["config"]["value"]) == {"lr": 0.1}
+    assert json.loads(session.task["configuration"]["General"]["value"]) == {"lr": 0.1}
     assert second.resume_state() == state
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from tracking_comet_ml import CometMLTracker
-from tracking_comet_ml.tracker import _import_comet
+from tracking_comet_ml.startup import import_comet
 from tracking_core import Dispatcher, TrackingWarning
 from tracking_core.png import decode_png
 
@@ -206,7 +206,7 @@ def test_user_settings_win_over_defaults(tmp_path, monkeypatch, comet_archive):
 
 
 def test_experiment_config_object_is_respected(tmp_path, monkeypatch):
-    comet_ml = _import_comet()
+    comet_ml = import_comet()
     monkeypatch.chdir(tmp_path)
     user_config = comet_ml.ExperimentConfig(offline_directory=str(tmp_path / "mine"), log_code=True)
     tracker = CometMLTracker("proj", logging_dir=tmp_path / "logs", online=False, experiment_config=user_config)
@@ -243,7 +243,7 @@ def test_two_live_runs_in_one_process(tmp_path, monkeypatch, comet_archive):
 
 
 def test_a_user_experiment_is_neither_reused_nor_ended(tmp_path, monkeypatch):
-    comet_ml = _import_comet()
+    comet_ml = import_comet()
     monkeypatch.chdir(tmp_path)
     (tmp_path / "user").mkdir()
     users = comet_ml.start(
@@ -313,7 +313,7 @@ def log_while_comet_hangs(run: Dispatcher, steps: int, pause: float) -> list[flo
 def test_unreachable_server_falls_back_to_offline_without_holding_the_loop(
     tmp_path, monkeypatch, comet_archive, server
 ):
-    _import_comet()  # the import itself holds the GIL for a while; that is not what is measured here
+    import_comet()  # the import itself holds the GIL for a while; that is not what is measured here
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("COMET_API_KEY", FAKE_KEY)
     with black_hole() if server == "black_hole" else _nothing(refused_port()) as port:
@@ -477,3 +477,21 @@ def test_a_run_writes_only_under_logging_dir_and_leaves_nothing_running(tmp_path
     assert stray == [], stray
     assert "comet upload" in process.stderr  # the notice says how to upload the archive
     assert list((cwd / "logs" / "iso").glob("*/comet_ml/*.zip"))
+
+
+def test_a_tls_complaint_counts_as_an_answer():
+    """The probe before an online start (probe_http) treats a TLS failure as a server that answered, as the
+    requests-based probe with Comet's ``verify`` setting did: Comet's own TLS settings decide the rest."""
+    from tracking_core.adapters import probe_http
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _AnswersOnlyThePing)  # plain HTTP only
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        port = server.server_address[1]
+        assert probe_http(f"https://127.0.0.1:{port}/clientlib/isAlive/ver", 2.0) is None  # TLS fails: answered
+        assert probe_http(f"http://127.0.0.1:{port}/clientlib/isAlive/ver", 2.0) is None
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert probe_http(f"https://127.0.0.1:{refused_port()}/clientlib/isAlive/ver", 1.0) is not None

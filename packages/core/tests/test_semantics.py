@@ -402,3 +402,20 @@ def test_timestamps_are_taken_at_the_call_for_trackers_that_want_them(tmp_path):
     replay(run.run_dir, "timed", logging_dir=tmp_path / "again", progress=False)
     assert Timed.seen == [stamp]  # a replay keeps the original time
     assert MemoryTracker.runs[-1].metrics == [(0, {"a": 1})]
+
+
+def test_numbers_and_words_that_only_look_secret_are_kept():
+    clean = sanitize_config(
+        {
+            "pad_token_id": 0,
+            "max_tokens": 512,
+            "average_tokens_across_devices": True,
+            "tokenizer_name": "bert-base-uncased",
+            "hub_token": "hf_abc",
+            "HF_TOKEN": "x",
+            "api_key": 12345678,  # a number under a secret key: kept (ids and counts are not secrets)
+        }
+    )
+    assert clean["pad_token_id"] == 0 and clean["max_tokens"] == 512 and clean["average_tokens_across_devices"] is True
+    assert clean["tokenizer_name"] == "bert-base-uncased"
+    assert clean["hub_token"] == clean["HF_TOKEN"] == "<redacted>"

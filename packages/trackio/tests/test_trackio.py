@@ -292,15 +292,15 @@ def test_images_tables_figures_and_artifacts(tmp_path: Path) -> None:
     from PIL import Image
 
     sizes = {}
-    for key in ("grid", "grid/1", "curve_png"):
-        assert values[key][0] == (3 if key == "curve_png" else 2), values[key]
+    for key in ("grid", "grid/1", "curve", "curve_png"):
+        assert values[key][0] == (3 if key.startswith("curve") else 2), values[key]
         assert values[key][1]["_type"] == "trackio.image", values[key]
+        assert values[key][1]["file_path"].endswith(".png"), values[key]
         with Image.open(store / "media" / values[key][1]["file_path"]) as image:
             sizes[key] = image.size
     assert sizes["grid"] == sizes["grid/1"] == (7, 5)  # the CHW float image became HWC uint8
+    assert sizes["curve"] == (640, 480)  # a figure is always a PNG, at matplotlib's default size
     assert sizes["curve_png"] == (192, 144)  # savefig kwargs (dpi=30) reached the PNG rendering
-    assert values["curve"][1]["_type"] == "trackio.html"
-    assert "<svg" in (store / "media" / values["curve"][1]["file_path"]).read_text()
     assert values["preds"] == (
         2,
         {"_type": "trackio.table", "_value": [{"text": "a", "label": 1}, {"text": "b", "label": 0}]},

@@ -10,6 +10,7 @@ and by anyone who wants to look at an offline run without uploading it::
     session = OfflineSession("runs/clearml/offline/offline-1234.zip")
     session.scalars()["train/loss"]         # {step: value}
     session.scalar_history()["train/loss"]  # [(step, value), ...], every event in order
+    session.image_arrays()["samples"]        # [(step, HW/HWC uint8 array), ...]
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .tracker import key_of
+from .naming import KEY_MAP_OBJECT, key_of
 
 SINGLE_VALUE_ITERATION = -(2**31)  # where Logger.report_single_value puts its points
 _TEXT_LINE = re.compile(r"^\[(?:step (-?\d+)|summary)\] (.+?): (.*)$")
@@ -73,10 +74,17 @@ class OfflineSession:
         """``{key: [(step, value), ...]}`` of every scalar report event, in file order (a step reported twice
         shows twice)."""
         out: dict[str, list[tuple[int, float]]] = {}
+        keys = self.key_map()
         for event in self.events("training_stats_scalar"):
             if event["iter"] != SINGLE_VALUE_ITERATION:
-                out.setdefault(key_of(event["metric"], event["variant"]), []).append((event["iter"], event["value"]))
+                key = key_of(event["metric"], event["variant"], keys)
+                out.setdefault(key, []).append((event["iter"], event["value"]))
         return out
+
+    def key_map(self) -> dict[tuple[str, str], str]:
+        """(title, series) -> key for the keys the naming rule alone would not give back (recorded by the tracker)."""
+        stored = self.configuration(KEY_MAP_OBJECT) or []
+        return {(title, series): key for title, series, key in stored}
 
     def single_values(self) -> dict[str, float]:
         return {
@@ -98,17 +106,57 @@ class OfflineSession:
         return out
 
     def images(self) -> dict[str, list[tuple[int, str, str]]]:
-        """``{title (the key): [(step, series, file url)]}`` of debug images."""
+        """``{key: [(step, series, file url)]}`` of debug images, in order; several images logged under one key at
+        once have the series ``<series>/<index>``."""
+        keys = self.key_map()
         out: dict[str, list[tuple[int, str, str]]] = {}
         for event in self.events("training_debug_image"):
-            out.setdefault(event["metric"], []).append((event["iter"], event["variant"], event.get("url", "")))
+            title, variant = event["metric"], event["variant"]
+            series, _, index = variant.rpartition("/")
+            if not (series and index.isdigit()) or (title, variant) in keys:
+                series = variant
+            out.setdefault(key_of(title, series, keys), []).append((event["iter"], variant, event.get("url", "")))
+        return out
+
+    def read_file(self, url: str) -> bytes | None:
+        """The bytes of a file the session holds (a debug image's url), or None when it is not in the session."""
+        folder_name = self.path.name.removesuffix(".zip")
+        relative = url.split(f"{folder_name}/", 1)[-1] if f"{folder_name}/" in url else None
+        if relative is None:
+            return None
+        if self.path.is_dir():
+            file = self.path / relative
+            return file.read_bytes() if file.is_file() else None
+        with zipfile.ZipFile(self.path) as archive:
+            return archive.read(relative) if relative in archive.namelist() else None
+
+    def image_arrays(self) -> dict[str, list[tuple[int, Any]]]:
+        """``{key: [(step, HW/HWC uint8 array)]}`` of the debug images whose files still hold them.
+
+        ClearML keeps the last ``max_image_history`` files (100 by default) per title/series and reuses the
+        names of older ones; an image whose file a later image of the same series overwrote is left out.
+        """
+        import io
+
+        import numpy as np
+        from PIL import Image  # a ClearML dependency
+
+        events = [(key, step, url) for key, items in self.images().items() for step, _, url in items]
+        last_use = {url: position for position, (_, _, url) in enumerate(events)}
+        out: dict[str, list[tuple[int, Any]]] = {}
+        for position, (key, step, url) in enumerate(events):
+            data = self.read_file(url) if last_use[url] == position else None
+            if data is not None:
+                with Image.open(io.BytesIO(data)) as image:
+                    out.setdefault(key, []).append((step, np.asarray(image).copy()))
         return out
 
     def plots(self) -> dict[str, list[tuple[int, dict[str, Any]]]]:
         """``{key: [(step, plotly dict)]}`` of plot events (tables and figures)."""
         out: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+        keys = self.key_map()
         for event in self.events("plot"):
-            out.setdefault(key_of(event["metric"], event["variant"]), []).append(
+            out.setdefault(key_of(event["metric"], event["variant"], keys), []).append(
                 (event["iter"], json.loads(event["plot_str"]))
             )
         return out
@@ -136,7 +184,7 @@ class OfflineSession:
         """``{name: value}`` of a Hyperparameters section (values are strings; None was stored as "")."""
         return {name: item.get("value") for name, item in self.task.get("hyperparams", {}).get(section, {}).items()}
 
-    def configuration(self, name: str = "config") -> Any:
+    def configuration(self, name: str = "General") -> Any:
         """The configuration object ``name``, parsed when it is JSON (as this tracker writes it)."""
         item = self.task.get("configuration", {}).get(name)
         if item is None:

@@ -6,86 +6,84 @@ contract                    comet_ml
 ``start``                   ``comet_ml.start(...)``: an ``OfflineExperiment`` (zip archive under
                             ``logging_dir``) unless an API key is configured; online start-up is
                             bounded and falls back to offline when the server does not answer
+``writer`` / ``tracker``    the experiment (``experiment`` too)
 ``store_init_configuration``  ``log_parameters`` (nested, Comet flattens with ``|``) + ``config.json`` asset
-``log`` / ``log_batch``     ``log_metrics(numbers, step=)``; strings -> ``log_text(text, step=, metadata={"key"})``
-``log_images``              ``log_image(png, name=key, step=)`` for each image
+                            (the merged config, rewritten when more config arrives)
+``log`` / ``log_batch``     ``set_step(step)``; numbers: ``log_metrics(numbers, step=)``; strings:
+                            ``log_other(key, text)`` as accelerate, and ``log_text(text, step=,
+                            metadata={"key"})`` so every step's text is kept; a dict: ``log_metrics(dict, step=)``
+``log_images``              ``log_image(png, name=key, step=)`` for each image (HW, HWC, CHW, batches, PIL)
 ``log_table``               ``<name>.csv`` asset (what ``log_table`` writes), with the step attached
-``log_figure``              ``log_figure(name, figure, step=)``
+``log_figure``              ``log_image(png, name=name, step=)`` (the figure rendered to PNG)
+``log_histogram``           ``log_histogram_3d(comet_ml.Histogram, name=, step=)`` (Comet re-bins the counts)
 ``log_artifact(s)``         ``log_asset`` / ``log_asset_folder``
 ``flush`` / ``finish``      ``experiment.flush()`` / ``experiment.end()`` (offline: writes the archive)
 ``resume_state``            ``{"experiment_key", "mode", "offline_directory", "data_dir", ...}``; a resumed
                             run: ``comet_ml.start(experiment_key=<saved>, mode="get")`` offline (an archive
                             that appends to the experiment on upload), ``mode="get_or_create"`` online
+per-rank runs               experiment ``<name>-rank<N>``, tags ``group:<job run id>`` and ``rank:<N>``
 ==========================  =========================================================================
 """
 
 from __future__ import annotations
 
 import csv
-import inspect
 import io
+import itertools
 import json
 import os
-import sys
-import threading
-import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tracking_core import GeneralTracker, notice
-from tracking_core.jsonl import table_rows
+from tracking_core import GeneralTracker, Histogram, notice, warn_once
+from tracking_core.adapters import figure_to_png, image_list, table_rows, to_hwc_uint8
 from tracking_core.notices import logger
 from tracking_core.paths import check_name
+from tracking_core.png import encode_png
 
-#: Keyword arguments of ``comet_ml.start``; any other keyword must be an ``ExperimentConfig`` field.
-START_KEYWORDS = frozenset(
-    {
-        "api_key",
-        "workspace",
-        "project",
-        "project_name",
-        "experiment_key",
-        "mode",
-        "online",
-        "source",
-        "experiment_config",
-    }
+from .archive import (
+    archive_abandoned_data,
+    archive_name,
+    archives_of,
+    drain_offline_streamer,
+    read_archive_history,
+    read_archive_images,
+)
+from .startup import (
+    QUIET_DEFAULTS,
+    configured,
+    create_experiment,
+    import_comet,
+    start_keywords,
+    start_online,
 )
 
-#: ``ExperimentConfig`` field -> (Comet setting, value used when neither kwargs nor Comet's config set it).
-#: Comet's defaults capture stdout, log source code, git state and host details, start a CO2 tracker and
-#: print a summary; a tracker that runs inside someone else's training loop records what it is given.
-QUIET_DEFAULTS: dict[str, tuple[str, Any]] = {
-    "auto_output_logging": ("comet.auto_log.output_logger", False),
-    "auto_param_logging": ("comet.auto_log.parameters", False),
-    "auto_metric_logging": ("comet.auto_log.metrics", False),
-    "auto_log_co2": ("comet.auto_log.co2", False),
-    "log_code": ("comet.auto_log.code", False),
-    "log_graph": ("comet.auto_log.graph", False),
-    "parse_args": ("comet.auto_log.cli_arguments", False),
-    "log_git_metadata": ("comet.auto_log.git_metadata", False),
-    "log_git_patch": ("comet.auto_log.git_patch", False),
-    "log_env_details": ("comet.auto_log.env_details", False),
-    "log_env_gpu": ("comet.auto_log.env_gpu", False),
-    "log_env_host": ("comet.auto_log.env_host", False),
-    "log_env_cpu": ("comet.auto_log.env_cpu", False),
-    "log_env_network": ("comet.auto_log.env_network", False),
-    "log_env_disk": ("comet.auto_log.env_disk", False),
-    "display_summary_level": ("comet.display_summary_level", 0),
-}
-_ENV_DETAIL_FIELDS = ("log_env_gpu", "log_env_host", "log_env_cpu", "log_env_network", "log_env_disk")
-
-#: Read by ``import comet_ml`` itself, so they can only be environment variables. Set when unset:
-#: the first installs import hooks that patch ML frameworks, the second starts a Sentry error reporter
-#: (a network client and a worker thread that outlives ``end()``) in half of all processes.
-IMPORT_ENVIRONMENT = {"COMET_DISABLE_AUTO_LOGGING": "1", "COMET_ERROR_TRACKING_ENABLE": "false"}
+__all__ = ["QUIET_DEFAULTS", "CometMLTracker"]
 
 DEFAULT_START_TIMEOUT = 30.0
-_PROBE_TIMEOUT = 10.0
-_MISSING = object()
-_IMPORT_LOCK = threading.Lock()
-_CREATE_LOCK = threading.Lock()
+
+
+def _image_bytes(image: Any) -> Any:
+    """What ``log_image`` gets: a file path as is, anything else as PNG bytes of its HW/HWC uint8 pixels.
+
+    Comet's own array conversion fails on constant images with numpy 2 and reads CHW as HWC; PNG bytes
+    are unambiguous.
+    """
+    if isinstance(image, (str, os.PathLike)):
+        return image
+    return io.BytesIO(encode_png(to_hwc_uint8(image)))
+
+
+def _comet_histogram(comet_ml: Any, histogram: Histogram) -> Any:
+    """A ``comet_ml.Histogram`` holding the counts at their bin centres (Comet bins on its own log scale)."""
+    edges = histogram.edges
+    centres = [(low + high) / 2 for low, high in itertools.pairwise(edges)]
+    filled = [(centre, count) for centre, count in zip(centres, histogram.counts) if count]
+    comet_histogram = comet_ml.Histogram()
+    if filled:
+        comet_histogram.add([centre for centre, _ in filled], counts=[round(count) for _, count in filled])
+    return comet_histogram
 
 
 class CometMLTracker(GeneralTracker):
@@ -100,6 +98,9 @@ class CometMLTracker(GeneralTracker):
         # no API key: runs/my-project/<run id>/comet_ml/<experiment key>-*.zip
         # upload it later with: comet upload runs/my-project/<run id>/comet_ml/*.zip
 
+    Used on its own it works as accelerate's ``CometMLTracker``: ``t = CometMLTracker("proj"); t.start();
+    t.log({"loss": 0.5}, step=1); t.finish()``, with ``t.writer`` the experiment.
+
     ``run_name`` is the Comet project (``project_name=`` or ``COMET_PROJECT_NAME`` win). Other keyword
     arguments go to ``comet_ml.start`` (``api_key``, ``workspace``, ``experiment_key``, ``mode``,
     ``online``, ``experiment_config``) or are ``ExperimentConfig`` fields (``name``, ``tags``,
@@ -111,7 +112,7 @@ class CometMLTracker(GeneralTracker):
     ``COMET_PROJECT_NAME``, ``COMET_WORKSPACE``, ``COMET_START_ONLINE``, ``COMET_START_MODE``,
     ``COMET_OFFLINE_DIRECTORY``, ``COMET_URL_OVERRIDE``, ``COMET_START_EXPERIMENT_NAME``/``_TAGS``
     and every ``COMET_AUTO_LOG_*`` switch (they win over this tracker's quiet defaults, see
-    :data:`QUIET_DEFAULTS`). Comet stores NaN/inf as text, so such points are skipped with a warning.
+    :data:`QUIET_DEFAULTS`). Comet stores NaN/inf as text, so the dispatcher skips such points with a warning.
     """
 
     name = "comet_ml"
@@ -121,9 +122,9 @@ class CometMLTracker(GeneralTracker):
     def __init__(
         self,
         run_name: str,
-        logging_dir: str | os.PathLike | None = None,
         *,
-        run_dir: str | os.PathLike | None = None,
+        logging_dir: str | os.PathLike[str] | None = None,
+        run_dir: str | os.PathLike[str] | None = None,
         run_id: str | None = None,
         start_timeout: float = DEFAULT_START_TIMEOUT,
         **kwargs: Any,
@@ -146,12 +147,7 @@ class CometMLTracker(GeneralTracker):
         self._experiment: Any = None
         self._finished = False
         self._max_key_length = 100
-        self._notes: list[str] = []
-
-    @property
-    def tracker(self) -> Any:
-        """The ``comet_ml`` experiment (``None`` before ``start()``)."""
-        return self._experiment
+        self._config: dict[str, Any] = {}
 
     @property
     def offline_directory(self) -> Path:
@@ -161,13 +157,13 @@ class CometMLTracker(GeneralTracker):
     def start(self) -> None:
         if self.run_context is not None and self.run_dir is None:  # the archive sits in the run's folder
             self.run_dir, self.run_id = Path(self.run_context.run_dir), self.run_id or self.run_context.run_id
-        comet_ml = _import_comet()
+        comet_ml = import_comet()
         self._max_key_length = int(getattr(comet_ml.config, "MAXIMAL_KEY_LENGTH", self._max_key_length))
         config = comet_ml.get_config()
-        start_kwargs = self._start_kwargs(comet_ml, config)
+        start_kwargs = start_keywords(comet_ml, config, self.init_kwargs, self._defaults())
         online = start_kwargs.pop("online", None)
         if online is None:
-            online = _configured(config, "comet.start.online")
+            online = configured(config, "comet.start.online")
         api_key = comet_ml.config.get_api_key(start_kwargs.get("api_key"), config)
         if online and api_key is None:
             raise ValueError(
@@ -178,18 +174,39 @@ class CometMLTracker(GeneralTracker):
             online = api_key is not None
         self._continue_saved_experiment(comet_ml, config, start_kwargs, online)
         if online:
-            self._experiment = self._start_online(comet_ml, config, start_kwargs)
+            self._experiment, self.fallback_reason = start_online(comet_ml, config, start_kwargs, self.start_timeout)
+            if self.fallback_reason is not None:
+                self.add_note(f"recorded offline because {self.fallback_reason}")
+                logger.warning("comet_ml: %s; recording this run offline instead", self.fallback_reason)
         if self._experiment is None:
             directory = start_kwargs["experiment_config"].offline_directory
             if directory:  # Comet refuses a directory that does not exist yet
                 Path(directory).expanduser().mkdir(parents=True, exist_ok=True)
-            self._experiment = _create(comet_ml, dict(start_kwargs, online=False))
+            self._experiment = create_experiment(comet_ml, dict(start_kwargs, online=False))
             self.mode = "offline" if self.fallback_reason is None else "offline-fallback"
         else:
             self.mode = "online"
         self._announce()
 
-    def _continue_saved_experiment(self, comet_ml: Any, config: Any, start_kwargs: dict, online: bool) -> None:
+    def _defaults(self) -> dict[str, Any]:
+        """Project, archive folder, experiment name and tags used where neither kwargs nor Comet's settings chose."""
+        name = self.run_id or self.run_name
+        tags: list[str] = []
+        context = self.run_context
+        if context is not None and context.group is not None:  # per-rank: one experiment per rank, tagged
+            suffix = f"-rank{context.rank}"
+            name = name if name.endswith(suffix) else f"{name}{suffix}"  # the dispatcher's run id has it already
+            tags = [f"group:{context.group}", f"rank:{context.rank}"]
+        return {
+            "project_name": self.run_name,
+            "offline_directory": os.fspath(self.offline_directory),
+            "name": name,
+            "tags": tags,
+        }
+
+    def _continue_saved_experiment(
+        self, comet_ml: Any, config: Any, start_kwargs: dict[str, Any], online: bool
+    ) -> None:
         """Point ``comet_ml.start`` at the experiment saved by ``resume_state`` in an earlier process.
 
         Offline, ``mode="get"`` writes an archive marked to append to the experiment of that key on upload
@@ -209,18 +226,18 @@ class CometMLTracker(GeneralTracker):
         if (
             "experiment_key" in self.init_kwargs
             or "mode" in self.init_kwargs
-            or _configured(config, "comet.experiment_key")
+            or configured(config, "comet.experiment_key")
         ):
-            self._notes.append(
+            self.add_note(
                 f"the experiment chosen in init_kwargs/COMET_EXPERIMENT_KEY was used; the saved Comet experiment {key} was not"
             )
             return
         if saved.get("mode") != "online":
             directory = Path(saved.get("offline_directory") or "")
-            salvaged = _archive_abandoned_data(comet_ml, saved, directory)
+            salvaged = archive_abandoned_data(comet_ml, saved, directory)
             if salvaged is not None:
-                self._notes.append(f"archived the killed process's Comet data as {salvaged}")
-            if not online and not _archives_of(directory, key):
+                self.add_note(f"archived the killed process's Comet data as {salvaged}")
+            if not online and not archives_of(directory, key):
                 self._not_resumed(
                     f"could not resume Comet experiment {key} (no archive of it in {directory}); started a new one"
                 )
@@ -231,95 +248,8 @@ class CometMLTracker(GeneralTracker):
         start_kwargs["mode"] = "get_or_create" if online else "get"
 
     def _not_resumed(self, message: str) -> None:
-        from tracking_core import warn_once
-
-        self._notes.append(message)
+        self.add_note(message)
         warn_once(self.name, "resume", message, reason="resume")
-
-    def resume_state(self) -> dict | None:
-        """The experiment key and, offline, where its archives go and where Comet keeps its data until ``end()``."""
-        experiment = self._experiment
-        if experiment is None or not experiment.alive:
-            return None
-        if self.mode == "online":
-            return {"experiment_key": experiment.get_key(), "mode": "online"}
-        return {
-            "experiment_key": experiment.get_key(),
-            "mode": "offline",
-            "offline_directory": os.fspath(Path(experiment.offline_directory).absolute()),
-            "data_dir": getattr(experiment, "tmpdir", None),
-            "archive_name": _archive_name(experiment),
-            "project_name": experiment.project_name,
-            "workspace": experiment.workspace,
-            "start_time": getattr(experiment, "start_time", None),
-            "resume_strategy": getattr(experiment, "resume_strategy", None),
-        }
-
-    def archives(self) -> list[Path]:
-        """Every offline archive of this experiment, in the order they were written (what to upload, in order)."""
-        if self._experiment is None or self.mode == "online":
-            return []
-        return _archives_of(Path(self._experiment.offline_directory), self._experiment.get_key())
-
-    def _start_kwargs(self, comet_ml: Any, config: Any) -> dict[str, Any]:
-        kwargs = dict(self.init_kwargs)
-        fields = set(inspect.signature(comet_ml.ExperimentConfig).parameters)
-        unknown = sorted(set(kwargs) - START_KEYWORDS - fields)
-        if unknown:
-            raise TypeError(
-                f"comet_ml: unknown keyword argument(s) {unknown}; expected comet_ml.start arguments "
-                f"{sorted(START_KEYWORDS)} or ExperimentConfig fields {sorted(fields)}"
-            )
-        explicit = {key: kwargs.pop(key) for key in list(kwargs) if key in fields}
-        user_object = kwargs.pop("experiment_config", None)
-        if user_object is not None:
-            explicit = {**_explicit_fields(comet_ml, user_object, fields), **explicit}
-        project = kwargs.pop("project_name", None) or kwargs.pop("project", None)
-        if project is None and _configured(config, "comet.project_name") is None:
-            project = self.run_name
-        kwargs["project_name"] = project
-        kwargs["experiment_config"] = comet_ml.ExperimentConfig(**self._with_defaults(explicit, config))
-        return kwargs
-
-    def _with_defaults(self, explicit: dict[str, Any], config: Any) -> dict[str, Any]:
-        params = dict(explicit)
-        env_detail_set = any(
-            field in params or _configured(config, QUIET_DEFAULTS[field][0]) is not None for field in _ENV_DETAIL_FIELDS
-        )
-        for field, (setting, quiet) in QUIET_DEFAULTS.items():
-            if field == "log_env_details" and env_detail_set:
-                continue  # the user turned one probe on; disabling them all would silently undo it
-            if field not in params and _configured(config, setting) is None:
-                params[field] = quiet
-        if "offline_directory" not in params and _configured(config, "comet.offline_directory") is None:
-            params["offline_directory"] = os.fspath(self.offline_directory)
-        if "name" not in params and _configured(config, "comet.start.experiment_name") is None:
-            params["name"] = self.run_id or self.run_name
-        return params
-
-    def _start_online(self, comet_ml: Any, config: Any, start_kwargs: dict[str, Any]) -> Any:
-        """The online experiment, or ``None`` (with ``fallback_reason``) when Comet does not answer in time."""
-        address = comet_ml.config.get_backend_address(config)
-        ca_bundle = config.get_string(None, "comet.include.custom_ca_bundle")
-        verify = ca_bundle or comet_ml.config.get_check_tls_certificate(config)
-        attempt = _OnlineStart(
-            comet_ml, start_kwargs, address + "isAlive/ver", min(_PROBE_TIMEOUT, self.start_timeout), verify
-        )
-        if not attempt.wait(self.start_timeout):
-            self.fallback_reason = f"Comet at {address} did not create the experiment within {self.start_timeout:g} s"
-        elif attempt.reason is not None:
-            self.fallback_reason = attempt.reason
-        elif attempt.error is not None:
-            if not _is_network_error(attempt.error):
-                raise attempt.error
-            self.fallback_reason = f"Comet at {address} failed: {type(attempt.error).__name__}: {attempt.error}"
-        elif not attempt.experiment.alive:
-            _end_quietly(attempt.experiment)
-            self.fallback_reason = f"Comet at {address} could not start the experiment (it would drop every point)"
-        else:
-            return attempt.experiment
-        logger.warning("comet_ml: %s; recording this run offline instead", self.fallback_reason)
-        return None
 
     def _announce(self) -> None:
         experiment = self._experiment
@@ -334,35 +264,62 @@ class CometMLTracker(GeneralTracker):
                 f"finish; upload it later with `comet upload {directory}{os.sep}{experiment.get_key()}*.zip` (needs an API key)"
             )
 
-    def store_init_configuration(self, values: dict) -> None:
+    # -- SDK objects -------------------------------------------------------------------------
+    @property
+    def tracker(self) -> Any:
+        """The ``comet_ml`` experiment (``None`` before ``start()``)."""
+        self._wait_for_start()
+        return self._experiment
+
+    @property
+    def writer(self) -> Any:
+        """The ``comet_ml`` experiment, under the name accelerate's ``CometMLTracker`` gives it."""
+        self._wait_for_start()
+        return self._experiment
+
+    @property
+    def experiment(self) -> Any:
+        """The ``comet_ml`` experiment."""
+        self._wait_for_start()
+        return self._experiment
+
+    # -- config ------------------------------------------------------------------------------
+    def store_init_configuration(self, values: dict[str, Any]) -> None:
+        """Parameters (merged by Comet key by key) and the whole config so far as the ``config.json`` asset."""
         experiment = self._experiment
         experiment.log_parameters(values)
+        self._config.update(values)
         # Parameters lose the difference between a nested key and a key containing "|"; the asset keeps it exactly.
-        self._check(
-            experiment.log_asset_data(json.dumps(values, sort_keys=True, default=str), name="config.json"),
-            "config.json",
-        )
+        text = json.dumps(self._config, sort_keys=True, default=str)
+        self._check(experiment.log_asset_data(text, name="config.json", overwrite=True), "config.json")
 
+    # -- metrics -----------------------------------------------------------------------------
     def sanitize_key(self, key: str) -> str:
         # Comet cuts longer metric names itself; doing it here puts the mapping in the finish report.
         return key[: self._max_key_length]
 
-    def log(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
+    def log(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:
+        experiment = self._experiment
+        if step is not None:
+            experiment.set_step(step)
         numbers = {}
         for key, value in values.items():
             if isinstance(value, str):
-                self._check(self._experiment.log_text(value, step=step, metadata={"key": key}), key)
+                experiment.log_other(key, value)
+                self._check(experiment.log_text(value, step=step, metadata={"key": key}), key)
+            elif isinstance(value, dict):
+                experiment.log_metrics(value, step=step, **kwargs)
             else:
                 numbers[key] = value
         if numbers:
-            self._experiment.log_metrics(numbers, step=step, **kwargs)
+            experiment.log_metrics(numbers, step=step, **kwargs)
 
-    def log_batch(self, entries: Sequence[tuple[dict, int | None, dict]]) -> None:
+    def log_batch(self, entries: Sequence[tuple[dict[str, Any], int | None, dict[str, Any]]]) -> None:
         # One log_metrics call per step: consecutive records of the same step (say, losses and the learning
         # rate logged apart) are merged unless they share a key, since Comet keeps every point it is given.
-        pending: dict | None = None
+        pending: dict[str, Any] | None = None
         pending_step: int | None = None
-        pending_kwargs: dict = {}
+        pending_kwargs: dict[str, Any] = {}
         for values, step, kwargs in entries:
             if (
                 pending is not None
@@ -378,73 +335,27 @@ class CometMLTracker(GeneralTracker):
         if pending is not None:
             self.log(pending, step=pending_step, **pending_kwargs)
 
-    def flush(self) -> None:
-        experiment = self._experiment
-        if experiment is not None and not self._finished and experiment.alive and not experiment.flush():
-            raise RuntimeError("comet_ml: the experiment could not flush its pending data")
-        if experiment is not None and not self._finished and self.mode != "online":
-            _drain_offline_streamer(experiment)
-
-    def finish(self) -> None:
-        experiment = self._experiment
-        if experiment is None or self._finished:
-            return
-        self._finished = True
-        alive = experiment.alive
-        experiment.end()  # offline: waits for the streamer, then writes the zip
-        if self.mode != "online" and alive:
-            # A resumed experiment has one archive per process: this one's is named by Comet, else the newest.
-            named = _archive_name(experiment)
-            mine = Path(experiment.offline_directory) / named if named else None
-            archives = [mine] if mine is not None and mine.is_file() else self.archives()
-            if not archives:
-                raise RuntimeError(
-                    f"comet_ml: no offline archive for {experiment.get_key()} in {experiment.offline_directory}"
-                )
-            self.archive_path = archives[-1]
-
-    def report_notes(self) -> list[str]:
-        notes = list(self._notes)
-        if self.fallback_reason:
-            notes.append(f"recorded offline because {self.fallback_reason}")
-        archives = self.archives() if self.archive_path is not None else []
-        if len(archives) > 1:
-            names = " ".join(map(str, archives))
-            notes.append(
-                f"offline experiment {self._experiment.get_key()} in {len(archives)} archives (upload in this order: comet upload {names})"
-            )
-        elif self.archive_path is not None:
-            notes.append(f"offline archive {self.archive_path} (upload: comet upload {self.archive_path})")
-        return notes
-
-    def read_back_metrics(self) -> dict[str, dict[int, Any]]:
-        """Metric series per step; a later point wins at a step stored twice (see :meth:`read_back_history`)."""
-        return {name: dict(points) for name, points in self.read_back_history().items()}
-
-    def read_back_history(self) -> dict[str, list[tuple[int, Any]]]:
-        """Every metric message in the offline archives of this experiment, oldest archive first, in message
-        order, so a step stored twice shows twice (an online run is read in Comet's UI or ``comet_ml.API``)."""
-        if self.archive_path is None:
-            raise NotImplementedError("comet_ml: only an offline archive can be read back locally")
-        history: dict[str, list[tuple[int, Any]]] = {}
-        for archive in self.archives() or [self.archive_path]:
-            for name, points in read_archive_history(archive).items():
-                history.setdefault(name, []).extend(points)
-        return history
-
-    # -- optional capabilities ---------------------------------------------------------------
-    def log_images(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
-        from tracking_core.png import encode_png
-
+    # -- media -------------------------------------------------------------------------------
+    def log_images(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:
+        """``{key: image, list of images or NCHW/NHWC batch}``; each image a PNG named ``key``."""
+        extra = kwargs.pop("metadata", {})
         for key, images in values.items():
-            for index, image in enumerate(images if isinstance(images, (list, tuple)) else [images]):
-                # Comet's own array conversion fails on constant images with numpy 2; PNG bytes are unambiguous.
-                data = image if isinstance(image, (str, os.PathLike)) else io.BytesIO(encode_png(image))
-                metadata = {"key": key, "index": index, **kwargs.get("metadata", {})}
-                options = {name: value for name, value in kwargs.items() if name != "metadata"}
-                self._check(self._experiment.log_image(data, name=key, step=step, metadata=metadata, **options), key)
+            for index, image in enumerate(image_list(images)):
+                metadata = {"key": key, "index": index, **extra}
+                result = self._experiment.log_image(
+                    _image_bytes(image), name=key, step=step, metadata=metadata, **kwargs
+                )
+                self._check(result, key)
 
-    def log_table(self, table_name, columns=None, data=None, dataframe=None, step=None, **kwargs) -> None:
+    def log_table(
+        self,
+        table_name: str,
+        columns: list[str] | None = None,
+        data: list[list[Any]] | None = None,
+        dataframe: Any = None,
+        step: int | None = None,
+        **kwargs: Any,
+    ) -> None:
         # The CSV that log_table writes, logged with log_asset because log_table has no step and reads an
         # existing file of the same name from the working directory instead of the data.
         columns, rows = table_rows(columns, data, dataframe)
@@ -454,22 +365,34 @@ class CometMLTracker(GeneralTracker):
         writer.writerows(rows)
         buffer = io.BytesIO(text.getvalue().encode("utf-8"))
         file_name = table_name if table_name.endswith(".csv") else f"{table_name}.csv"
-        metadata = {"table": table_name, **kwargs.get("metadata", {})}
-        options = {name: value for name, value in kwargs.items() if name != "metadata"}
-        self._check(
-            self._experiment.log_asset(buffer, file_name=file_name, step=step, metadata=metadata, **options), table_name
-        )
+        metadata = {"table": table_name, **kwargs.pop("metadata", {})}
+        result = self._experiment.log_asset(buffer, file_name=file_name, step=step, metadata=metadata, **kwargs)
+        self._check(result, table_name)
 
     def log_figure(self, figure: Any, name: str, step: int | None = None, **kwargs: Any) -> None:
-        self._check(self._experiment.log_figure(figure_name=name, figure=figure, step=step, **kwargs), name)
+        """The figure as a PNG image named ``name`` (``kwargs`` go to ``savefig``: ``dpi``, ``bbox_inches``...)."""
+        png = io.BytesIO(figure_to_png(figure, **kwargs))
+        self._check(self._experiment.log_image(png, name=name, step=step, metadata={"key": name}), name)
 
-    def log_artifact(self, local_path: str | os.PathLike, artifact_path: str | None = None) -> None:
+    # -- histogram ---------------------------------------------------------------------------
+    def log_histogram(self, name: str, histogram: Histogram, step: int | None = None, **kwargs: Any) -> None:
+        """A 3-d histogram chart (one slice per step); Comet re-bins the counts into its own log-spaced bins."""
+        comet_ml = import_comet()
+        if not histogram.count:
+            return  # Comet refuses an empty histogram with an error line
+        result = self._experiment.log_histogram_3d(
+            _comet_histogram(comet_ml, histogram), name=name, step=step, **kwargs
+        )
+        self._check(result, name)
+
+    # -- artifacts ---------------------------------------------------------------------------
+    def log_artifact(self, local_path: str | os.PathLike[str], artifact_path: str | None = None) -> None:
         file_name = os.path.basename(local_path)
         if artifact_path:
             file_name = f"{artifact_path.rstrip('/')}/{file_name}"
         self._check(self._experiment.log_asset(os.fspath(local_path), file_name=file_name), os.fspath(local_path))
 
-    def log_artifacts(self, local_dir: str | os.PathLike, artifact_path: str | None = None) -> None:
+    def log_artifacts(self, local_dir: str | os.PathLike[str], artifact_path: str | None = None) -> None:
         local_dir = os.fspath(local_dir)
         if not artifact_path:
             # Comet names each file <folder name>/<path inside the folder>.
@@ -486,262 +409,97 @@ class CometMLTracker(GeneralTracker):
         if result is None and self._experiment.alive:
             raise RuntimeError(f"comet_ml refused {what!r} (its reason is in the COMET ERROR line above)")
 
+    # -- flush / finish ----------------------------------------------------------------------
+    def flush(self) -> None:
+        experiment = self._experiment
+        if experiment is not None and not self._finished and experiment.alive and not experiment.flush():
+            raise RuntimeError("comet_ml: the experiment could not flush its pending data")
+        if experiment is not None and not self._finished and self.mode != "online":
+            drain_offline_streamer(experiment)
 
-# -- helpers ---------------------------------------------------------------------------------------
+    def finish(self) -> None:
+        experiment = self._experiment
+        if experiment is None or self._finished:
+            return
+        self._finished = True
+        alive = experiment.alive
+        experiment.end()  # offline: waits for the streamer, then writes the zip
+        if self.mode != "online" and alive:
+            # A resumed experiment has one archive per process: this one's is named by Comet, else the newest.
+            named = archive_name(experiment)
+            mine = Path(experiment.offline_directory) / named if named else None
+            archives = [mine] if mine is not None and mine.is_file() else self.archives()
+            if not archives:
+                raise RuntimeError(
+                    f"comet_ml: no offline archive for {experiment.get_key()} in {experiment.offline_directory}"
+                )
+            self.archive_path = archives[-1]
 
+    # -- resume, read-back, notes ------------------------------------------------------------
+    def resume_state(self) -> dict[str, Any] | None:
+        """The experiment key and, offline, where its archives go and where Comet keeps its data until ``end()``."""
+        experiment = self._experiment
+        if experiment is None or not experiment.alive:
+            return None
+        if self.mode == "online":
+            return {"experiment_key": experiment.get_key(), "mode": "online"}
+        return {
+            "experiment_key": experiment.get_key(),
+            "mode": "offline",
+            "offline_directory": os.fspath(Path(experiment.offline_directory).absolute()),
+            "data_dir": getattr(experiment, "tmpdir", None),
+            "archive_name": archive_name(experiment),
+            "project_name": experiment.project_name,
+            "workspace": experiment.workspace,
+            "start_time": getattr(experiment, "start_time", None),
+            "resume_strategy": getattr(experiment, "resume_strategy", None),
+        }
 
-def read_archive_history(path: str | os.PathLike) -> dict[str, list[tuple[int, Any]]]:
-    """``{name: [(step, value), ...]}`` from every metric message of an offline archive's ``messages.json``
-    (one JSON message per line), in message order."""
-    with zipfile.ZipFile(path) as archive:
-        lines = archive.read("messages.json").decode("utf-8").splitlines()
-    history: dict[str, list[tuple[int, Any]]] = {}
-    for line in lines:
-        message = json.loads(line) if line.strip() else {}
-        if message.get("type") == "metric_msg":
-            metric = message["payload"]["metric"]
-            history.setdefault(metric["metricName"], []).append((metric["step"], metric["metricValue"]))
-    return history
+    def archives(self) -> list[Path]:
+        """Every offline archive of this experiment, in the order they were written (what to upload, in order)."""
+        if self._experiment is None or self.mode == "online":
+            return []
+        return archives_of(Path(self._experiment.offline_directory), self._experiment.get_key())
 
+    def read_back_metrics(self) -> dict[str, dict[int, Any]]:
+        """Metric series per step; a later point wins at a step stored twice (see :meth:`read_back_history`)."""
+        return {name: dict(points) for name, points in self.read_back_history().items()}
 
-def read_archive_metrics(path: str | os.PathLike) -> dict[str, dict[int, Any]]:
-    """``{name: {step: value}}`` of an offline archive, the last message at a step winning."""
-    return {name: dict(points) for name, points in read_archive_history(path).items()}
+    def read_back_history(self) -> dict[str, list[tuple[int, Any]]]:
+        """Every metric message in the offline archives of this experiment, oldest archive first, in message
+        order, so a step stored twice shows twice (an online run is read in Comet's UI or ``comet_ml.API``)."""
+        history: dict[str, list[tuple[int, Any]]] = {}
+        for archive in self._local_archives():
+            for name, points in read_archive_history(archive).items():
+                history.setdefault(name, []).extend(points)
+        return history
 
+    def read_back_images(self) -> dict[str, list[tuple[int, Any]]]:
+        """Every image (and figure) of the offline archives, per key, as ``(step, HW/HWC uint8 array)``."""
+        import numpy as np
+        from PIL import Image  # comet_ml depends on Pillow
 
-def _archive_name(experiment: Any) -> str | None:
-    try:
-        return experiment._get_offline_archive_file_name()
-    except Exception:  # internal name changed: the killed process's data cannot be archived under its name
-        return None
+        images: dict[str, list[tuple[int, Any]]] = {}
+        for archive in self._local_archives():
+            for key, items in read_archive_images(archive).items():
+                for step, data in items:
+                    with Image.open(io.BytesIO(data)) as image:
+                        images.setdefault(key, []).append((step, np.asarray(image).copy()))
+        return images
 
+    def _local_archives(self) -> list[Path]:
+        if self.archive_path is None:
+            raise NotImplementedError("comet_ml: only an offline archive can be read back locally")
+        return self.archives() or [self.archive_path]
 
-def _archive_started(archive: Path) -> int:
-    """When the archive's experiment part started (its ``experiment.json``), for ordering the parts."""
-    with zipfile.ZipFile(archive) as opened:
-        return int(json.loads(opened.read("experiment.json")).get("start_time") or 0)
-
-
-def _archives_of(directory: Path, key: str) -> list[Path]:
-    """The complete archives of experiment ``key`` in ``directory``, oldest part first.
-
-    Comet creates the archive's file when the experiment starts and fills it at ``end()``; an archive
-    without ``experiment.json`` is the placeholder of a process that never ended.
-    """
-    found = []
-    for archive in directory.glob(f"{key}*.zip"):
-        try:
-            found.append((_archive_started(archive), archive))
-        except (KeyError, zipfile.BadZipFile, OSError, ValueError):
-            continue
-    return [archive for _, archive in sorted(found)]
-
-
-def _archive_abandoned_data(comet_ml: Any, saved: dict, directory: Path) -> Path | None:
-    """Archive what a killed process left in Comet's temporary folder, as Comet's ``end()`` would have.
-
-    Returns the archive written, or None when there is nothing to recover (the process ended normally, or
-    the temporary folder is gone, e.g. after a reboot).
-    """
-    data_dir, name = saved.get("data_dir"), saved.get("archive_name")
-    if not data_dir or not name or not (Path(data_dir) / "messages.json").is_file():
-        return None
-    from comet_ml.offline_utils import create_experiment_archive, write_experiment_meta_file
-    from comet_ml.utils import local_timestamp
-
-    write_experiment_meta_file(
-        tempdir=data_dir,
-        experiment_key=saved["experiment_key"],
-        workspace=saved.get("workspace"),
-        project_name=saved.get("project_name"),
-        start_time=saved.get("start_time"),
-        stop_time=local_timestamp(),
-        tags=[],
-        resume_strategy=saved.get("resume_strategy") or "get_or_create",
-        comet_start_sourced=True,
-    )
-    directory.mkdir(parents=True, exist_ok=True)
-    archive, _ = create_experiment_archive(
-        offline_directory=os.fspath(directory), offline_archive_file_name=name, data_dir=data_dir, logger=logger
-    )
-    import shutil
-
-    shutil.rmtree(data_dir, ignore_errors=True)  # as end() does: the archive now holds it
-    return Path(archive)
-
-
-def _drain_offline_streamer(experiment: Any, timeout: float = 10.0) -> None:
-    """Wait until Comet's offline streamer wrote every queued message to its ``messages.json``.
-
-    Comet's offline ``flush()`` returns at once; its streamer thread writes (and flushes) each message to the
-    experiment's temporary folder, so once the queue is empty and the message in hand is written, what was
-    logged survives a kill of the process (see ``_archive_abandoned_data``).
-    """
-    import time
-
-    streamer = getattr(experiment, "streamer", None)
-    queue = getattr(streamer, "messages", None)
-    if queue is None:
-        return
-    deadline = time.monotonic() + timeout
-    while not queue.empty() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    time.sleep(0.05)  # a message taken off the queue is written under the lock below
-    lock = getattr(streamer, "__write_lock__", None)
-    if lock is not None:
-        with lock:  # held while a message is written
-            pass
-
-
-def _configured(config: Any, setting: str) -> Any:
-    """The value of a Comet setting when the user configured it (environment, .env, .comet.config), else None."""
-    value = config.get_raw(None, setting, default=_MISSING)
-    return None if value is _MISSING else value
-
-
-def _explicit_fields(comet_ml: Any, user_object: Any, fields: set[str]) -> dict[str, Any]:
-    """Fields of a user's ``ExperimentConfig`` that differ from what Comet's configuration alone gives."""
-    baseline = comet_ml.ExperimentConfig()
-    explicit = {}
-    for field in fields:
-        attribute = "_disabled" if field == "disabled" else field
-        value = getattr(user_object, attribute, None)
-        if value != getattr(baseline, attribute, None):
-            explicit[field] = value
-    return explicit
-
-
-class _BlockMatplotlib:
-    """Meta-path finder that hides matplotlib from ``import comet_ml`` in one thread.
-
-    comet_ml imports ``matplotlib.axes`` at import time only to recognise Axes objects; that import costs
-    ~0.4 s and builds matplotlib's font cache under ``~``. Other threads are not affected.
-    """
-
-    def __init__(self) -> None:
-        self.thread = threading.get_ident()
-
-    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
-        if threading.get_ident() == self.thread and (name == "matplotlib" or name.startswith("matplotlib.")):
-            raise ModuleNotFoundError(f"{name} is not loaded while comet_ml is imported", name=name)
-
-
-def _import_comet() -> Any:
-    with _IMPORT_LOCK:
-        if "comet_ml" in sys.modules:  # imported by the application: its settings stay as they are
-            import comet_ml
-
-            return comet_ml
-        for variable, value in IMPORT_ENVIRONMENT.items():
-            os.environ.setdefault(variable, value)
-        excepthook = sys.excepthook
-        blocker = _BlockMatplotlib() if "matplotlib" not in sys.modules else None
-        if blocker is not None:
-            sys.meta_path.insert(0, blocker)
-        try:
-            import comet_ml
-        finally:
-            if blocker is not None:
-                sys.meta_path.remove(blocker)
-            # comet_ml wraps sys.excepthook at import; the dispatcher already finishes runs at exit.
-            sys.excepthook = excepthook
-        return comet_ml
-
-
-def _is_live(experiment: Any) -> bool:
-    return bool(getattr(experiment, "alive", False)) and not getattr(experiment, "ended", True)
-
-
-def _create(comet_ml: Any, start_kwargs: dict[str, Any]) -> Any:
-    """``comet_ml.start`` without Comet's one-experiment-per-process rule.
-
-    Comet ends the process's "running experiment" when another one is created, and ``comet_ml.start``
-    returns it instead of a new one when its settings match: either would merge or cut off another run.
-    The running experiment is set aside while this run's is created, then put back.
-    """
-    experiment = None
-    with _CREATE_LOCK:
-        previous = comet_ml.get_running_experiment()
-        comet_ml.config.set_global_experiment(None)
-        if start_kwargs.get("online") is False:
-            experiment = comet_ml.start(**start_kwargs)
-    if experiment is None:  # online: waits on the network, so other runs are not held behind the lock
-        experiment = comet_ml.start(**start_kwargs)
-    with _CREATE_LOCK:
-        if previous is not None and previous is not experiment and _is_live(previous):
-            comet_ml.config.set_global_experiment(previous)
-    return experiment
-
-
-def _end_quietly(experiment: Any) -> None:
-    try:
-        experiment.end()
-    except Exception:  # a dead or abandoned experiment; nothing depends on it
-        pass
-
-
-def _is_network_error(error: BaseException) -> bool:
-    try:
-        import requests
-    except ImportError:  # pragma: no cover - comet_ml depends on requests
-        return isinstance(error, (ConnectionError, TimeoutError))
-    return isinstance(error, (ConnectionError, TimeoutError, requests.exceptions.RequestException))
-
-
-def _unreachable(url: str, timeout: float, verify: Any) -> str | None:
-    """Why the Comet server at ``url`` cannot be used now, or ``None`` when it answers HTTP at all."""
-    import requests
-
-    try:
-        requests.get(url, timeout=(timeout, timeout), verify=verify, allow_redirects=False).close()
-    except requests.exceptions.SSLError:
-        return None  # it answered; Comet's own TLS settings decide the rest
-    except requests.exceptions.RequestException as error:
-        return f"Comet at {url} is unreachable ({type(error).__name__})"
-    return None
-
-
-class _OnlineStart:
-    """Creates the online experiment in a daemon thread so that a silent server costs at most a deadline.
-
-    A start that is abandoned and completes later ends its experiment at once.
-    """
-
-    def __init__(
-        self, comet_ml: Any, start_kwargs: dict[str, Any], probe_url: str, probe_timeout: float, verify: Any
-    ) -> None:
-        self.experiment: Any = None
-        self.error: BaseException | None = None
-        self.reason: str | None = None
-        self._done = threading.Event()
-        self._lock = threading.Lock()
-        self._abandoned = False
-        arguments = (comet_ml, dict(start_kwargs, online=True), probe_url, probe_timeout, verify)
-        threading.Thread(target=self._run, args=arguments, name="tracking-comet_ml-online-start", daemon=True).start()
-
-    def _run(
-        self, comet_ml: Any, start_kwargs: dict[str, Any], probe_url: str, probe_timeout: float, verify: Any
-    ) -> None:
-        experiment = None
-        try:
-            self.reason = _unreachable(probe_url, probe_timeout, verify)
-            if self.reason is None:
-                experiment = _create(comet_ml, start_kwargs)
-        except BaseException as error:  # handed to the waiting thread
-            self.error = error
-        with self._lock:
-            if self._abandoned:
-                if experiment is not None:
-                    _end_quietly(experiment)
-                return
-            self.experiment = experiment
-            self._done.set()
-
-    def wait(self, timeout: float) -> bool:
-        """True when the attempt finished (either way) within ``timeout``; False abandons it."""
-        self._done.wait(timeout)
-        with self._lock:
-            if not self._done.is_set():
-                self._abandoned = True
-                return False
-        return True
+    def report_notes(self) -> list[str]:
+        notes = super().report_notes()
+        archives = self.archives() if self.archive_path is not None else []
+        if len(archives) > 1:
+            names = " ".join(map(str, archives))
+            notes.append(
+                f"offline experiment {self._experiment.get_key()} in {len(archives)} archives (upload in this order: comet upload {names})"
+            )
+        elif self.archive_path is not None:
+            notes.append(f"offline archive {self.archive_path} (upload: comet upload {self.archive_path})")
+        return notes

@@ -80,7 +80,8 @@ def _clean(value: Any, depth: int, seen: set[int], path: str, redacted: list[str
         for key, item in mapping.items():
             name = _redacted_text(str(key), path, redacted)
             where = f"{path}{SEPARATOR}{name}" if path else name
-            if is_secret_key(key) and item is not None:
+            # A number or a flag is not a secret, whatever its key says (pad_token_id, max_tokens).
+            if is_secret_key(key) and item is not None and not isinstance(item, (bool, int, float)):
                 cleaned[name] = REDACTED
                 redacted.append(where)
             else:

@@ -4,8 +4,9 @@ Every backend stores what it is given, in files that get copied, synced and shar
 with its password, a bearer token pasted into a run's notes, an API key in the config. So the
 library redacts, before any backend (or the journal) sees them:
 
-* config values under secret-looking keys (``*token*``, ``*secret*``, ``*password*``, ``*api_key*``,
-  ``*credential*``, ``*private_key*``...): the whole value becomes ``<redacted>``;
+* config values under secret-looking keys (the word ``token`` as in ``hub_token``, ``*secret*``,
+  ``*password*``, ``*api_key*``, ``*credential*``, ``*private_key*``...): the whole value becomes
+  ``<redacted>``, unless it is a number or a flag (``pad_token_id`` is an id, not a secret);
 * in every string of the config, of ``init_kwargs`` text fields (tags, notes, names, descriptions)
   and of ``log()`` values, the parts shaped like a credential: the password of a URL
   (``https://user:pw@host`` -> ``https://user:<redacted>@host``), ``Bearer ...``, OpenAI/Anthropic
@@ -105,10 +106,16 @@ def configure(
             _settings.key_parts = _SECRET_KEY_PARTS + [str(part).lower() for part in extra_keys]
 
 
+_TOKEN_WORD = re.compile(r"(?<![a-z])tokens?(?![a-z])")  # hub_token, HF_TOKEN; not tokenizer_name
+
+
 def is_secret_key(key: Any) -> bool:
-    """Keys such as ``hub_token``, ``WANDB_API_KEY``, ``db_password`` name a secret."""
+    """Keys such as ``hub_token``, ``WANDB_API_KEY``, ``db_password`` name a secret (``tokenizer_name`` does not)."""
     lowered = str(key).lower()
-    return any(part in lowered for part in _settings.key_parts)
+    return any(
+        (_TOKEN_WORD.search(lowered) is not None) if part == "token" else part in lowered
+        for part in _settings.key_parts
+    )
 
 
 def _replace(match: re.Match[str]) -> str:

@@ -25,6 +25,7 @@ class SwanLabRunData:
     run_dir: Path
     project: str = ""
     name: str = ""
+    group: str = ""
     finished: bool = False
     scalar_history: dict[str, list[tuple[int, float]]] = field(default_factory=dict)  #: every scalar record, in order
     media: dict[str, list[MediaPoint]] = field(default_factory=dict)
@@ -78,7 +79,7 @@ def read_run(run_dir: str | os.PathLike[str]) -> SwanLabRunData:
             record.ParseFromString(raw)
             kind = record.WhichOneof(record.DESCRIPTOR.oneofs[0].name)
             if kind == "start":
-                data.project, data.name = record.start.project, record.start.name
+                data.project, data.name, data.group = record.start.project, record.start.name, record.start.group
             elif kind == "scalar":
                 point = (record.scalar.step, record.scalar.value.number)
                 data.scalar_history.setdefault(record.scalar.key, []).append(point)

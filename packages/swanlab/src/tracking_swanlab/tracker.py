@@ -6,13 +6,15 @@ start()                       ``swanlab.init(project=run_name, mode=..., log_dir
 store_init_configuration      ``run.config.update(values)``   (the run's own config, not ``swanlab.config``)
 log (numbers)                 ``run.log({key: number}, step=step)``
 log (strings)                 ``run.log({key: swanlab.Text(value)}, step=step)``
-log_images                    ``run.log({key: [swanlab.Image(image), ...]}, step=step)``
+log_images                    ``run.log({key: [swanlab.Image(<HW/HWC uint8>), ...]}, step=step)``
 log_table                     ``run.log({name: swanlab.echarts.Table().add(columns, rows)}, step=step)``
-log_figure                    ``run.log({name: swanlab.Image(figure)}, step=step)``  (rendered to PNG)
+log_figure                    ``run.log({name: swanlab.Image(<the figure as PNG>)}, step=step)``
+log_histogram                 the contract's default (count/min/max/mean/std): SwanLab has no histogram type
 log_artifact(s)               ``run.save(path, base_path=folder, policy="now")``  (linked into ``files/``)
 finish                        ``run.finish()``
 resume_state                  ``{"id", "project", "name", "mode", "run_dirs"}``; a resumed run:
                               ``swanlab.init(id=<saved id>, resume="allow", name=<saved name>, ...)``
+per-rank runs                 ``swanlab.init(group=<group>, name=<name>-rank<N>)``
 
 Resuming offline. SwanLab writes one ``run-<time>-<id>`` folder per process; a run continued with the
 same id gets a new folder whose start record asks to resume, and ``swanlab sync`` of each folder (oldest
@@ -22,15 +24,15 @@ first) resumes the same cloud experiment. So the saved state lists every folder 
 
 from __future__ import annotations
 
+import io
 import os
 import re
-import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from tracking_core import GeneralTracker, notice, warn_once
-from tracking_core.jsonl import table_rows
+from tracking_core.adapters import figure_to_png, image_list, probe_http, table_rows, to_hwc_uint8
 from tracking_core.notices import logger
 from tracking_core.paths import check_optional_name
 
@@ -47,356 +49,6 @@ _MAX_KEY_LENGTH = 512
 _QUIET_DEFAULTS = {"probe.monitor": False, "terminal.proxy_type": "none"}
 
 DEFAULT_ONLINE_CHECK_TIMEOUT = 5.0
-
-
-def _hw_or_hwc(image: Any) -> Any:
-    """An array in the layouts SwanLab takes (HW, HWC with 3/4 channels); the core also accepts CHW and HW1."""
-    shape = getattr(image, "shape", None)
-    if shape is None or len(shape) != 3:
-        return image
-    if shape[-1] not in (1, 3, 4) and shape[0] in (1, 3, 4):
-        image = image.transpose(1, 2, 0)
-    return image[:, :, 0] if image.shape[-1] == 1 else image
-
-
-class SwanLabTracker(GeneralTracker):
-    """Logs to SwanLab; with no account and no network it writes an offline run under ``logging_dir``.
-
-    Example::
-
-        import tracking_core
-
-        with tracking_core.init("my-project", log_with="swanlab", logging_dir="runs",
-                                init_kwargs={"swanlab": {"experiment_name": "baseline"}}) as run:
-            run.log({"train/loss": 0.5}, step=0)
-        # then: swanlab sync runs/swanlog/run-<time>-<id>
-
-    ``kwargs`` go to ``swanlab.init`` unchanged (``project`` defaults to ``run_name``; an explicit
-    ``project``, ``mode``, ``log_dir``/``logdir``, ``settings``, ``workspace``, ``experiment_name``,
-    ``tags``, ... always wins). Where the user chose nothing:
-
-    * ``mode``: ``"offline"`` when no SwanLab credentials are configured, else ``"online"``. An online
-      start first checks within ``online_check_timeout`` seconds that the API host answers; when it does
-      not (or the online start fails), the run is written offline instead and one notice says why.
-      A ``mode`` the user chose is kept: an unreachable host then fails start-up, and the dispatcher
-      keeps the records in its spill journal.
-    * ``log_dir``: ``<logging_dir>/swanlog``.
-    * ``settings``: no hardware monitor thread and no stdout/stderr proxy; ``interactive`` is always
-      off, so SwanLab never waits on ``input()`` from a tracker's worker thread.
-
-    Honoured SwanLab settings (environment, ``.env``, ``swanlab.yaml``, ``swanlab.merge_settings``):
-    ``SWANLAB_MODE``, ``SWANLAB_LOG_DIR`` (and the older ``SWANLAB_LOGDIR``), ``SWANLAB_API_KEY``,
-    ``SWANLAB_API_HOST``, ``SWANLAB_WEB_HOST``, ``SWANLAB_ROOT`` (credentials in ``.netrc`` there),
-    ``SWANLAB_PROBE_MONITOR``, ``SWANLAB_TERMINAL_PROXY_TYPE`` and every other ``SWANLAB_*`` setting.
-    """
-
-    name = "swanlab"
-    requires_logging_directory = False
-    main_process_only = False
-
-    def __init__(
-        self,
-        run_name: str,
-        logging_dir: str | os.PathLike | None = None,
-        online_check_timeout: float = DEFAULT_ONLINE_CHECK_TIMEOUT,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__()
-        check_optional_name(kwargs.get("id"), "id")  # the run id is part of SwanLab's run folder name
-        self.run_name = run_name
-        self.logging_dir = Path(logging_dir) if logging_dir is not None else None
-        self.online_check_timeout = online_check_timeout
-        self.init_kwargs = kwargs
-        #: The mode SwanLab actually ran in, and why it is not the one first tried (None: no fallback).
-        self.mode: str | None = None
-        self.fallback_reason: str | None = None
-        self.run_dir: Path | None = None
-        self._run: Any = None
-        self._swanlab: Any = None
-        self._column_kind: dict[str, str] = {}
-        self._last_step: dict[str, int | None] = {}
-        #: Local folders of the earlier processes' parts of this run (oldest first), when it was resumed.
-        self.earlier_run_dirs: list[Path] = []
-        self._notes: list[str] = []
-        self._project: str | None = None
-        #: The SwanLab run id and experiment name, kept after ``finish()`` (which lets go of the run).
-        self.run_id: str | None = None
-        self.experiment_name: str | None = None
-
-    @property
-    def tracker(self) -> Any:
-        """The ``swanlab.Run`` of this tracker (None before ``start()``)."""
-        return self._run
-
-    # -- start ---------------------------------------------------------------------------------
-    def start(self) -> None:
-        import swanlab
-
-        self._swanlab = swanlab
-        kwargs = dict(self.init_kwargs)
-        kwargs.setdefault("project", self.run_name)
-        user_settings = _as_dict(kwargs.pop("settings", None))
-        sources = _settings_sources(swanlab, user_settings)
-
-        if self.logging_dir is not None and not ({"log_dir", "logdir"} & kwargs.keys()):
-            if not _chosen("log_dir", sources) and not os.environ.get("SWANLAB_LOGDIR"):
-                kwargs["log_dir"] = str(self.logging_dir / "swanlog")
-        settings = {}
-        for path, value in _QUIET_DEFAULTS.items():
-            if not _chosen(path, sources):
-                _set_path(settings, path, value)
-        settings = _deep_merge(settings, user_settings)
-        settings["interactive"] = False  # a prompt in a worker thread would hang the run
-
-        self._continue_saved_run(kwargs, sources)
-        self._project = kwargs.get("project")
-        effective = _effective_settings(swanlab, user_settings, kwargs.get("mode"))
-        mode_chosen = "mode" in kwargs or _chosen("mode", sources)
-        credentials = _has_credentials(effective)
-        if not mode_chosen:
-            kwargs["mode"] = "online" if credentials else "offline"
-        wanted = kwargs["mode"] if "mode" in kwargs else effective.mode
-
-        # Without credentials an online start fails at once (SwanLab's own error); with them, a host
-        # that does not answer would hold start-up for minutes, so check it first, within a deadline.
-        if wanted in ("online", "cloud") and credentials:
-            problem = _unreachable(str(effective.api_host), self.online_check_timeout)
-            if problem is None:
-                try:
-                    self._run = swanlab.init(settings=settings, **kwargs)
-                except Exception as error:
-                    if mode_chosen:
-                        raise
-                    problem = f"online start failed ({type(error).__name__}: {error})"
-            elif mode_chosen:
-                raise ConnectionError(
-                    f"SwanLab service at {effective.api_host} is unreachable ({problem}) and mode='online' was "
-                    "chosen explicitly; unset SWANLAB_MODE/mode to fall back to an offline run"
-                )
-            if self._run is None:
-                self.fallback_reason = f"SwanLab service at {effective.api_host}: {problem}"
-                kwargs["mode"] = "offline"
-        if self._run is None:
-            self._run = swanlab.init(settings=settings, **kwargs)
-        self.mode = str(self._run.mode)
-        self.run_dir = Path(self._run.dir)
-        self.run_id, self.experiment_name = str(self._run.id), _attribute(self._run, "name")
-        if self.fallback_reason:
-            logger.warning(self._start_notice())
-        else:
-            notice(self._start_notice())
-
-    def _continue_saved_run(self, kwargs: dict, sources: list) -> None:
-        """Point ``swanlab.init`` at the run saved by ``resume_state`` in an earlier process.
-
-        ``resume="allow"``: offline SwanLab does not check the id, and online the run may so far exist only as
-        the earlier process's offline folder. The saved experiment name is kept (SwanLab would make up a new
-        one). An ``id``/``resume`` the user chose (kwargs, settings, ``SWANLAB_*``) wins.
-        """
-        saved = self.run_context.resume if self.run_context is not None else None
-        if saved is None:
-            return
-        run_id = saved.get("id") if isinstance(saved, dict) else None
-        if not isinstance(run_id, str) or not run_id:
-            self._not_resumed(f"could not resume the saved SwanLab run ({saved!r} names no run id); started a new run")
-            return
-        if {"id", "resume"} & kwargs.keys() or _chosen("run.id", sources) or _chosen("run.resume", sources):
-            self._notes.append(
-                f"the run chosen in init_kwargs/settings was used; the saved SwanLab run {run_id} was not"
-            )
-            return
-        folders = [Path(folder) for folder in saved.get("run_dirs") or [] if isinstance(folder, str)]
-        existing = [folder for folder in folders if folder.is_dir()]
-        if saved.get("mode") in ("offline", "local") and not existing:
-            gone = ", ".join(map(str, folders)) or "no folder was saved"
-            self._not_resumed(
-                f"could not resume SwanLab run {run_id} (its {saved['mode']} folders are gone: {gone}); started a new run"
-            )
-            return
-        self.earlier_run_dirs = existing
-        kwargs["id"], kwargs["resume"] = run_id, "allow"
-        name = saved.get("name")
-        if isinstance(name, str) and name and not ({"name", "experiment_name"} & kwargs.keys()):
-            if not _chosen("experiment.name", sources):
-                kwargs["name"] = name
-        if isinstance(saved.get("project"), str) and saved["project"] and "project" not in self.init_kwargs:
-            kwargs["project"] = saved["project"]
-
-    def _not_resumed(self, message: str) -> None:
-        self._notes.append(message)
-        warn_once(self.name, "resume", message, reason="resume")
-
-    def resume_state(self) -> dict | None:
-        """The run's id, project and name, and every local folder it has so far (this process's last)."""
-        if self.run_id is None or self.mode == "disabled":
-            return None
-        return {
-            "id": self.run_id,
-            "project": self._project,
-            "name": self.experiment_name,
-            "mode": self.mode,
-            "run_dirs": [str(folder) for folder in self.run_dirs],
-        }
-
-    @property
-    def run_dirs(self) -> list[Path]:
-        """Every local folder of this run, oldest first: earlier processes' parts, then this process's."""
-        current = [self.run_dir] if self.run_dir is not None else []
-        return [*self.earlier_run_dirs, *current]
-
-    def _start_notice(self) -> str:
-        if self.mode == "online":
-            url = getattr(self._run, "url", None)
-            return f"swanlab: online run {url} (local copy in {self.run_dir})"
-        if self.mode == "disabled":
-            return "swanlab: mode 'disabled', nothing is recorded"
-        where = f"{self.mode} run in {self.run_dir}"
-        if self.fallback_reason:
-            where += f" because {self.fallback_reason}"
-        elif self.mode == "offline":
-            where += " (no SwanLab credentials configured)"
-        hint = (
-            f"upload it with `swanlab sync {self.run_dir}`"
-            if self.mode == "offline"
-            else f"view it with `swanlab watch {self.run_dir.parent}`"
-        )
-        return f"swanlab: {where}; {hint}"
-
-    # -- config and metrics -------------------------------------------------------------------
-    def store_init_configuration(self, values: dict) -> None:
-        # SwanLab 0.10.3 stores a top-level None as {} (it parses each value as a config mapping);
-        # the string keeps the value readable instead of turning it into an empty group.
-        self._run.config.update({key: "None" if value is None else value for key, value in values.items()})
-
-    def log(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
-        payload = {}
-        for key, value in values.items():
-            kind = "text" if isinstance(value, str) else "scalar"
-            if not self._accepts(key, kind, step):
-                continue
-            payload[key] = self._swanlab.Text(value) if kind == "text" else value
-        if payload:
-            self._run.log(payload, step=step, **kwargs)
-
-    def _accepts(self, key: str, kind: str, step: int | None) -> bool:
-        """SwanLab silently drops a point whose type differs from the key's first one, and a second
-        point at the same step; say so once per key instead."""
-        first = self._column_kind.setdefault(key, kind)
-        if first != kind:
-            warn_once(
-                self.name,
-                key,
-                f"SwanLab keeps one type per key: this key holds {first} values, a {kind} value is dropped",
-                reason="kind",
-            )
-            return False
-        if step is not None and self._last_step.get(key) == step:
-            warn_once(
-                self.name,
-                key,
-                f"SwanLab keeps the first value logged at a step; a repeat at step {step} is dropped",
-                reason="repeat",
-            )
-            return False
-        self._last_step[key] = step
-        return True
-
-    def read_back_metrics(self) -> dict[str, dict[int, Any]]:
-        """Scalars per step; a later part's value wins at a step two parts hold (see :meth:`read_back_history`)."""
-        return {key: dict(points) for key, points in self.read_back_history().items()}
-
-    def read_back_history(self) -> dict[str, list[tuple[int, Any]]]:
-        """Every scalar record of this run through SwanLab's own record reader (see :mod:`tracking_swanlab.reader`).
-
-        A resumed run's folders are read oldest first, each in record order, so a step written by two
-        processes shows twice (within one process a repeated step is dropped, see ``_accepts``). An
-        earlier part whose run file is empty is skipped: SwanLab 0.10.3 writes that file unflushed until
-        ``finish()``, so a process that was killed may leave nothing in it.
-        """
-        from .reader import find_run_file, read_run
-
-        history: dict[str, list[tuple[int, Any]]] = {}
-        for folder in self.run_dirs:
-            if folder != self.run_dir and find_run_file(folder).stat().st_size == 0:
-                continue
-            for key, points in read_run(folder).scalar_history.items():
-                history.setdefault(key, []).extend(points)
-        return history
-
-    def report_notes(self) -> list[str]:
-        notes = list(self._notes)
-        if self.fallback_reason:
-            notes.append(f"fell back to an offline run because {self.fallback_reason}")
-        if self.mode == "offline" and self.earlier_run_dirs:
-            commands = "; ".join(f"swanlab sync {folder}" for folder in self.run_dirs)
-            notes.append(
-                f"offline run {self.run_id} in {len(self.run_dirs)} folders (upload in this order: {commands})"
-            )
-        return notes
-
-    def sanitize_key(self, key: str) -> str:
-        cleaned = _CONTROL_CHARACTERS.sub("_", key).strip(_EDGE_CHARACTERS)
-        cleaned = cleaned[:_MAX_KEY_LENGTH].rstrip(_EDGE_CHARACTERS)
-        return cleaned or "_"
-
-    def flush(self) -> None:
-        """SwanLab 0.10.3 has no public flush: its consumer thread writes records within ~0.5 s and the
-        run file is flushed to disk by ``run.finish()``; nothing more can be forced from here."""
-
-    # -- media --------------------------------------------------------------------------------
-    def log_images(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
-        payload = {}
-        for key, images in values.items():
-            key = self.sanitize_key(key)
-            if self._accepts(key, "image", step):
-                items = images if isinstance(images, (list, tuple)) else [images]
-                payload[key] = [self._swanlab.Image(_hw_or_hwc(image), **kwargs) for image in items]
-        if payload:
-            self._run.log(payload, step=step)
-
-    def log_table(self, table_name, columns=None, data=None, dataframe=None, step=None, **kwargs) -> None:
-        columns, rows = table_rows(columns, data, dataframe)
-        if len(set(columns)) != len(columns):
-            raise ValueError(f"SwanLab stores table rows as column -> value maps; duplicate column names in {columns}")
-        rows = [[_plain(cell) for cell in row] for row in rows]
-        key = self.sanitize_key(table_name)
-        if self._accepts(key, "table", step):
-            self._run.log({key: self._swanlab.echarts.Table().add(columns, rows, **kwargs)}, step=step)
-
-    def log_figure(self, figure: Any, name: str, step: int | None = None, **kwargs: Any) -> None:
-        key = self.sanitize_key(name)
-        if self._accepts(key, "image", step):
-            self._run.log({key: self._swanlab.Image(figure, **kwargs)}, step=step)
-
-    def log_artifact(self, local_path: str | os.PathLike, artifact_path: str | None = None) -> None:
-        path = Path(local_path).resolve()
-        if not path.is_file():
-            raise FileNotFoundError(f"log_artifact: {path} is not a file")
-        self._save(str(path), path.parent, artifact_path)
-
-    def log_artifacts(self, local_dir: str | os.PathLike, artifact_path: str | None = None) -> None:
-        folder = Path(local_dir).resolve()
-        if not folder.is_dir():
-            raise NotADirectoryError(f"log_artifacts: {folder} is not a directory")
-        self._save(str(folder / "**" / "*"), folder, artifact_path)
-
-    def _save(self, pattern: str, base: Path, artifact_path: str | None) -> None:
-        if artifact_path:
-            warn_once(
-                self.name,
-                artifact_path,
-                "SwanLab names saved files by their path below the folder given; artifact_path is not used",
-                reason="artifact_path",
-            )
-        # "now": a snapshot, like the other backends' artifacts (SwanLab's default "live" keeps watching the file).
-        if not self._run.save(pattern, base_path=str(base), policy="now"):
-            raise FileNotFoundError(f"SwanLab saved no file for {pattern}")
-
-    # -- finish -------------------------------------------------------------------------------
-    def finish(self) -> None:
-        run, self._run = self._run, None
-        if run is not None and run.alive:
-            run.finish()
 
 
 # -- helpers ----------------------------------------------------------------------------------
@@ -534,28 +186,392 @@ def _has_credentials(effective: Any) -> bool:
     return client.exists()
 
 
-def _unreachable(api_host: str, timeout: float) -> str | None:
-    """None when the host answers an HTTP request within ``timeout`` s, else why not.
+class SwanLabTracker(GeneralTracker):
+    """Logs to SwanLab; with no account and no network it writes an offline run under ``logging_dir``.
 
-    Runs in a daemon thread joined with a deadline, so a DNS lookup that hangs (requests' timeout does
-    not cover it) cannot hold start-up longer than ``timeout``. Any HTTP answer counts: the point is to
-    fail over fast when nothing answers, not to judge the credentials (``swanlab.init`` does that).
+    Example::
+
+        import tracking_core
+
+        with tracking_core.init("my-project", log_with="swanlab", logging_dir="runs",
+                                init_kwargs={"swanlab": {"experiment_name": "baseline"}}) as run:
+            run.log({"train/loss": 0.5}, step=0)
+        # then: swanlab sync runs/swanlog/run-<time>-<id>
+
+    ``kwargs`` go to ``swanlab.init`` unchanged (``project`` defaults to ``run_name``; an explicit
+    ``project``, ``mode``, ``log_dir``/``logdir``, ``settings``, ``workspace``, ``experiment_name``,
+    ``tags``, ... always wins). Where the user chose nothing:
+
+    * ``mode``: ``"offline"`` when no SwanLab credentials are configured, else ``"online"``. An online
+      start first checks within ``online_check_timeout`` seconds that the API host answers; when it does
+      not (or the online start fails), the run is written offline instead and one notice says why.
+      A ``mode`` the user chose is kept: an unreachable host then fails start-up, and the dispatcher
+      keeps the records in its spill journal.
+    * ``log_dir``: ``<logging_dir>/swanlog``.
+    * ``settings``: no hardware monitor thread and no stdout/stderr proxy; ``interactive`` is always
+      off, so SwanLab never waits on ``input()`` from a tracker's worker thread.
+
+    Honoured SwanLab settings (environment, ``.env``, ``swanlab.yaml``, ``swanlab.merge_settings``):
+    ``SWANLAB_MODE``, ``SWANLAB_LOG_DIR`` (and the older ``SWANLAB_LOGDIR``), ``SWANLAB_API_KEY``,
+    ``SWANLAB_API_HOST``, ``SWANLAB_WEB_HOST``, ``SWANLAB_ROOT`` (credentials in ``.netrc`` there),
+    ``SWANLAB_PROBE_MONITOR``, ``SWANLAB_TERMINAL_PROXY_TYPE`` and every other ``SWANLAB_*`` setting.
+
+    Per-rank runs (``run_context.group`` set by ``per_rank=True``): every rank's run is in the SwanLab
+    group ``<group>`` and named ``<name>-rank<N>``, ``<name>`` being the name given or the group.
     """
-    outcome: dict[str, str] = {}
 
-    def probe() -> None:
-        import requests
+    name = "swanlab"
+    requires_logging_directory = False
+    main_process_only = False
 
-        try:
-            requests.head(api_host, timeout=timeout, allow_redirects=False)
-        except Exception as error:
-            outcome["error"] = f"{type(error).__name__}: {error}"
+    def __init__(
+        self,
+        run_name: str,
+        *,
+        logging_dir: str | os.PathLike | None = None,
+        online_check_timeout: float = DEFAULT_ONLINE_CHECK_TIMEOUT,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__()
+        check_optional_name(kwargs.get("id"), "id")  # the run id is part of SwanLab's run folder name
+        self.run_name = run_name
+        self.logging_dir = Path(logging_dir) if logging_dir is not None else None
+        self.online_check_timeout = online_check_timeout
+        self.init_kwargs = kwargs
+        #: The mode SwanLab actually ran in, and why it is not the one first tried (None: no fallback).
+        self.mode: str | None = None
+        self.fallback_reason: str | None = None
+        self.run_dir: Path | None = None
+        self._run: Any = None
+        self._finished = False
+        self._swanlab: Any = None
+        self._column_kind: dict[str, str] = {}
+        self._last_step: dict[str, int | None] = {}
+        #: Local folders of the earlier processes' parts of this run (oldest first), when it was resumed.
+        self.earlier_run_dirs: list[Path] = []
+        self._project: str | None = None
+        #: The SwanLab run id and experiment name, kept after ``finish()`` (which lets go of the run).
+        self.run_id: str | None = None
+        self.experiment_name: str | None = None
+
+    # -- start ---------------------------------------------------------------------------------
+    def start(self) -> None:
+        import swanlab
+
+        self._swanlab = swanlab
+        kwargs = dict(self.init_kwargs)
+        kwargs.setdefault("project", self.run_name)
+        user_settings = _as_dict(kwargs.pop("settings", None))
+        sources = _settings_sources(swanlab, user_settings)
+
+        if self.logging_dir is not None and not ({"log_dir", "logdir"} & kwargs.keys()):
+            if not _chosen("log_dir", sources) and not os.environ.get("SWANLAB_LOGDIR"):
+                kwargs["log_dir"] = str(self.logging_dir / "swanlog")
+        settings = {}
+        for path, value in _QUIET_DEFAULTS.items():
+            if not _chosen(path, sources):
+                _set_path(settings, path, value)
+        settings = _deep_merge(settings, user_settings)
+        settings["interactive"] = False  # a prompt in a worker thread would hang the run
+
+        self._name_rank(kwargs, sources)
+        self._continue_saved_run(kwargs, sources)
+        self._project = kwargs.get("project")
+        effective = _effective_settings(swanlab, user_settings, kwargs.get("mode"))
+        mode_chosen = "mode" in kwargs or _chosen("mode", sources)
+        credentials = _has_credentials(effective)
+        if not mode_chosen:
+            kwargs["mode"] = "online" if credentials else "offline"
+        wanted = kwargs["mode"] if "mode" in kwargs else effective.mode
+
+        # Without credentials an online start fails at once (SwanLab's own error); with them, a host
+        # that does not answer would hold start-up for minutes, so check it first, within a deadline.
+        if wanted in ("online", "cloud") and credentials:
+            problem = probe_http(str(effective.api_host), self.online_check_timeout)
+            if problem is None:
+                try:
+                    self._run = swanlab.init(settings=settings, **kwargs)
+                except Exception as error:
+                    if mode_chosen:
+                        raise
+                    problem = f"online start failed ({type(error).__name__}: {error})"
+            elif mode_chosen:
+                raise ConnectionError(
+                    f"SwanLab service at {effective.api_host} is unreachable ({problem}) and mode='online' was "
+                    "chosen explicitly; unset SWANLAB_MODE/mode to fall back to an offline run"
+                )
+            if self._run is None:
+                self.fallback_reason = f"SwanLab service at {effective.api_host}: {problem}"
+                kwargs["mode"] = "offline"
+        if self._run is None:
+            self._run = swanlab.init(settings=settings, **kwargs)
+        self.mode = str(self._run.mode)
+        self.run_dir = Path(self._run.dir)
+        self.run_id, self.experiment_name = str(self._run.id), _attribute(self._run, "name")
+        if self.fallback_reason:
+            logger.warning(self._start_notice())
         else:
-            outcome["ok"] = ""
+            notice(self._start_notice())
 
-    thread = threading.Thread(target=probe, name="tracking-swanlab-online-check", daemon=True)
-    thread.start()
-    thread.join(timeout + 0.5)
-    if "ok" in outcome:
-        return None
-    return outcome.get("error") or f"no answer within {timeout:g} s"
+    def _name_rank(self, kwargs: dict, sources: list) -> None:
+        """Per-rank mode: this rank's run joins the job's SwanLab group, named after its rank."""
+        context = self.run_context
+        if context is None or context.group is None:
+            return
+        if kwargs.get("group") is None and not _chosen("experiment.group", sources):
+            kwargs["group"] = context.group
+        base = kwargs.pop("experiment_name", None) or kwargs.get("name") or context.group
+        kwargs["name"] = f"{base}-rank{context.rank}"
+
+    def _continue_saved_run(self, kwargs: dict, sources: list) -> None:
+        """Point ``swanlab.init`` at the run saved by ``resume_state`` in an earlier process.
+
+        ``resume="allow"``: offline SwanLab does not check the id, and online the run may so far exist only as
+        the earlier process's offline folder. The saved experiment name is kept (SwanLab would make up a new
+        one). An ``id``/``resume`` the user chose (kwargs, settings, ``SWANLAB_*``) wins.
+        """
+        saved = self.run_context.resume if self.run_context is not None else None
+        if saved is None:
+            return
+        run_id = saved.get("id") if isinstance(saved, dict) else None
+        if not isinstance(run_id, str) or not run_id:
+            self._not_resumed(f"could not resume the saved SwanLab run ({saved!r} names no run id); started a new run")
+            return
+        if {"id", "resume"} & kwargs.keys() or _chosen("run.id", sources) or _chosen("run.resume", sources):
+            self.add_note(f"the run chosen in init_kwargs/settings was used; the saved SwanLab run {run_id} was not")
+            return
+        folders = [Path(folder) for folder in saved.get("run_dirs") or [] if isinstance(folder, str)]
+        existing = [folder for folder in folders if folder.is_dir()]
+        if saved.get("mode") in ("offline", "local") and not existing:
+            gone = ", ".join(map(str, folders)) or "no folder was saved"
+            self._not_resumed(
+                f"could not resume SwanLab run {run_id} (its {saved['mode']} folders are gone: {gone}); started a new run"
+            )
+            return
+        self.earlier_run_dirs = existing
+        kwargs["id"], kwargs["resume"] = run_id, "allow"
+        name = saved.get("name")
+        if self.run_context.group is not None:
+            kwargs.pop("name", None)  # the saved name already says which rank it is
+        if isinstance(name, str) and name and not ({"name", "experiment_name"} & kwargs.keys()):
+            if not _chosen("experiment.name", sources):
+                kwargs["name"] = name
+        if isinstance(saved.get("project"), str) and saved["project"] and "project" not in self.init_kwargs:
+            kwargs["project"] = saved["project"]
+
+    def _not_resumed(self, message: str) -> None:
+        self.add_note(message)
+        warn_once(self.name, "resume", message, reason="resume")
+
+    def _start_notice(self) -> str:
+        if self.mode == "online":
+            url = getattr(self._run, "url", None)
+            return f"swanlab: online run {url} (local copy in {self.run_dir})"
+        if self.mode == "disabled":
+            return "swanlab: mode 'disabled', nothing is recorded"
+        where = f"{self.mode} run in {self.run_dir}"
+        if self.fallback_reason:
+            where += f" because {self.fallback_reason}"
+        elif self.mode == "offline":
+            where += " (no SwanLab credentials configured)"
+        hint = (
+            f"upload it with `swanlab sync {self.run_dir}`"
+            if self.mode == "offline"
+            else f"view it with `swanlab watch {self.run_dir.parent}`"
+        )
+        return f"swanlab: {where}; {hint}"
+
+    # -- SDK objects -----------------------------------------------------------------------------
+    @property
+    def run(self) -> Any:
+        """The ``swanlab.Run``, as Accelerate's ``SwanLabTracker.run`` (None before ``start()``; kept after ``finish()``)."""
+        self._wait_for_start()
+        return self._run
+
+    @property
+    def tracker(self) -> Any:
+        """The ``swanlab.Run`` of this tracker (None before ``start()``; kept after ``finish()``)."""
+        self._wait_for_start()
+        return self._run
+
+    @property
+    def run_dirs(self) -> list[Path]:
+        """Every local folder of this run, oldest first: earlier processes' parts, then this process's."""
+        current = [self.run_dir] if self.run_dir is not None else []
+        return [*self.earlier_run_dirs, *current]
+
+    # -- config and metrics -------------------------------------------------------------------
+    def store_init_configuration(self, values: dict) -> None:
+        # SwanLab 0.10.3 stores a top-level None as {} (it parses each value as a config mapping);
+        # the string keeps the value readable instead of turning it into an empty group.
+        self._run.config.update({key: "None" if value is None else value for key, value in values.items()})
+
+    def log(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
+        payload = {}
+        for key, value in values.items():
+            kind = "text" if isinstance(value, str) else "scalar"
+            if not self._accepts(key, kind, step):
+                continue
+            payload[key] = self._swanlab.Text(value) if kind == "text" else value
+        if payload:
+            self._run.log(payload, step=step, **kwargs)
+
+    def _accepts(self, key: str, kind: str, step: int | None) -> bool:
+        """SwanLab silently drops a point whose type differs from the key's first one, and a second
+        point at the same step; say so once per key instead."""
+        first = self._column_kind.setdefault(key, kind)
+        if first != kind:
+            warn_once(
+                self.name,
+                key,
+                f"SwanLab keeps one type per key: this key holds {first} values, a {kind} value is dropped",
+                reason="kind",
+            )
+            return False
+        if step is not None and self._last_step.get(key) == step:
+            warn_once(
+                self.name,
+                key,
+                f"SwanLab keeps the first value logged at a step; a repeat at step {step} is dropped",
+                reason="repeat",
+            )
+            return False
+        self._last_step[key] = step
+        return True
+
+    def sanitize_key(self, key: str) -> str:
+        cleaned = _CONTROL_CHARACTERS.sub("_", key).strip(_EDGE_CHARACTERS)
+        cleaned = cleaned[:_MAX_KEY_LENGTH].rstrip(_EDGE_CHARACTERS)
+        return cleaned or "_"
+
+    # -- media --------------------------------------------------------------------------------
+    def log_images(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
+        """``{key: image or list of images}`` as ``swanlab.Image`` lists; ``kwargs`` go to ``swanlab.Image``
+        (``caption``, ``size``, ``file_type``...), since SwanLab's ``run.log`` takes none."""
+        payload = {}
+        for key, images in values.items():
+            key = self.sanitize_key(key)
+            if self._accepts(key, "image", step):
+                payload[key] = [self._swanlab.Image(to_hwc_uint8(image), **kwargs) for image in image_list(images)]
+        if payload:
+            self._run.log(payload, step=step)
+
+    def log_table(self, table_name, columns=None, data=None, dataframe=None, step=None, **kwargs) -> None:
+        columns, rows = table_rows(columns, data, dataframe)
+        if len(set(columns)) != len(columns):
+            raise ValueError(f"SwanLab stores table rows as column -> value maps; duplicate column names in {columns}")
+        rows = [[_plain(cell) for cell in row] for row in rows]
+        key = self.sanitize_key(table_name)
+        if self._accepts(key, "table", step):
+            self._run.log({key: self._swanlab.echarts.Table().add(columns, rows, **kwargs)}, step=step)
+
+    def log_figure(self, figure: Any, name: str, step: int | None = None, **kwargs: Any) -> None:
+        """The figure rendered to PNG (``kwargs`` go to ``savefig``; always PNG) as a ``swanlab.Image``."""
+        from PIL import Image
+
+        key = self.sanitize_key(name)
+        if self._accepts(key, "image", step):
+            with Image.open(io.BytesIO(figure_to_png(figure, **kwargs))) as rendered:
+                self._run.log({key: self._swanlab.Image(rendered.copy())}, step=step)
+
+    # -- artifacts ----------------------------------------------------------------------------
+    def log_artifact(self, local_path: str | os.PathLike, artifact_path: str | None = None) -> None:
+        path = Path(local_path).resolve()
+        if not path.is_file():
+            raise FileNotFoundError(f"log_artifact: {path} is not a file")
+        self._save(str(path), path.parent, artifact_path)
+
+    def log_artifacts(self, local_dir: str | os.PathLike, artifact_path: str | None = None) -> None:
+        folder = Path(local_dir).resolve()
+        if not folder.is_dir():
+            raise NotADirectoryError(f"log_artifacts: {folder} is not a directory")
+        self._save(str(folder / "**" / "*"), folder, artifact_path)
+
+    def _save(self, pattern: str, base: Path, artifact_path: str | None) -> None:
+        if artifact_path:
+            warn_once(
+                self.name,
+                artifact_path,
+                "SwanLab names saved files by their path below the folder given; artifact_path is not used",
+                reason="artifact_path",
+            )
+        # "now": a snapshot, like the other backends' artifacts (SwanLab's default "live" keeps watching the file).
+        if not self._run.save(pattern, base_path=str(base), policy="now"):
+            raise FileNotFoundError(f"SwanLab saved no file for {pattern}")
+
+    # -- flush and finish -----------------------------------------------------------------------
+    def flush(self) -> None:
+        """SwanLab 0.10.3 has no public flush: its consumer thread writes records within ~0.5 s and the
+        run file is flushed to disk by ``run.finish()``; nothing more can be forced from here."""
+
+    def finish(self) -> None:
+        if self._run is None or self._finished:
+            return
+        self._finished = True
+        if self._run.alive:
+            self._run.finish()
+
+    # -- resume, read-back, notes ----------------------------------------------------------------
+    def resume_state(self) -> dict | None:
+        """The run's id, project and name, and every local folder it has so far (this process's last)."""
+        if self.run_id is None or self.mode == "disabled":
+            return None
+        return {
+            "id": self.run_id,
+            "project": self._project,
+            "name": self.experiment_name,
+            "mode": self.mode,
+            "run_dirs": [str(folder) for folder in self.run_dirs],
+        }
+
+    def read_back_metrics(self) -> dict[str, dict[int, Any]]:
+        """Scalars per step; a later part's value wins at a step two parts hold (see :meth:`read_back_history`)."""
+        return {key: dict(points) for key, points in self.read_back_history().items()}
+
+    def read_back_history(self) -> dict[str, list[tuple[int, Any]]]:
+        """Every scalar record of this run through SwanLab's own record reader (see :mod:`tracking_swanlab.reader`).
+
+        A resumed run's folders are read oldest first, each in record order, so a step written by two
+        processes shows twice (within one process a repeated step is dropped, see ``_accepts``). An
+        earlier part whose run file is empty is skipped: SwanLab 0.10.3 writes that file unflushed until
+        ``finish()``, so a process that was killed may leave nothing in it.
+        """
+        from .reader import find_run_file, read_run
+
+        history: dict[str, list[tuple[int, Any]]] = {}
+        for folder in self.run_dirs:
+            if folder != self.run_dir and find_run_file(folder).stat().st_size == 0:
+                continue
+            for key, points in read_run(folder).scalar_history.items():
+                history.setdefault(key, []).extend(points)
+        return history
+
+    def read_back_images(self) -> dict[str, list[tuple[int, Any]]]:
+        """Every image of this run through SwanLab's own record reader, decoded from its media files."""
+        from PIL import Image
+
+        from .reader import find_run_file, read_run
+
+        images: dict[str, list[tuple[int, Any]]] = {}
+        for folder in self.run_dirs:
+            if folder != self.run_dir and find_run_file(folder).stat().st_size == 0:
+                continue
+            for key, points in read_run(folder).media.items():
+                for point in points:
+                    if point.kind != "image":
+                        continue
+                    for file in point.files:
+                        with Image.open(file) as stored:
+                            images.setdefault(key, []).append((point.step, to_hwc_uint8(stored)))
+        return images
+
+    def report_notes(self) -> list[str]:
+        notes = super().report_notes()
+        if self.fallback_reason:
+            notes.append(f"fell back to an offline run because {self.fallback_reason}")
+        if self.mode == "offline" and self.earlier_run_dirs:
+            commands = "; ".join(f"swanlab sync {folder}" for folder in self.run_dirs)
+            notes.append(
+                f"offline run {self.run_id} in {len(self.run_dirs)} folders (upload in this order: {commands})"
+            )
+        return notes

@@ -6,14 +6,20 @@ Contract -> SDK:
                                   (with ``run_context.resume``: ``name=<saved run>, resume="must"`` in the saved store)
 * ``resume_state``             -> ``{"project", "name", "id", "storage_dir"}`` of that ``Run``
 * ``store_init_configuration`` -> ``run.config.update(...)`` (stored with the run's next metrics row)
-* ``log`` (numbers, strings)   -> ``run.log(values, step=step)``: it only appends to Trackio's queue, which
-                                  its own thread writes in batches every 0.5 s (so no ``log_batch`` override)
-* ``log_images``               -> ``trackio.Image`` values in ``run.log``
+* ``log`` (numbers, strings)   -> ``run.log(values, step=step, **kwargs)``: it only appends to Trackio's queue,
+                                  which its own thread writes in batches every 0.5 s (so no ``log_batch`` override)
+* ``log_images``               -> ``trackio.Image(<PNG file>)`` values in ``run.log``; a list under ``key`` is
+                                  stored as ``key``, ``key/1``, ``key/2``, ... (Trackio takes one image per key)
 * ``log_table``                -> ``trackio.Table`` in ``run.log``
-* ``log_figure``               -> the figure itself in ``run.log`` (Trackio renders matplotlib/plotly natively)
+* ``log_figure``               -> the figure rendered to PNG, as a ``trackio.Image``
+* ``log_histogram``            -> ``trackio.Histogram(np_histogram=(counts, edges))`` in ``run.log``
 * ``log_artifact(s)``          -> ``run.log_artifact(trackio.Artifact)`` (versioned, content-addressed)
 * ``flush``                    -> writes Trackio's queue to SQLite now, in this thread
 * ``finish``                   -> ``run.finish()`` (drains the queue and stops Trackio's thread)
+* per-rank runs                -> ``trackio.init(group=<group>, name=<name>-rank<N>)``
+
+Images are handed to Trackio as PNG files written from :func:`tracking_core.adapters.to_hwc_uint8`, which
+Trackio copies as they are: given an array or a PIL image it would store every image as RGBA.
 
 Where the data goes. Trackio computes its storage directory once, when ``trackio`` is first imported
 (``TRACKIO_DIR``, else ``$HF_HOME/trackio``), and keeps it in module constants that every part of the SDK
@@ -32,13 +38,15 @@ import os
 import re
 import shlex
 import sys
+import tempfile
 import threading
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from tracking_core import GeneralTracker
-from tracking_core.jsonl import table_rows
+from tracking_core.adapters import figure_to_png, image_list, table_rows, to_hwc_uint8
+from tracking_core.histogram import Histogram
 from tracking_core.notices import logger, notice, warn_once
 from tracking_core.paths import check_optional_name
 
@@ -115,16 +123,30 @@ def _release_storage(directory: Path) -> None:
             del _runs_per_dir[directory]
 
 
-def _image_source(image: Any) -> Any:
-    """What ``trackio.Image`` accepts: PIL images and paths as they are, anything array-like as HW/HWC uint8."""
-    if hasattr(image, "getpixel") or isinstance(image, (str, os.PathLike)):
-        return image
-    import numpy as np
-    from tracking_core.png import image_to_rows
+def _write_png(image: Any, folder: str, index: int) -> str:
+    """``image`` (any layout :func:`to_hwc_uint8` takes) as a PNG file in ``folder``, grey kept grey."""
+    from PIL import Image
 
-    height, width, channels, raw = image_to_rows(image)  # CHW -> HWC, float [0, 1] -> uint8, ...
-    array = np.frombuffer(raw, dtype=np.uint8)
-    return array.reshape(height, width, channels) if channels > 1 else array.reshape(height, width)
+    path = os.path.join(folder, f"{index}.png")
+    Image.fromarray(to_hwc_uint8(image)).save(path, format="png")
+    return path
+
+
+def _write_png_bytes(data: bytes, folder: str, index: int) -> str:
+    path = os.path.join(folder, f"{index}.png")
+    with open(path, "wb") as file:
+        file.write(data)
+    return path
+
+
+def _is_image(value: Any) -> bool:
+    return isinstance(value, dict) and value.get("_type") == "trackio.image"
+
+
+def _list_key(key: str, keys_in_row: set[str]) -> str:
+    """The key a list was logged under, for its parts ``key/1``, ``key/2``, ... stored in the same row."""
+    base, _, index = key.rpartition("/")
+    return base if base in keys_in_row and index.isdigit() and int(index) > 0 else key
 
 
 class TrackioTracker(GeneralTracker):
@@ -150,13 +172,16 @@ class TrackioTracker(GeneralTracker):
     Space or a self-hosted server instead), ``TRACKIO_STORAGE_MODE``, ``TRACKIO_SQLITE_*``, ``HF_HOME``.
     Without ``TRACKIO_DIR`` the data goes to ``<logging_dir>/trackio/<project>.db`` (+ ``media/``,
     ``artifacts/``); with ``logging_dir=None`` to Trackio's default (``$HF_HOME/trackio``).
+
+    Per-rank runs (``run_context.group`` set by ``per_rank=True``): every rank's run is in the Trackio
+    group ``<group>`` and named ``<name>-rank<N>``, ``<name>`` being the ``name=`` given or the group.
     """
 
     name = "trackio"
     requires_logging_directory = False
     main_process_only = False
 
-    def __init__(self, run_name: str, logging_dir: str | os.PathLike | None = None, **kwargs: Any) -> None:
+    def __init__(self, run_name: str, *, logging_dir: str | os.PathLike | None = None, **kwargs: Any) -> None:
         super().__init__()
         check_optional_name(kwargs.get("name"), "name")  # Trackio saves media under media/<project>/<name>/
         self.run_name = run_name
@@ -171,15 +196,9 @@ class TrackioTracker(GeneralTracker):
         self._config_pending = False
         self._last_step: int | None = None
         self._seen_sdk_failures: set[str] = set()
-        self._notes: list[str] = []
         self._resumed = False
 
-    @property
-    def tracker(self) -> Any:
-        """The ``trackio.Run`` of this tracker (None before ``start``; kept after ``finish`` for its name and id)."""
-        return self._run
-
-    # -- lifecycle -------------------------------------------------------------------------
+    # -- start ---------------------------------------------------------------------------------
     def _in_context(self, function: Any, *args: Any, **kwargs: Any) -> Any:
         """Call into trackio inside this run's own context: its "current run" state and banner stay here."""
         return self._context.run(function, *args, **kwargs)
@@ -197,9 +216,11 @@ class TrackioTracker(GeneralTracker):
             self._context = contextvars.Context()
             self._context.run(_quiet.set, True)
             kwargs = {"auto_log_cpu": False, "embed": False, **self.init_kwargs}
+            self._name_rank(kwargs)
             module_config = trackio.config  # init() rebinds the module-global; keep the caller's
             try:
-                self._run = self._resume(trackio, kwargs, saved) if saved is not None else None
+                if saved is not None:  # the saved run's name already says which rank it is
+                    self._run = self._resume(trackio, {k: v for k, v in kwargs.items() if k != "name"}, saved)
                 if self._run is None:
                     self._run = self._in_context(trackio.init, project=self.run_name, **kwargs)
             finally:
@@ -217,6 +238,15 @@ class TrackioTracker(GeneralTracker):
         else:
             command = f"{view}trackio show --project {shlex.quote(self.run_name)}"
             notice(f"trackio: {what} {self._run.name!r} in {self.storage_dir} (view: {command})")
+
+    def _name_rank(self, kwargs: dict) -> None:
+        """Per-rank mode: this rank's run joins the job's Trackio group, named after its rank."""
+        context = self.run_context
+        if context is None or context.group is None:
+            return
+        if kwargs.get("group") is None:
+            kwargs["group"] = context.group
+        kwargs["name"] = f"{kwargs.get('name') or context.group}-rank{context.rank}"
 
     def _saved_run(self) -> dict | None:
         """The earlier process's run to continue (``run_context.resume``), unless the user chose a run themselves."""
@@ -248,11 +278,11 @@ class TrackioTracker(GeneralTracker):
                 self._restore_config(run)
                 self._resumed = True
                 if saved.get("id") and run.id != saved["id"]:
-                    self._notes.append(
+                    self.add_note(
                         f"resumed the latest Trackio run named {name!r} (id {run.id}), not the saved id {saved['id']}"
                     )
                 return run
-        self._notes.append(f"could not resume Trackio run {name!r} ({reason}); started a new run")
+        self.add_note(f"could not resume Trackio run {name!r} ({reason}); started a new run")
         return None
 
     def _restore_config(self, run: Any) -> None:
@@ -264,34 +294,40 @@ class TrackioTracker(GeneralTracker):
         try:
             stored = SQLiteStorage.get_run_config(self.run_name, run_id=run.id)
         except Exception as error:  # keep logging: the metrics matter more than the config
-            self._notes.append(f"could not read the config of resumed Trackio run {run.name!r} ({error})")
+            self.add_note(f"could not read the config of resumed Trackio run {run.name!r} ({error})")
             return
         if stored:
             run.config.update(stored)  # also keeps the run's original _Created
 
-    def resume_state(self) -> dict | None:
-        """What a restarted job passes back (``run_context.resume``) so ``start`` reopens this Trackio run."""
-        if self._run is None:
-            return None
-        return {
-            "project": self.run_name,
-            "name": self._run.name,
-            "id": self._run.id,
-            "storage_dir": str(self.storage_dir),
-        }
+    # -- SDK objects -----------------------------------------------------------------------------
+    @property
+    def run(self) -> Any:
+        """The ``trackio.Run``, as Accelerate's ``TrackioTracker.run`` (None before ``start``; kept after ``finish``)."""
+        self._wait_for_start()
+        return self._run
 
-    def report_notes(self) -> list[str]:
-        return list(self._notes)
+    @property
+    def tracker(self) -> Any:
+        """The ``trackio.Run`` of this tracker (None before ``start``; kept after ``finish`` for its name and id)."""
+        self._wait_for_start()
+        return self._run
 
+    # -- config and metrics ---------------------------------------------------------------------
     def store_init_configuration(self, values: dict) -> None:
-        # The Run's own config dict: Trackio writes it with the run's next metrics row (INSERT OR REPLACE).
-        self._run.config.update(values)
+        """Merged into the run's config dict; called again later (``log_config``), changed values win.
+
+        Trackio writes the config with the run's next metrics row (INSERT OR REPLACE).
+        """
         if getattr(self._run, "_config_logged", False):
-            self._run._config_logged = False  # already written once: send the updated config with the next row
+            # Already sent with an earlier row: send the merged config with the next row. Trackio keeps the
+            # first config of each write batch, so the queued rows carrying the old one are written first.
+            self.flush()
+            self._run._config_logged = False
+        self._run.config.update(values)
         self._config_pending = True
 
     def log(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
-        self._run.log(values, step=step)
+        self._run.log(values, step=step, **kwargs)
         self._config_pending = False
         self._last_step = step if step is not None else getattr(self._run, "_next_step", 1) - 1
 
@@ -304,6 +340,74 @@ class TrackioTracker(GeneralTracker):
             return "_" + key.lstrip("_")
         return f"{key}_" if key in reserved else key
 
+    # -- media -----------------------------------------------------------------------------------
+    def log_images(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
+        """One ``trackio.Image`` per image (``caption=`` in ``kwargs`` is each one's caption); a list under
+        ``key`` is stored as ``key``, ``key/1``, ``key/2``, ..."""
+        import trackio
+
+        with tempfile.TemporaryDirectory(prefix="tracking-trackio-") as folder:
+            payload, written = {}, 0
+            for key, images in values.items():
+                for index, image in enumerate(image_list(images)):
+                    path = _write_png(image, folder, written)
+                    written += 1
+                    payload[key if index == 0 else f"{key}/{index}"] = trackio.Image(
+                        path, caption=kwargs.get("caption")
+                    )
+            self._run.log(payload, step=step)  # Trackio copies the files into its media folder here
+
+    def log_table(
+        self,
+        table_name: str,
+        columns: list[str] | None = None,
+        data: list[list[Any]] | None = None,
+        dataframe: Any = None,
+        step: int | None = None,
+        **kwargs: Any,
+    ) -> None:
+        import trackio
+
+        columns, rows = table_rows(columns, data, dataframe)
+        self._run.log({table_name: trackio.Table(columns=columns, data=rows)}, step=step)
+
+    def log_figure(self, figure: Any, name: str, step: int | None = None, **kwargs: Any) -> None:
+        """The figure rendered to PNG (``kwargs`` go to ``savefig``), stored as a ``trackio.Image``."""
+        import trackio
+
+        with tempfile.TemporaryDirectory(prefix="tracking-trackio-") as folder:
+            path = _write_png_bytes(figure_to_png(figure, **kwargs), folder, 0)
+            self._run.log({name: trackio.Image(path)}, step=step)
+
+    # -- histogram -------------------------------------------------------------------------------
+    def log_histogram(self, name: str, histogram: Histogram, step: int | None = None, **kwargs: Any) -> None:
+        """Trackio's own histogram from the bins as they are (``np_histogram``), so Trackio does not re-bin."""
+        import trackio
+
+        value = trackio.Histogram(np_histogram=(list(histogram.counts), list(histogram.edges)))
+        self._run.log({name: value}, step=step, **kwargs)
+
+    # -- artifacts -------------------------------------------------------------------------------
+    def log_artifact(self, local_path: str | os.PathLike, artifact_path: str | None = None) -> None:
+        """A versioned Trackio artifact named after the file; ``artifact_path`` is the folder inside it."""
+        self._log_artifact(Path(local_path), artifact_path, is_dir=False)
+
+    def log_artifacts(self, local_dir: str | os.PathLike, artifact_path: str | None = None) -> None:
+        """A versioned Trackio artifact named after the folder, holding every file under it."""
+        self._log_artifact(Path(local_dir), artifact_path, is_dir=True)
+
+    def _log_artifact(self, path: Path, artifact_path: str | None, is_dir: bool) -> None:
+        import trackio
+
+        artifact = trackio.Artifact(name=path.resolve().name, type="unspecified")  # trackio's own default for paths
+        folder = artifact_path.strip("/") if artifact_path else ""
+        if is_dir:
+            artifact.add_dir(path, name=folder or None)
+        else:
+            artifact.add_file(path, name=f"{folder}/{path.name}" if folder else None)
+        self._run.log_artifact(artifact)
+
+    # -- flush and finish ------------------------------------------------------------------------
     def flush(self) -> None:
         """Write Trackio's queued rows to SQLite now instead of within its 0.5 s batching interval."""
         run = self._run
@@ -348,7 +452,18 @@ class TrackioTracker(GeneralTracker):
         finally:
             _release_storage(self.storage_dir)
 
-    # -- capabilities ----------------------------------------------------------------------
+    # -- resume, read-back, notes ----------------------------------------------------------------
+    def resume_state(self) -> dict | None:
+        """What a restarted job passes back (``run_context.resume``) so ``start`` reopens this Trackio run."""
+        if self._run is None:
+            return None
+        return {
+            "project": self.run_name,
+            "name": self._run.name,
+            "id": self._run.id,
+            "storage_dir": str(self.storage_dir),
+        }
+
     def read_back_metrics(self) -> dict[str, dict[int, Any]]:
         """Numeric series of this run per step (the last row at a step wins)."""
         return {key: dict(points) for key, points in self.read_back_history().items()}
@@ -358,6 +473,31 @@ class TrackioTracker(GeneralTracker):
 
         Trackio appends one row per ``log`` call, so a step logged twice shows twice.
         """
+        history: dict[str, list[tuple[int, Any]]] = {}
+        for step, metrics in self._rows():
+            for key, item in metrics.items():
+                if isinstance(item, (int, float)) and not isinstance(item, bool):
+                    history.setdefault(key, []).append((step, item))
+        return history
+
+    def read_back_images(self) -> dict[str, list[tuple[int, Any]]]:
+        """Every ``trackio.Image`` of this run, decoded from the files in Trackio's media folder.
+
+        A list logged under ``key`` comes back as one list under ``key`` (Trackio holds it as ``key/1``, ...).
+        """
+        from PIL import Image
+
+        images: dict[str, list[tuple[int, Any]]] = {}
+        for step, metrics in self._rows():
+            in_row = {key for key, item in metrics.items() if _is_image(item)}
+            for key, item in metrics.items():
+                if _is_image(item):
+                    with Image.open(self.storage_dir / "media" / item["file_path"]) as stored:
+                        images.setdefault(_list_key(key, in_row), []).append((step, to_hwc_uint8(stored)))
+        return images
+
+    def _rows(self) -> list[tuple[int, dict]]:
+        """``(step, metrics)`` of this run's rows in Trackio's project database, decoded by Trackio."""
         import json
         import sqlite3
 
@@ -371,73 +511,4 @@ class TrackioTracker(GeneralTracker):
                 f"SELECT step, metrics FROM metrics WHERE {column} = ? ORDER BY id", (value,)
             ).fetchall()
         connection.close()
-        history: dict[str, list[tuple[int, Any]]] = {}
-        for step, metrics in rows:
-            for key, item in deserialize_values(json.loads(metrics)).items():
-                if isinstance(item, (int, float)) and not isinstance(item, bool):
-                    history.setdefault(key, []).append((step, item))
-        return history
-
-    def log_images(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
-        """One ``trackio.Image`` per image; a list under ``key`` is stored as ``key``, ``key/1``, ``key/2``, ..."""
-        import trackio
-
-        payload = {}
-        for key, images in values.items():
-            items = images if isinstance(images, (list, tuple)) else [images]
-            for index, image in enumerate(items):
-                payload[key if index == 0 else f"{key}/{index}"] = trackio.Image(
-                    _image_source(image), caption=kwargs.get("caption")
-                )
-        self._run.log(payload, step=step)
-
-    def log_table(
-        self,
-        table_name: str,
-        columns: list[str] | None = None,
-        data: list[list[Any]] | None = None,
-        dataframe: Any = None,
-        step: int | None = None,
-        **kwargs: Any,
-    ) -> None:
-        import trackio
-
-        columns, rows = table_rows(columns, data, dataframe)
-        self._run.log({table_name: trackio.Table(columns=columns, data=rows)}, step=step)
-
-    def log_figure(self, figure: Any, name: str, step: int | None = None, **kwargs: Any) -> None:
-        """Matplotlib and plotly figures go to Trackio as they are (it stores them as HTML/SVG media);
-        other objects with ``savefig`` are rendered to PNG (``kwargs`` go to ``savefig``) and logged as images."""
-        import trackio
-        from trackio.media import TrackioHtml
-
-        if not kwargs and TrackioHtml.is_loggable_figure(figure):
-            self._run.log({name: figure}, step=step)
-            return
-        import io
-
-        from PIL import Image
-
-        buffer = io.BytesIO()
-        figure.savefig(buffer, format="png", **kwargs)
-        buffer.seek(0)
-        self._run.log({name: trackio.Image(Image.open(buffer).convert("RGBA"))}, step=step)
-
-    def log_artifact(self, local_path: str | os.PathLike, artifact_path: str | None = None) -> None:
-        """A versioned Trackio artifact named after the file; ``artifact_path`` is the folder inside it."""
-        self._log_artifact(Path(local_path), artifact_path, is_dir=False)
-
-    def log_artifacts(self, local_dir: str | os.PathLike, artifact_path: str | None = None) -> None:
-        """A versioned Trackio artifact named after the folder, holding every file under it."""
-        self._log_artifact(Path(local_dir), artifact_path, is_dir=True)
-
-    def _log_artifact(self, path: Path, artifact_path: str | None, is_dir: bool) -> None:
-        import trackio
-
-        artifact = trackio.Artifact(name=path.resolve().name, type="unspecified")  # trackio's own default for paths
-        folder = artifact_path.strip("/") if artifact_path else ""
-        if is_dir:
-            artifact.add_dir(path, name=folder or None)
-        else:
-            artifact.add_file(path, name=f"{folder}/{path.name}" if folder else None)
-        self._run.log_artifact(artifact)
+        return [(step, deserialize_values(json.loads(metrics))) for step, metrics in rows]

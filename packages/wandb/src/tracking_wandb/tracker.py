@@ -7,12 +7,14 @@ Contract -> SDK:
 * ``resume_state``              -> ``{"id", "project", "entity", "mode", "run_dirs"}`` (every local folder of the run)
 * ``store_init_configuration``  -> ``run.config.update`` (per-run, never the module-global ``wandb.config``)
 * ``log`` / ``log_batch``       -> ``run.log(values, step=step)``; strings are W&B history text values
-* ``log_images``                -> ``run.log({key: [wandb.Image, ...]})``
+* ``log_images``                -> ``run.log({key: [wandb.Image, ...]})`` (one call for every key: one step)
 * ``log_table``                 -> ``run.log({name: wandb.Table(...)})``
-* ``log_figure``                -> ``run.log({name: wandb.Image(figure)})``
+* ``log_figure``                -> ``run.log({name: wandb.Image(<the figure as PNG>)})``
+* ``log_histogram``             -> ``run.log({name: wandb.Histogram(np_histogram=(counts, edges))})``
 * ``log_artifact(s)``           -> ``wandb.Artifact`` + ``run.log_artifact`` (staged locally when offline)
 * ``flush``                     -> a round trip to ``wandb-core`` plus one transaction-log flush interval
 * ``finish``                    -> ``run.finish()``
+* per-rank runs (``run_context.group``) -> ``wandb.init(group=<group>, name=<name>-rank<N>)``
 
 Resuming offline. W&B writes one ``offline-run-<time>-<id>`` folder per process; a run continued with the
 same id and ``resume`` gets a new folder whose ``run`` record is marked resumed, and ``wandb sync`` given
@@ -29,11 +31,12 @@ from pathlib import Path
 from typing import Any
 
 from tracking_core import GeneralTracker, notice, warn_once
-from tracking_core.jsonl import table_rows
+from tracking_core.adapters import figure_to_png, image_list, table_rows, to_hwc_uint8
+from tracking_core.histogram import Histogram
 from tracking_core.notices import logger
 from tracking_core.paths import check_optional_name
 
-from .transaction_log import read_runs, wait_until_written
+from .transaction_log import read_run, read_runs, wait_until_written
 
 #: Used when neither the user's settings nor ``WANDB_INIT_TIMEOUT`` choose one. W&B waits 90 s (plus a
 #: grace period) by default; the training loop never waits for it here, but records queue meanwhile.
@@ -62,343 +65,8 @@ _ARTIFACT_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
 # Keywords / Settings fields that choose which run to write: the user's choice wins over a saved run.
 _RUN_CHOICE_KWARGS = ("id", "resume", "resume_from", "fork_from")
 _RUN_CHOICE_FIELDS = ("run_id", "resume", "resume_from", "fork_from")
-
-
-RUN_IN_USE_WAIT = 60.0  # seconds a reopened run waits for a killed process's wandb-core to let go of it
-
-
-class WandBTracker(GeneralTracker):
-    """Logs to a Weights & Biases run; works with no account and no network.
-
-    Example::
-
-        import tracking_core
-
-        with tracking_core.init("my-project", log_with="wandb", logging_dir="runs") as run:
-            run.log({"train/loss": 0.5}, step=0)
-        # -> runs/wandb/offline-run-<time>-<id>/ ; upload later with `wandb sync <that dir>`
-
-    ``project_name`` becomes the W&B project unless ``project=`` is in the keyword arguments or
-    ``WANDB_PROJECT`` is set. Every other keyword argument goes to ``wandb.init`` (``entity``, ``name``,
-    ``tags``, ``group``, ``id``, ``resume``, ``mode``, ``settings``, ...).
-
-    Mode: when the user chose none (``mode=``, ``settings.mode``, ``WANDB_MODE``, ``wandb offline``) and
-    no credentials are configured (``WANDB_API_KEY``, ``WANDB_IDENTITY_TOKEN_FILE``, a netrc entry for
-    the host, ``wandb login``), the run is offline under ``logging_dir``. With credentials the run is
-    online; when the service cannot be reached within ``init_timeout`` (30 s here unless
-    ``WANDB_INIT_TIMEOUT`` or ``settings.init_timeout`` say otherwise) or ``wandb.init`` fails, the run
-    falls back to offline and a warning says why. Nothing ever prompts for a login.
-
-    Defaults chosen only when the user did not set them (keyword, ``wandb.Settings``, ``WANDB_*``
-    variable or W&B settings file): ``dir=logging_dir``, ``console="off"``, ``x_disable_stats=True``,
-    ``disable_git=True``, ``save_code=False``, ``silent=True``, ``init_timeout=30``,
-    ``x_transaction_log_flush_interval=1``, and ``reinit="create_new"`` when another W&B run is active.
-    ``WANDB_CACHE_DIR`` and ``WANDB_DATA_DIR`` (read by W&B from the environment only) default to
-    ``<logging_dir>/wandb/{cache,data}`` when unset and W&B was not yet set up in this process.
-    """
-
-    name = "wandb"
-    requires_logging_directory = False
-    main_process_only = False
-
-    def __init__(self, run_name: str, logging_dir: str | os.PathLike | None = None, **kwargs: Any) -> None:
-        super().__init__()
-        check_optional_name(kwargs.get("id"), "id")  # W&B names the run folder after it
-        self.run_name = run_name
-        self.logging_dir = Path(logging_dir) if logging_dir is not None else None
-        self.init_kwargs = kwargs
-        self.run: Any = None
-        #: "online", "offline" or "disabled" once started.
-        self.mode: str | None = None
-        #: Why an online run was not possible (the run then went offline), or None.
-        self.fallback_reason: str | None = None
-        self._flush_wait = 0.0
-        self._dirty = False
-        self._finished = False
-        #: Local folders of the earlier processes' parts of this run (oldest first), when it was resumed.
-        self.earlier_run_dirs: list[Path] = []
-        self._notes: list[str] = []
-
-    @property
-    def tracker(self) -> Any:
-        """The ``wandb`` run (``wandb.Run``), or None before ``start()``."""
-        return self.run
-
-    @property
-    def run_dir(self) -> Path | None:
-        """The run's local directory (what ``wandb sync`` takes)."""
-        if self.run is None or self.mode == "disabled":
-            return None
-        return Path(self.run.settings.sync_dir)
-
-    # -- lifecycle -------------------------------------------------------------------------
-    def start(self) -> None:
-        self._default_environment()
-        import wandb
-
-        kwargs = dict(self.init_kwargs)
-        settings = _as_settings(wandb, kwargs.pop("settings", None))
-        chosen = _chosen_fields(settings, kwargs)
-        if "project" not in chosen:
-            kwargs["project"] = self.run_name
-        if "root_dir" not in chosen and self.logging_dir is not None:
-            self.logging_dir.mkdir(parents=True, exist_ok=True)
-            kwargs["dir"] = str(self.logging_dir.resolve())
-        for field, value in _QUIET_DEFAULTS.items():
-            if field not in chosen and not (field == "silent" and "quiet" in chosen):
-                setattr(settings, field, value)
-        self._continue_saved_run(kwargs, chosen)
-        if "reinit" not in chosen and _another_run_is_active(wandb):
-            settings.reinit = "create_new"  # "return_previous" would hand this tracker someone else's run
-        mode = _chosen_mode(kwargs, settings)
-        if mode in ("offline", "dryrun", "disabled"):
-            self._init(wandb, kwargs, settings)
-        elif not _has_credentials(wandb, settings):
-            if mode is not None:  # the user asked for online: W&B would prompt or raise
-                self.fallback_reason = "no W&B credentials are configured (WANDB_API_KEY or `wandb login`)"
-            self._init_offline(wandb, kwargs, settings)
-        else:
-            try:
-                self._init(wandb, kwargs, settings)
-            except Exception as error:  # W&B unreachable or refusing: keep the data locally
-                self.fallback_reason = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
-                _stop_analytics_export()
-                self._init_offline(wandb, kwargs, settings)
-        interval = self.run.settings.x_transaction_log_flush_interval
-        self._flush_wait = min(interval + 0.1, MAX_FLUSH_WAIT) if interval and interval > 0 else 0.0
-        self._announce()
-
-    def _continue_saved_run(self, kwargs: dict, chosen: set[str]) -> None:
-        """Point ``wandb.init`` at the run saved by ``resume_state`` in an earlier process (``run_context.resume``).
-
-        ``resume="allow"``: offline W&B cannot check that the run exists, and online it may exist only as the
-        offline folders of the earlier process, not on the server yet. A run or resume mode the user chose
-        (keyword, ``wandb.Settings``, ``WANDB_RUN_ID`` / ``WANDB_RESUME``) wins.
-        """
-        saved = self.run_context.resume if self.run_context is not None else None
-        if saved is None:
-            return
-        run_id = saved.get("id") if isinstance(saved, dict) else None
-        if not isinstance(run_id, str) or not run_id:
-            self._not_resumed(f"could not resume the saved W&B run ({saved!r} names no run id); started a new run")
-            return
-        if any(kwargs.get(key) is not None for key in _RUN_CHOICE_KWARGS) or chosen & set(_RUN_CHOICE_FIELDS):
-            self._notes.append(f"the run chosen in init_kwargs/settings was used; the saved W&B run {run_id} was not")
-            return
-        folders = [Path(folder) for folder in saved.get("run_dirs") or [] if isinstance(folder, str)]
-        existing = [folder for folder in folders if folder.is_dir()]
-        if saved.get("mode") == "offline" and not existing:
-            gone = ", ".join(map(str, folders)) or "no folder was saved"
-            self._not_resumed(
-                f"could not resume W&B run {run_id} (its offline folders are gone: {gone}); started a new run"
-            )
-            return
-        self.earlier_run_dirs = existing
-        kwargs["id"], kwargs["resume"] = run_id, "allow"
-        if "project" not in chosen and isinstance(saved.get("project"), str) and saved["project"]:
-            kwargs["project"] = saved["project"]
-        if "entity" not in chosen and kwargs.get("entity") is None and isinstance(saved.get("entity"), str):
-            kwargs["entity"] = saved["entity"] or None
-
-    def _not_resumed(self, message: str) -> None:
-        self._notes.append(message)
-        warn_once(self.name, "resume", message, reason="resume")
-
-    def resume_state(self) -> dict | None:
-        """The run's id, project and entity, and every local folder it has so far (this process's last)."""
-        if self.run is None or self.mode == "disabled":
-            return None
-        return {
-            "id": self.run.id,
-            "project": self.run.project,
-            "entity": self.run.entity or None,
-            "mode": self.mode,
-            "run_dirs": [str(folder) for folder in self.run_dirs],
-        }
-
-    @property
-    def run_dirs(self) -> list[Path]:
-        """Every local folder of this run, oldest first: earlier processes' parts, then this process's."""
-        current = self.run_dir
-        return [*self.earlier_run_dirs, current] if current is not None else list(self.earlier_run_dirs)
-
-    def _init(self, wandb: Any, kwargs: dict, settings: Any) -> None:
-        deadline = time.monotonic() + RUN_IN_USE_WAIT
-        while True:
-            try:
-                self.run = wandb.init(**kwargs, settings=settings)
-                break
-            except Exception as error:
-                # A process killed with SIGKILL leaves its wandb-core behind, holding the run id until
-                # it notices its parent is gone; a restarted job reopening the run waits for that.
-                if "is in use" not in str(error) or "id" not in kwargs or time.monotonic() > deadline:
-                    raise
-                time.sleep(1.0)
-        self.mode = "disabled" if self.run.disabled else "offline" if self.run.offline else "online"
-
-    def _init_offline(self, wandb: Any, kwargs: dict, settings: Any) -> None:
-        kwargs = {key: value for key, value in kwargs.items() if key != "mode"}
-        settings.mode = "offline"
-        self._init(wandb, kwargs, settings)
-
-    def _default_environment(self) -> None:
-        """Point W&B's cache and artifact staging under ``logging_dir`` when the user did not choose.
-
-        W&B reads these two only from the environment (``wandb-core`` is spawned once per process with
-        a copy of it), so they are set process-wide -- and only before W&B is set up, because W&B warns
-        when its variables change afterwards.
-        """
-        if self.logging_dir is None or _wandb_is_set_up():
-            return
-        root = self.logging_dir.resolve() / "wandb"
-        for variable, folder in (("WANDB_CACHE_DIR", "cache"), ("WANDB_DATA_DIR", "data")):
-            if variable not in os.environ:
-                os.environ[variable] = str(root / folder)
-
-    def _announce(self) -> None:
-        run_dir = self.run_dir
-        if self.mode == "online":
-            notice(f"wandb: online run {self.run.url} (local copy in {run_dir})")
-        elif self.mode == "offline":
-            message = f"wandb: offline run in {run_dir} (upload later: wandb sync {run_dir})"
-            if self.fallback_reason:
-                logger.warning("%s -- running offline because W&B could not be used: %s", message, self.fallback_reason)
-            else:
-                notice(message)
-        else:
-            notice("wandb: mode is 'disabled', nothing is recorded")
-
-    def store_init_configuration(self, values: dict) -> None:
-        self.run.config.update(values, allow_val_change=True)
-        self._dirty = True
-
-    def log(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
-        if "" in values:
-            warn_once(self.name, "", "W&B drops an empty key; the value is skipped")
-            values = {key: value for key, value in values.items() if key}
-        self.run.log(values, step=step, **kwargs)
-        self._dirty = True
-
-    def flush(self) -> None:
-        """Wait until ``wandb-core`` has every record (a summary round trip) and has written its log."""
-        if self.run is None or self._finished or not self._dirty:
-            return
-        self.run.summary.keys()  # answered by wandb-core after everything sent before it
-        self._dirty = False
-        if self._flush_wait:
-            time.sleep(self._flush_wait)
-
-    def finish(self) -> None:
-        """End the run and wait (bounded) until ``wandb-core`` has written it completely.
-
-        ``run.finish()`` can return before the ``.wandb`` file holds the last records.
-        """
-        if self.run is None or self._finished:
-            return
-        self._finished = True
-        self.run.finish()
-        log_file = Path(self.run.settings.sync_file) if self.mode != "disabled" else None
-        if log_file is not None and not self.run.settings.x_skip_transaction_log:
-            if not wait_until_written(log_file, FINISH_WRITE_TIMEOUT):
-                logger.warning("wandb: %s was not complete %.0f s after finish()", log_file, FINISH_WRITE_TIMEOUT)
-
-    def read_back_metrics(self) -> dict[str, dict[int, Any]]:
-        """The numeric history per step; a later point wins at a step stored twice (as across resumed parts)."""
-        return {key: dict(points) for key, points in self.read_back_history().items()}
-
-    def read_back_history(self) -> dict[str, list[tuple[int, Any]]]:
-        """Every numeric history point in the run's ``.wandb`` files (see :mod:`tracking_wandb.transaction_log`).
-
-        All the run's folders are read, oldest first, each in record order, so a step written by two
-        processes of a resumed run shows twice. Within one process W&B merges values logged at the
-        current step into one history row, so there a step is written once, with its last value.
-        """
-        if self.run_dir is None:
-            raise NotImplementedError("wandb: nothing is stored locally for a disabled run")
-        return read_runs(self.run_dirs).metric_history()
-
-    def report_notes(self) -> list[str]:
-        if self.run is None:
-            return list(self._notes)
-        notes = list(self._notes)
-        if self.fallback_reason:
-            notes.append(f"online run not possible ({self.fallback_reason}); recorded offline instead")
-        if self.mode == "offline" and self.earlier_run_dirs:
-            folders = " ".join(map(str, self.run_dirs))
-            notes.append(
-                f"offline run {self.run.id} in {len(self.run_dirs)} folders (upload together: wandb sync {folders})"
-            )
-        elif self.mode == "offline":
-            notes.append(f"offline run: {self.run_dir} (upload: wandb sync {self.run_dir})")
-        elif self.mode == "online":
-            notes.append(f"online run: {self.run.url}")
-        return notes
-
-    # -- capabilities ------------------------------------------------------------------------
-    def log_images(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
-        import wandb
-
-        images = {
-            key: [
-                wandb.Image(_channels_last(image)) for image in (items if isinstance(items, (list, tuple)) else [items])
-            ]
-            for key, items in values.items()
-        }
-        self.log(images, step=step, **kwargs)
-
-    def log_table(
-        self,
-        table_name: str,
-        columns: list[str] | None = None,
-        data: list[list[Any]] | None = None,
-        dataframe: Any = None,
-        step: int | None = None,
-        **kwargs: Any,
-    ) -> None:
-        import wandb
-
-        if dataframe is not None:
-            table = wandb.Table(dataframe=dataframe, allow_mixed_types=True)
-        else:
-            columns, rows = table_rows(columns, data, None)
-            table = wandb.Table(columns=columns, data=rows, allow_mixed_types=True)
-        self.log({table_name: table}, step=step, **kwargs)
-
-    def log_figure(self, figure: Any, name: str, step: int | None = None, **kwargs: Any) -> None:
-        """The figure as a PNG ``wandb.Image``; ``kwargs`` go to ``figure.savefig``.
-
-        Rendered here because ``wandb.Image(figure)`` needs ``matplotlib.pyplot`` imported, which
-        a figure built from ``matplotlib.figure.Figure`` never did.
-        """
-        import io
-
-        import wandb
-        from PIL import Image
-
-        buffer = io.BytesIO()
-        figure.savefig(buffer, **{"format": "png", **kwargs})
-        buffer.seek(0)
-        with Image.open(buffer) as rendered:
-            self.log({name: wandb.Image(rendered.copy())}, step=step)
-
-    def log_artifact(self, local_path: str | os.PathLike, artifact_path: str | None = None) -> None:
-        """A new version of the artifact named ``artifact_path`` (default: the file's name)."""
-        artifact = self._artifact(artifact_path or Path(local_path).name)
-        artifact.add_file(os.fspath(local_path))
-        self.run.log_artifact(artifact)
-        self._dirty = True
-
-    def log_artifacts(self, local_dir: str | os.PathLike, artifact_path: str | None = None) -> None:
-        """The directory's files as a new version of the artifact ``artifact_path`` (default: its name)."""
-        artifact = self._artifact(artifact_path or Path(local_dir).resolve().name)
-        artifact.add_dir(os.fspath(local_dir))
-        self.run.log_artifact(artifact)
-        self._dirty = True
-
-    def _artifact(self, name: str) -> Any:
-        import wandb
-
-        return wandb.Artifact(_ARTIFACT_NAME.sub("-", name).strip("-.") or "artifact", type="file")
+#: seconds a reopened run waits for a killed process's wandb-core to let go of it
+RUN_IN_USE_WAIT = 60.0
 
 
 # -- helpers -------------------------------------------------------------------------------------
@@ -502,16 +170,397 @@ def _stop_analytics_export() -> None:
         pass
 
 
-def _channels_last(image: Any) -> Any:
-    """W&B transposes channel-first torch tensors but not numpy arrays; the dispatcher sends numpy."""
-    shape = getattr(image, "shape", None)
-    if shape is not None and len(shape) == 3 and shape[0] in (1, 3, 4) and shape[-1] not in (1, 3, 4):
-        image = image.transpose(1, 2, 0)
-    if getattr(image, "ndim", 0) == 3 and 1 in image.shape[:2]:
-        # W&B squeezes size-1 axes, turning a 1-pixel-high or -wide image into a 1-D array it then refuses.
-        from PIL import Image as PILImage
-        from tracking_core.png import image_to_rows
+def _pil_image(image: Any) -> Any:
+    """``image`` as the PIL image W&B saves as PNG unchanged (from HW/HWC/CHW arrays, tensors, PIL).
 
-        height, width, channels, raw = image_to_rows(image)
-        return PILImage.frombytes({1: "L", 3: "RGB", 4: "RGBA"}[channels], (width, height), raw)
-    return image
+    Handing W&B the array instead would let it squeeze size-1 axes (a 1-pixel-high image becomes
+    1-D and is refused) and scale floats its own way.
+    """
+    from PIL import Image
+
+    return Image.fromarray(to_hwc_uint8(image))
+
+
+def _stored_images(value: Any) -> list[str]:
+    """The files of an image history value: a list logged under a key, or one image (a figure)."""
+    if not isinstance(value, dict):
+        return []
+    if value.get("_type") == "images/separated":
+        return list(value.get("filenames") or [])
+    if value.get("_type") == "image-file" and value.get("path"):
+        return [value["path"]]
+    return []
+
+
+class WandBTracker(GeneralTracker):
+    """Logs to a Weights & Biases run; works with no account and no network.
+
+    Example::
+
+        import tracking_core
+
+        with tracking_core.init("my-project", log_with="wandb", logging_dir="runs") as run:
+            run.log({"train/loss": 0.5}, step=0)
+        # -> runs/wandb/offline-run-<time>-<id>/ ; upload later with `wandb sync <that dir>`
+
+    ``project_name`` becomes the W&B project unless ``project=`` is in the keyword arguments or
+    ``WANDB_PROJECT`` is set. Every other keyword argument goes to ``wandb.init`` (``entity``, ``name``,
+    ``tags``, ``group``, ``id``, ``resume``, ``mode``, ``settings``, ...).
+
+    Mode: when the user chose none (``mode=``, ``settings.mode``, ``WANDB_MODE``, ``wandb offline``) and
+    no credentials are configured (``WANDB_API_KEY``, ``WANDB_IDENTITY_TOKEN_FILE``, a netrc entry for
+    the host, ``wandb login``), the run is offline under ``logging_dir``. With credentials the run is
+    online; when the service cannot be reached within ``init_timeout`` (30 s here unless
+    ``WANDB_INIT_TIMEOUT`` or ``settings.init_timeout`` say otherwise) or ``wandb.init`` fails, the run
+    falls back to offline and a warning says why. Nothing ever prompts for a login.
+
+    Defaults chosen only when the user did not set them (keyword, ``wandb.Settings``, ``WANDB_*``
+    variable or W&B settings file): ``dir=logging_dir``, ``console="off"``, ``x_disable_stats=True``,
+    ``disable_git=True``, ``save_code=False``, ``silent=True``, ``init_timeout=30``,
+    ``x_transaction_log_flush_interval=1``, and ``reinit="create_new"`` when another W&B run is active.
+    ``WANDB_CACHE_DIR`` and ``WANDB_DATA_DIR`` (read by W&B from the environment only) default to
+    ``<logging_dir>/wandb/{cache,data}`` when unset and W&B was not yet set up in this process.
+
+    Per-rank runs (``run_context.group`` set by ``per_rank=True``): every rank's run is in the W&B
+    group ``<group>`` and named ``<name>-rank<N>``, ``<name>`` being the ``name=`` given or the group.
+    """
+
+    name = "wandb"
+    requires_logging_directory = False
+    main_process_only = False
+
+    def __init__(self, run_name: str, *, logging_dir: str | os.PathLike | None = None, **kwargs: Any) -> None:
+        super().__init__()
+        check_optional_name(kwargs.get("id"), "id")  # W&B names the run folder after it
+        self.run_name = run_name
+        self.logging_dir = Path(logging_dir) if logging_dir is not None else None
+        self.init_kwargs = kwargs
+        self._run: Any = None
+        #: "online", "offline" or "disabled" once started.
+        self.mode: str | None = None
+        #: Why an online run was not possible (the run then went offline), or None.
+        self.fallback_reason: str | None = None
+        self._flush_wait = 0.0
+        self._dirty = False
+        self._finished = False
+        #: Local folders of the earlier processes' parts of this run (oldest first), when it was resumed.
+        self.earlier_run_dirs: list[Path] = []
+
+    # -- start ---------------------------------------------------------------------------------
+    def start(self) -> None:
+        self._default_environment()
+        import wandb
+
+        kwargs = dict(self.init_kwargs)
+        settings = _as_settings(wandb, kwargs.pop("settings", None))
+        chosen = _chosen_fields(settings, kwargs)
+        if "project" not in chosen:
+            kwargs["project"] = self.run_name
+        if "root_dir" not in chosen and self.logging_dir is not None:
+            self.logging_dir.mkdir(parents=True, exist_ok=True)
+            kwargs["dir"] = str(self.logging_dir.resolve())
+        for field, value in _QUIET_DEFAULTS.items():
+            if field not in chosen and not (field == "silent" and "quiet" in chosen):
+                setattr(settings, field, value)
+        self._name_rank(kwargs, settings, chosen)
+        self._continue_saved_run(kwargs, chosen)
+        if "reinit" not in chosen and _another_run_is_active(wandb):
+            settings.reinit = "create_new"  # "return_previous" would hand this tracker someone else's run
+        mode = _chosen_mode(kwargs, settings)
+        if mode in ("offline", "dryrun", "disabled"):
+            self._init(wandb, kwargs, settings)
+        elif not _has_credentials(wandb, settings):
+            if mode is not None:  # the user asked for online: W&B would prompt or raise
+                self.fallback_reason = "no W&B credentials are configured (WANDB_API_KEY or `wandb login`)"
+            self._init_offline(wandb, kwargs, settings)
+        else:
+            try:
+                self._init(wandb, kwargs, settings)
+            except Exception as error:  # W&B unreachable or refusing: keep the data locally
+                self.fallback_reason = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+                _stop_analytics_export()
+                self._init_offline(wandb, kwargs, settings)
+        interval = self._run.settings.x_transaction_log_flush_interval
+        self._flush_wait = min(interval + 0.1, MAX_FLUSH_WAIT) if interval and interval > 0 else 0.0
+        self._announce()
+
+    def _name_rank(self, kwargs: dict, settings: Any, chosen: set[str]) -> None:
+        """Per-rank mode: this rank's run joins the job's W&B group, named after its rank."""
+        context = self.run_context
+        if context is None or context.group is None:
+            return
+        if "run_group" not in chosen and kwargs.get("group") is None:
+            kwargs["group"] = context.group
+        base = kwargs.get("name") or settings.run_name or os.environ.get("WANDB_NAME") or context.group
+        kwargs["name"] = f"{base}-rank{context.rank}"  # the keyword wins over a Settings or WANDB_NAME name
+
+    def _continue_saved_run(self, kwargs: dict, chosen: set[str]) -> None:
+        """Point ``wandb.init`` at the run saved by ``resume_state`` in an earlier process (``run_context.resume``).
+
+        ``resume="allow"``: offline W&B cannot check that the run exists, and online it may exist only as the
+        offline folders of the earlier process, not on the server yet. A run or resume mode the user chose
+        (keyword, ``wandb.Settings``, ``WANDB_RUN_ID`` / ``WANDB_RESUME``) wins.
+        """
+        saved = self.run_context.resume if self.run_context is not None else None
+        if saved is None:
+            return
+        run_id = saved.get("id") if isinstance(saved, dict) else None
+        if not isinstance(run_id, str) or not run_id:
+            self._not_resumed(f"could not resume the saved W&B run ({saved!r} names no run id); started a new run")
+            return
+        if any(kwargs.get(key) is not None for key in _RUN_CHOICE_KWARGS) or chosen & set(_RUN_CHOICE_FIELDS):
+            self.add_note(f"the run chosen in init_kwargs/settings was used; the saved W&B run {run_id} was not")
+            return
+        folders = [Path(folder) for folder in saved.get("run_dirs") or [] if isinstance(folder, str)]
+        existing = [folder for folder in folders if folder.is_dir()]
+        if saved.get("mode") == "offline" and not existing:
+            gone = ", ".join(map(str, folders)) or "no folder was saved"
+            self._not_resumed(
+                f"could not resume W&B run {run_id} (its offline folders are gone: {gone}); started a new run"
+            )
+            return
+        self.earlier_run_dirs = existing
+        kwargs["id"], kwargs["resume"] = run_id, "allow"
+        if "project" not in chosen and isinstance(saved.get("project"), str) and saved["project"]:
+            kwargs["project"] = saved["project"]
+        if "entity" not in chosen and kwargs.get("entity") is None and isinstance(saved.get("entity"), str):
+            kwargs["entity"] = saved["entity"] or None
+
+    def _not_resumed(self, message: str) -> None:
+        self.add_note(message)
+        warn_once(self.name, "resume", message, reason="resume")
+
+    def _init(self, wandb: Any, kwargs: dict, settings: Any) -> None:
+        deadline = time.monotonic() + RUN_IN_USE_WAIT
+        while True:
+            try:
+                self._run = wandb.init(**kwargs, settings=settings)
+                break
+            except Exception as error:
+                # A process killed with SIGKILL leaves its wandb-core behind, holding the run id until
+                # it notices its parent is gone; a restarted job reopening the run waits for that.
+                if "is in use" not in str(error) or "id" not in kwargs or time.monotonic() > deadline:
+                    raise
+                time.sleep(1.0)
+        self.mode = "disabled" if self._run.disabled else "offline" if self._run.offline else "online"
+
+    def _init_offline(self, wandb: Any, kwargs: dict, settings: Any) -> None:
+        kwargs = {key: value for key, value in kwargs.items() if key != "mode"}
+        settings.mode = "offline"
+        self._init(wandb, kwargs, settings)
+
+    def _default_environment(self) -> None:
+        """Point W&B's cache and artifact staging under ``logging_dir`` when the user did not choose.
+
+        W&B reads these two only from the environment (``wandb-core`` is spawned once per process with
+        a copy of it), so they are set process-wide -- and only before W&B is set up, because W&B warns
+        when its variables change afterwards.
+        """
+        if self.logging_dir is None or _wandb_is_set_up():
+            return
+        root = self.logging_dir.resolve() / "wandb"
+        for variable, folder in (("WANDB_CACHE_DIR", "cache"), ("WANDB_DATA_DIR", "data")):
+            if variable not in os.environ:
+                os.environ[variable] = str(root / folder)
+
+    def _announce(self) -> None:
+        run_dir = self.run_dir
+        if self.mode == "online":
+            notice(f"wandb: online run {self._run.url} (local copy in {run_dir})")
+        elif self.mode == "offline":
+            message = f"wandb: offline run in {run_dir} (upload later: wandb sync {run_dir})"
+            if self.fallback_reason:
+                logger.warning("%s -- running offline because W&B could not be used: %s", message, self.fallback_reason)
+            else:
+                notice(message)
+        else:
+            notice("wandb: mode is 'disabled', nothing is recorded")
+
+    # -- SDK objects -----------------------------------------------------------------------------
+    @property
+    def run(self) -> Any:
+        """The ``wandb`` run (``wandb.Run``), as Accelerate's ``WandBTracker.run``; None before ``start()``."""
+        self._wait_for_start()
+        return self._run
+
+    @property
+    def tracker(self) -> Any:
+        """The ``wandb`` run (``wandb.Run``), or None before ``start()``."""
+        self._wait_for_start()
+        return self._run
+
+    @property
+    def run_dir(self) -> Path | None:
+        """The run's local directory (what ``wandb sync`` takes)."""
+        if self._run is None or self.mode == "disabled":
+            return None
+        return Path(self._run.settings.sync_dir)
+
+    @property
+    def run_dirs(self) -> list[Path]:
+        """Every local folder of this run, oldest first: earlier processes' parts, then this process's."""
+        current = self.run_dir
+        return [*self.earlier_run_dirs, current] if current is not None else list(self.earlier_run_dirs)
+
+    # -- config and metrics ---------------------------------------------------------------------
+    def store_init_configuration(self, values: dict) -> None:
+        """Merged into the run's config; called again later (``log_config``), changed values win."""
+        self._run.config.update(values, allow_val_change=True)
+        self._dirty = True
+
+    def log(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
+        self._run.log(values, step=step, **kwargs)
+        self._dirty = True
+
+    # -- media -----------------------------------------------------------------------------------
+    def log_images(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
+        """``{key: image or list of images}``: each key a list of ``wandb.Image``, all keys in one ``run.log``."""
+        import wandb
+
+        images = {key: [wandb.Image(_pil_image(image)) for image in image_list(items)] for key, items in values.items()}
+        self.log(images, step=step, **kwargs)
+
+    def log_table(
+        self,
+        table_name: str,
+        columns: list[str] | None = None,
+        data: list[list[Any]] | None = None,
+        dataframe: Any = None,
+        step: int | None = None,
+        **kwargs: Any,
+    ) -> None:
+        import wandb
+
+        if dataframe is not None:
+            table = wandb.Table(dataframe=dataframe, allow_mixed_types=True)
+        else:
+            columns, rows = table_rows(columns, data, None)
+            table = wandb.Table(columns=columns, data=rows, allow_mixed_types=True)
+        self.log({table_name: table}, step=step, **kwargs)
+
+    def log_figure(self, figure: Any, name: str, step: int | None = None, **kwargs: Any) -> None:
+        """The figure rendered to PNG (``kwargs`` go to ``savefig``) as a ``wandb.Image``.
+
+        Rendered here because ``wandb.Image(figure)`` needs ``matplotlib.pyplot`` imported, which
+        a figure built from ``matplotlib.figure.Figure`` never did.
+        """
+        import io
+
+        import wandb
+        from PIL import Image
+
+        with Image.open(io.BytesIO(figure_to_png(figure, **kwargs))) as rendered:
+            self.log({name: wandb.Image(rendered.copy())}, step=step)
+
+    # -- histogram -------------------------------------------------------------------------------
+    def log_histogram(self, name: str, histogram: Histogram, step: int | None = None, **kwargs: Any) -> None:
+        """W&B's own histogram from the bins as they are (``np_histogram``), so W&B does not re-bin."""
+        import wandb
+
+        value = wandb.Histogram(np_histogram=(list(histogram.counts), list(histogram.edges)))
+        self.log({name: value}, step=step, **kwargs)
+
+    # -- artifacts -------------------------------------------------------------------------------
+    def log_artifact(self, local_path: str | os.PathLike, artifact_path: str | None = None) -> None:
+        """A new version of the artifact named ``artifact_path`` (default: the file's name)."""
+        artifact = self._artifact(artifact_path or Path(local_path).name)
+        artifact.add_file(os.fspath(local_path))
+        self._run.log_artifact(artifact)
+        self._dirty = True
+
+    def log_artifacts(self, local_dir: str | os.PathLike, artifact_path: str | None = None) -> None:
+        """The directory's files as a new version of the artifact ``artifact_path`` (default: its name)."""
+        artifact = self._artifact(artifact_path or Path(local_dir).resolve().name)
+        artifact.add_dir(os.fspath(local_dir))
+        self._run.log_artifact(artifact)
+        self._dirty = True
+
+    def _artifact(self, name: str) -> Any:
+        import wandb
+
+        return wandb.Artifact(_ARTIFACT_NAME.sub("-", name).strip("-.") or "artifact", type="file")
+
+    # -- flush and finish ------------------------------------------------------------------------
+    def flush(self) -> None:
+        """Wait until ``wandb-core`` has every record (a summary round trip) and has written its log."""
+        if self._run is None or self._finished or not self._dirty:
+            return
+        self._run.summary.keys()  # answered by wandb-core after everything sent before it
+        self._dirty = False
+        if self._flush_wait:
+            time.sleep(self._flush_wait)
+
+    def finish(self) -> None:
+        """End the run and wait (bounded) until ``wandb-core`` has written it completely.
+
+        ``run.finish()`` can return before the ``.wandb`` file holds the last records.
+        """
+        if self._run is None or self._finished:
+            return
+        self._finished = True
+        self._run.finish()
+        log_file = Path(self._run.settings.sync_file) if self.mode != "disabled" else None
+        if log_file is not None and not self._run.settings.x_skip_transaction_log:
+            if not wait_until_written(log_file, FINISH_WRITE_TIMEOUT):
+                logger.warning("wandb: %s was not complete %.0f s after finish()", log_file, FINISH_WRITE_TIMEOUT)
+
+    # -- resume, read-back, notes ----------------------------------------------------------------
+    def resume_state(self) -> dict | None:
+        """The run's id, project and entity, and every local folder it has so far (this process's last)."""
+        if self._run is None or self.mode == "disabled":
+            return None
+        return {
+            "id": self._run.id,
+            "project": self._run.project,
+            "entity": self._run.entity or None,
+            "mode": self.mode,
+            "run_dirs": [str(folder) for folder in self.run_dirs],
+        }
+
+    def read_back_metrics(self) -> dict[str, dict[int, Any]]:
+        """The numeric history per step; a later point wins at a step stored twice (as across resumed parts)."""
+        return {key: dict(points) for key, points in self.read_back_history().items()}
+
+    def read_back_history(self) -> dict[str, list[tuple[int, Any]]]:
+        """Every numeric history point in the run's ``.wandb`` files (see :mod:`tracking_wandb.transaction_log`).
+
+        All the run's folders are read, oldest first, each in record order, so a step written by two
+        processes of a resumed run shows twice. Within one process W&B merges values logged at the
+        current step into one history row, so there a step is written once, with its last value.
+        """
+        if self.run_dir is None:
+            raise NotImplementedError("wandb: nothing is stored locally for a disabled run")
+        return read_runs(self.run_dirs).metric_history()
+
+    def read_back_images(self) -> dict[str, list[tuple[int, Any]]]:
+        """Every image in the run's history (lists and figures), decoded from the PNGs W&B wrote."""
+        from PIL import Image
+
+        if self.run_dir is None:
+            raise NotImplementedError("wandb: nothing is stored locally for a disabled run")
+        images: dict[str, list[tuple[int, Any]]] = {}
+        for folder in self.run_dirs:
+            stored = read_run(folder)
+            for step, row in stored.rows:
+                for key, value in row.items():
+                    for name in _stored_images(value):
+                        with Image.open(stored.files / name) as png:
+                            images.setdefault(key, []).append((step, to_hwc_uint8(png)))
+        return images
+
+    def report_notes(self) -> list[str]:
+        notes = super().report_notes()
+        if self._run is None:
+            return notes
+        if self.fallback_reason:
+            notes.append(f"online run not possible ({self.fallback_reason}); recorded offline instead")
+        if self.mode == "offline" and self.earlier_run_dirs:
+            folders = " ".join(map(str, self.run_dirs))
+            notes.append(
+                f"offline run {self._run.id} in {len(self.run_dirs)} folders (upload together: wandb sync {folders})"
+            )
+        elif self.mode == "offline":
+            notes.append(f"offline run: {self.run_dir} (upload: wandb sync {self.run_dir})")
+        elif self.mode == "online":
+            notes.append(f"online run: {self._run.url}")
+        return notes

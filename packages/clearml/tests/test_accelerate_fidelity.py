@@ -1,0 +1,221 @@
+"""Fidelity with accelerate's ``ClearMLTracker`` (accelerate 1.15 ``accelerate/tracking.py``), the image layouts,
+config merged after start, histograms and per-rank runs, each read back from the offline session."""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+
+import pytest
+from tracking_clearml import ClearMLTracker
+from tracking_clearml.session import OfflineSession
+from tracking_core import Dispatcher, RunContext
+from tracking_core.histogram import histogram_of
+
+EMPTY = inspect.Parameter.empty
+#: Parameters of accelerate 1.15's ``ClearMLTracker`` methods (name, kind, default), copied from its
+#: ``accelerate/tracking.py``; ours may add keyword-only options.
+ACCELERATE_SIGNATURES = {
+    "__init__": [("run_name", "POSITIONAL_OR_KEYWORD", None), ("kwargs", "VAR_KEYWORD", EMPTY)],
+    "start": [],
+    "store_init_configuration": [("values", "POSITIONAL_OR_KEYWORD", EMPTY)],
+    "log": [
+        ("values", "POSITIONAL_OR_KEYWORD", EMPTY),
+        ("step", "POSITIONAL_OR_KEYWORD", None),
+        ("kwargs", "VAR_KEYWORD", EMPTY),
+    ],
+    "log_images": [
+        ("values", "POSITIONAL_OR_KEYWORD", EMPTY),
+        ("step", "POSITIONAL_OR_KEYWORD", None),
+        ("kwargs", "VAR_KEYWORD", EMPTY),
+    ],
+    "log_table": [
+        ("table_name", "POSITIONAL_OR_KEYWORD", EMPTY),
+        ("columns", "POSITIONAL_OR_KEYWORD", None),
+        ("data", "POSITIONAL_OR_KEYWORD", None),
+        ("dataframe", "POSITIONAL_OR_KEYWORD", None),
+        ("step", "POSITIONAL_OR_KEYWORD", None),
+        ("kwargs", "VAR_KEYWORD", EMPTY),
+    ],
+    "finish": [],
+}
+
+
+@pytest.fixture(autouse=True)
+def _no_user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("CLEARML_CONFIG_FILE", str(tmp_path / "no-clearml.conf"))
+    monkeypatch.chdir(tmp_path)
+
+
+@pytest.mark.parametrize("method", sorted(ACCELERATE_SIGNATURES))
+def test_signatures_match_accelerate(method: str) -> None:
+    ours = list(inspect.signature(getattr(ClearMLTracker, method)).parameters.values())[1:]  # without self
+    expected = ACCELERATE_SIGNATURES[method]
+    not_keyword_only = [p for p in ours if p.kind is not inspect.Parameter.KEYWORD_ONLY]
+    assert [(p.name, p.kind.name, p.default) for p in not_keyword_only] == expected, method
+    assert ClearMLTracker.name == "clearml" and ClearMLTracker.requires_logging_directory is False
+
+
+def session_of(tracker: ClearMLTracker) -> OfflineSession:
+    return OfflineSession(f"{tracker.offline_folder}.zip")
+
+
+def test_used_alone_it_is_synchronous_like_accelerate(tmp_path: Path) -> None:
+    tracker = ClearMLTracker("alone", logging_dir=tmp_path / "logs")
+    assert tracker.task is None  # not started: nothing to wait for
+    tracker.start()
+    assert tracker.task is tracker.tracker is not None
+    tracker.store_init_configuration({"lr": 0.1})
+    tracker.log({"eval_loss": 0.5, "test_acc": 0.9, "train_loss": 0.7, "loss": 0.6}, step=1)
+    tracker.log({"final": 1.0})  # no step: a single value, as accelerate reports it
+    with pytest.raises(ValueError, match="requires that `data` to be supplied if `dataframe` is `None`"):
+        tracker.log_table("empty")
+    tracker.finish()
+    session = session_of(tracker)
+    pairs = {(e["metric"], e["variant"], e["iter"]) for e in session.events("training_stats_scalar")}
+    # accelerate's title/series: eval_/test_/train_ prefixes are the series, other keys the "train" series
+    assert {("loss", "eval", 1), ("acc", "test", 1), ("loss", "train", 1)} <= pairs, pairs
+    assert session.single_values() == {"final": 1.0}
+    assert session.configuration("General") == {"lr": 0.1}  # the configuration object accelerate writes
+    # "loss" and "train_loss" share accelerate's (loss, train): both points land there, as in accelerate
+    assert sorted(
+        v
+        for (t, s), v in [((e["metric"], e["variant"]), e["value"]) for e in session.events("training_stats_scalar")]
+        if (t, s) == ("loss", "train")
+    ) == [0.6, 0.7]
+
+
+def test_task_waits_for_a_managed_start(tmp_path: Path) -> None:
+    dispatcher = Dispatcher(log_with="clearml", logging_dir=tmp_path / "logs", on_error="raise")
+    dispatcher.init_trackers("managed")
+    tracker = dispatcher.get_tracker("clearml")
+    assert tracker.task is not None  # read right after init_trackers
+    assert dispatcher.finish(timeout=120).ok
+
+
+def test_image_layouts_read_back(tmp_path: Path) -> None:
+    np = pytest.importorskip("numpy")
+    from PIL import Image
+
+    base = (np.arange(12 * 20 * 3) % 251).astype("uint8").reshape(12, 20, 3)
+    layouts = {
+        "hwc": (base, [base]),
+        "chw": (base.transpose(2, 0, 1), [base]),
+        "hw": (base[..., 0], [base[..., 0]]),
+        "nhwc": (np.stack([base, base[::-1]]), [base, base[::-1]]),
+        "nchw": (np.stack([base, base[::-1]]).transpose(0, 3, 1, 2), [base, base[::-1]]),
+        "pil": (Image.fromarray(base), [base]),
+        "eval_float": (base.astype("float32") / 255.0, [base]),
+    }
+    tracker = ClearMLTracker("images", logging_dir=tmp_path / "logs")
+    tracker.start()
+    tracker.log_images({name: value for name, (value, _) in layouts.items()}, step=2)
+    tracker.finish()
+    stored = tracker.read_back_images()
+    for name, (_, expected) in layouts.items():
+        assert [step for step, _ in stored[name]] == [2] * len(expected), (name, sorted(stored))
+        for (_, array), want in zip(stored[name], expected):
+            assert array.shape == want.shape and (array == want).all(), name
+    # accelerate's mapping for one image per key: (title, series) of the key
+    images = session_of(tracker).images()
+    assert [series for _, series, _ in images["eval_float"]] == ["eval"]
+
+
+def test_overwritten_image_files_are_not_read_back(tmp_path: Path) -> None:
+    np = pytest.importorskip("numpy")
+    tracker = ClearMLTracker("history", logging_dir=tmp_path / "logs")
+    tracker.start()
+    for step in range(7):  # ClearML keeps max_image_history files per title/series and reuses the oldest names
+        tracker.log_images({"frame": np.full((4, 4), step * 10, dtype="uint8")}, step=step, max_image_history=5)
+    tracker.finish()
+    frames = tracker.read_back_images()["frame"]
+    assert [(step, int(array[0, 0])) for step, array in frames] == [(step, step * 10) for step in range(2, 7)]
+
+
+def test_config_after_start_is_merged(tmp_path: Path) -> None:
+    dispatcher = Dispatcher(log_with="clearml", logging_dir=tmp_path / "logs", on_error="raise")
+    dispatcher.init_trackers("config", config={"lr": 0.1, "model": {"depth": 2}})
+    dispatcher.log({"loss": 1.0}, step=0)
+    dispatcher.log_config({"batch_size": 32, "lr": 0.2})
+    assert dispatcher.finish(timeout=120).ok
+    session = session_of(dispatcher.trackers[0])
+    assert session.configuration("General") == {"lr": 0.2, "model": {"depth": 2}, "batch_size": 32}
+    hyper = session.hyperparameters("General")
+    assert hyper["lr"] == "0.2" and hyper["batch_size"] == "32" and hyper["model/depth"] == "2", hyper
+
+
+def test_histogram_is_a_bar_chart_at_the_bins(tmp_path: Path) -> None:
+    histogram, _ = histogram_of([0.5] * 10 + [2.0] * 30 + [-1.0] * 5, bins=4)
+    tracker = ClearMLTracker("hist", logging_dir=tmp_path / "logs")
+    tracker.start()
+    tracker.log_histogram("weights/layer1", histogram, step=7)
+    tracker.finish()
+    ((step, plot),) = session_of(tracker).plots()["weights/layer1"]
+    bars = plot["data"][0]
+    assert step == 7 and bars["type"] == "bar"
+    assert bars["y"] == list(histogram.counts) and len(bars["x"]) == len(histogram.counts)
+    edges = histogram.edges
+    assert bars["x"][0] == pytest.approx((edges[0] + edges[1]) / 2)
+
+
+def test_per_rank_runs_are_named_and_tagged(tmp_path: Path) -> None:
+    logging_dir = tmp_path / "logs"
+    tasks = []
+    for rank in range(2):  # one ClearML task per process: the ranks run one after the other here
+        tracker = ClearMLTracker("job", logging_dir=logging_dir)
+        tracker.run_context = RunContext(
+            "job", "run-7", logging_dir / "job" / "run-7", logging_dir, rank=rank, world_size=2, group="run-7"
+        )
+        tracker.start()
+        tracker.log({"loss": float(rank)}, step=0)
+        tracker.finish()
+        tasks.append(session_of(tracker))
+    assert [session.task["name"] for session in tasks] == ["job-rank0", "job-rank1"]
+    assert [sorted(session.task.get("tags", [])) for session in tasks] == [
+        ["group:run-7", "rank:0"],
+        ["group:run-7", "rank:1"],
+    ]
+    assert [session.task["project_name"] for session in tasks] == ["job", "job"]
+    assert [session.scalars()["loss"] for session in tasks] == [{0: 0.0}, {0: 1.0}]
+
+
+RANK_SCRIPT = r"""
+import json, sys
+from tracking_core import init
+
+run = init("job", log_with="clearml", logging_dir=sys.argv[2], per_rank=True)
+run.log({"loss": float(sys.argv[1])}, step=0)
+tracker = run.get_tracker("clearml")
+run.finish()
+print(json.dumps({"session": f"{tracker.offline_folder}.zip", "group": tracker.run_context.group}))
+"""
+
+
+def test_per_rank_mode_gives_one_task_per_rank(tmp_path: Path) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    processes = []
+    for rank in range(2):
+        env = {key: value for key, value in os.environ.items() if not key.startswith(("CLEARML_", "TRAINS_"))}
+        env.update(RANK=str(rank), WORLD_SIZE="2", MASTER_PORT="29632", CLEARML_CONFIG_FILE=str(tmp_path / "none.conf"))
+        env.pop("TRACKING_RUN_ID", None)
+        command = [sys.executable, "-c", RANK_SCRIPT, str(rank), str(tmp_path / "logs")]
+        processes.append(
+            subprocess.Popen(command, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        )
+    results = []
+    for process in processes:
+        out, err = process.communicate(timeout=180)
+        assert process.returncode == 0, err[-3000:]
+        results.append(json.loads(out.strip().splitlines()[-1]))
+    (group,) = {result["group"] for result in results}
+    sessions = [OfflineSession(result["session"]) for result in results]
+    assert [session.task["name"] for session in sessions] == ["job-rank0", "job-rank1"]
+    assert [sorted(session.task.get("tags", [])) for session in sessions] == [
+        [f"group:{group}", "rank:0"],
+        [f"group:{group}", "rank:1"],
+    ]
+    assert [session.scalars()["loss"] for session in sessions] == [{0: 0.0}, {0: 1.0}]

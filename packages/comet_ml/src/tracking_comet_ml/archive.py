@@ -1,0 +1,140 @@
+"""Comet's offline archive: reading it back, finding an experiment's parts, salvaging a killed process's data.
+
+An offline experiment is a zip (``experiment.json`` + ``messages.json``, one JSON message per line, + the
+uploaded files) that ``comet upload`` sends to a server. These helpers read the documented layout directly,
+so a run can be checked without a Comet account.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from tracking_core.notices import logger
+
+
+def read_archive_history(path: str | os.PathLike[str]) -> dict[str, list[tuple[int, Any]]]:
+    """``{name: [(step, value), ...]}`` from every metric message of an offline archive's ``messages.json``
+    (one JSON message per line), in message order."""
+    with zipfile.ZipFile(path) as archive:
+        lines = archive.read("messages.json").decode("utf-8").splitlines()
+    history: dict[str, list[tuple[int, Any]]] = {}
+    for line in lines:
+        message = json.loads(line) if line.strip() else {}
+        if message.get("type") == "metric_msg":
+            metric = message["payload"]["metric"]
+            history.setdefault(metric["metricName"], []).append((metric["step"], metric["metricValue"]))
+    return history
+
+
+def read_archive_metrics(path: str | os.PathLike[str]) -> dict[str, dict[int, Any]]:
+    """``{name: {step: value}}`` of an offline archive, the last message at a step winning."""
+    return {name: dict(points) for name, points in read_archive_history(path).items()}
+
+
+def read_archive_images(path: str | os.PathLike[str]) -> dict[str, list[tuple[int | None, bytes]]]:
+    """``{key: [(step, image file bytes), ...]}`` of the images (and figures) in an archive, in message order.
+
+    The key is the ``metadata["key"]`` this backend attaches, else the image name Comet shows.
+    """
+    with zipfile.ZipFile(path) as archive:
+        members = set(archive.namelist())
+        found: dict[str, list[tuple[int | None, bytes]]] = {}
+        for line in archive.read("messages.json").decode("utf-8").splitlines():
+            message = json.loads(line) if line.strip() else {}
+            payload = message.get("payload") or {}
+            if message.get("type") != "file_upload" or payload.get("upload_type") != "visualization":
+                continue
+            if payload.get("file_path") not in members:
+                continue
+            params = payload.get("additional_params") or {}
+            key = (payload.get("metadata") or {}).get("key") or params.get("figName")
+            found.setdefault(key, []).append((params.get("step"), archive.read(payload["file_path"])))
+    return found
+
+
+def archive_name(experiment: Any) -> str | None:
+    try:
+        return experiment._get_offline_archive_file_name()
+    except Exception:  # internal name changed: the killed process's data cannot be archived under its name
+        return None
+
+
+def archive_started(archive: Path) -> int:
+    """When the archive's experiment part started (its ``experiment.json``), for ordering the parts."""
+    with zipfile.ZipFile(archive) as opened:
+        return int(json.loads(opened.read("experiment.json")).get("start_time") or 0)
+
+
+def archives_of(directory: Path, key: str) -> list[Path]:
+    """The complete archives of experiment ``key`` in ``directory``, oldest part first.
+
+    Comet creates the archive's file when the experiment starts and fills it at ``end()``; an archive
+    without ``experiment.json`` is the placeholder of a process that never ended.
+    """
+    found = []
+    for archive in directory.glob(f"{key}*.zip"):
+        try:
+            found.append((archive_started(archive), archive))
+        except (KeyError, zipfile.BadZipFile, OSError, ValueError):
+            continue
+    return [archive for _, archive in sorted(found)]
+
+
+def archive_abandoned_data(comet_ml: Any, saved: dict, directory: Path) -> Path | None:
+    """Archive what a killed process left in Comet's temporary folder, as Comet's ``end()`` would have.
+
+    Returns the archive written, or None when there is nothing to recover (the process ended normally, or
+    the temporary folder is gone, e.g. after a reboot).
+    """
+    data_dir, name = saved.get("data_dir"), saved.get("archive_name")
+    if not data_dir or not name or not (Path(data_dir) / "messages.json").is_file():
+        return None
+    from comet_ml.offline_utils import create_experiment_archive, write_experiment_meta_file
+    from comet_ml.utils import local_timestamp
+
+    write_experiment_meta_file(
+        tempdir=data_dir,
+        experiment_key=saved["experiment_key"],
+        workspace=saved.get("workspace"),
+        project_name=saved.get("project_name"),
+        start_time=saved.get("start_time"),
+        stop_time=local_timestamp(),
+        tags=[],
+        resume_strategy=saved.get("resume_strategy") or "get_or_create",
+        comet_start_sourced=True,
+    )
+    directory.mkdir(parents=True, exist_ok=True)
+    archive, _ = create_experiment_archive(
+        offline_directory=os.fspath(directory), offline_archive_file_name=name, data_dir=data_dir, logger=logger
+    )
+    import shutil
+
+    shutil.rmtree(data_dir, ignore_errors=True)  # as end() does: the archive now holds it
+    return Path(archive)
+
+
+def drain_offline_streamer(experiment: Any, timeout: float = 10.0) -> None:
+    """Wait until Comet's offline streamer wrote every queued message to its ``messages.json``.
+
+    Comet's offline ``flush()`` returns at once; its streamer thread writes (and flushes) each message to the
+    experiment's temporary folder, so once the queue is empty and the message in hand is written, what was
+    logged survives a kill of the process (see ``_archive_abandoned_data``).
+    """
+    import time
+
+    streamer = getattr(experiment, "streamer", None)
+    queue = getattr(streamer, "messages", None)
+    if queue is None:
+        return
+    deadline = time.monotonic() + timeout
+    while not queue.empty() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.05)  # a message taken off the queue is written under the lock below
+    lock = getattr(streamer, "__write_lock__", None)
+    if lock is not None:
+        with lock:  # held while a message is written
+            pass

@@ -1,0 +1,265 @@
+"""Starting a Comet experiment: importing comet_ml quietly, the start keywords, and a bounded online start.
+
+``comet_ml.start`` needs care that has nothing to do with mapping the tracker contract: its import patches
+frameworks and ``sys.excepthook``, its defaults capture far more than was logged, it keeps one experiment
+per process, and an online start can wait on a silent server for minutes. Each is handled here.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import sys
+import threading
+from typing import Any
+
+from tracking_core.adapters import probe_http
+
+#: Keyword arguments of ``comet_ml.start``; any other keyword must be an ``ExperimentConfig`` field.
+START_KEYWORDS = frozenset(
+    {
+        "api_key",
+        "workspace",
+        "project",
+        "project_name",
+        "experiment_key",
+        "mode",
+        "online",
+        "source",
+        "experiment_config",
+    }
+)
+
+#: ``ExperimentConfig`` field -> (Comet setting, value used when neither kwargs nor Comet's config set it).
+#: Comet's defaults capture stdout, log source code, git state and host details, start a CO2 tracker and
+#: print a summary; a tracker that runs inside someone else's training loop records what it is given.
+QUIET_DEFAULTS: dict[str, tuple[str, Any]] = {
+    "auto_output_logging": ("comet.auto_log.output_logger", False),
+    "auto_param_logging": ("comet.auto_log.parameters", False),
+    "auto_metric_logging": ("comet.auto_log.metrics", False),
+    "auto_log_co2": ("comet.auto_log.co2", False),
+    "log_code": ("comet.auto_log.code", False),
+    "log_graph": ("comet.auto_log.graph", False),
+    "parse_args": ("comet.auto_log.cli_arguments", False),
+    "log_git_metadata": ("comet.auto_log.git_metadata", False),
+    "log_git_patch": ("comet.auto_log.git_patch", False),
+    "log_env_details": ("comet.auto_log.env_details", False),
+    "log_env_gpu": ("comet.auto_log.env_gpu", False),
+    "log_env_host": ("comet.auto_log.env_host", False),
+    "log_env_cpu": ("comet.auto_log.env_cpu", False),
+    "log_env_network": ("comet.auto_log.env_network", False),
+    "log_env_disk": ("comet.auto_log.env_disk", False),
+    "display_summary_level": ("comet.display_summary_level", 0),
+}
+_ENV_DETAIL_FIELDS = ("log_env_gpu", "log_env_host", "log_env_cpu", "log_env_network", "log_env_disk")
+
+#: Read by ``import comet_ml`` itself, so they can only be environment variables. Set when unset:
+#: the first installs import hooks that patch ML frameworks, the second starts a Sentry error reporter
+#: (a network client and a worker thread that outlives ``end()``) in half of all processes.
+IMPORT_ENVIRONMENT = {"COMET_DISABLE_AUTO_LOGGING": "1", "COMET_ERROR_TRACKING_ENABLE": "false"}
+
+
+#: Seconds the server gets to answer the probe that precedes an online start.
+PROBE_TIMEOUT = 10.0
+_MISSING = object()
+_IMPORT_LOCK = threading.Lock()
+_CREATE_LOCK = threading.Lock()
+
+
+def start_keywords(comet_ml: Any, config: Any, init_kwargs: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
+    """The keywords for ``comet_ml.start``: ``init_kwargs`` checked and sorted into ``comet_ml.start``
+    arguments and an ``ExperimentConfig``, with the quiet defaults and ``defaults`` (``project_name``,
+    ``offline_directory``, ``name``) wherever neither the keywords nor Comet's own settings chose."""
+    kwargs = dict(init_kwargs)
+    fields = set(inspect.signature(comet_ml.ExperimentConfig).parameters)
+    unknown = sorted(set(kwargs) - START_KEYWORDS - fields)
+    if unknown:
+        raise TypeError(
+            f"comet_ml: unknown keyword argument(s) {unknown}; expected comet_ml.start arguments "
+            f"{sorted(START_KEYWORDS)} or ExperimentConfig fields {sorted(fields)}"
+        )
+    explicit = {key: kwargs.pop(key) for key in list(kwargs) if key in fields}
+    user_object = kwargs.pop("experiment_config", None)
+    if user_object is not None:
+        explicit = {**explicit_fields(comet_ml, user_object, fields), **explicit}
+    project = kwargs.pop("project_name", None) or kwargs.pop("project", None)
+    if project is None and configured(config, "comet.project_name") is None:
+        project = defaults["project_name"]
+    kwargs["project_name"] = project
+    kwargs["experiment_config"] = comet_ml.ExperimentConfig(**_with_defaults(explicit, config, defaults))
+    return kwargs
+
+
+def _with_defaults(explicit: dict[str, Any], config: Any, defaults: dict[str, Any]) -> dict[str, Any]:
+    params = dict(explicit)
+    env_detail_set = any(
+        field in params or configured(config, QUIET_DEFAULTS[field][0]) is not None for field in _ENV_DETAIL_FIELDS
+    )
+    for field, (setting, quiet) in QUIET_DEFAULTS.items():
+        if field == "log_env_details" and env_detail_set:
+            continue  # the user turned one probe on; disabling them all would silently undo it
+        if field not in params and configured(config, setting) is None:
+            params[field] = quiet
+    if "offline_directory" not in params and configured(config, "comet.offline_directory") is None:
+        params["offline_directory"] = defaults["offline_directory"]
+    if "name" not in params and configured(config, "comet.start.experiment_name") is None:
+        params["name"] = defaults["name"]
+    if defaults.get("tags") and "tags" not in params and configured(config, "comet.start.experiment_tags") is None:
+        params["tags"] = list(defaults["tags"])
+    return params
+
+
+def start_online(comet_ml: Any, config: Any, start_kwargs: dict[str, Any], timeout: float) -> tuple[Any, str | None]:
+    """``(experiment, None)`` online, or ``(None, reason)`` when Comet does not answer or start within ``timeout``."""
+    address = comet_ml.config.get_backend_address(config)
+    attempt = OnlineStart(comet_ml, start_kwargs, address + "isAlive/ver", min(PROBE_TIMEOUT, timeout))
+    if not attempt.wait(timeout):
+        return None, f"Comet at {address} did not create the experiment within {timeout:g} s"
+    if attempt.reason is not None:
+        return None, f"Comet at {attempt.reason}"
+    if attempt.error is not None:
+        if not is_network_error(attempt.error):
+            raise attempt.error
+        return None, f"Comet at {address} failed: {type(attempt.error).__name__}: {attempt.error}"
+    if not attempt.experiment.alive:
+        end_quietly(attempt.experiment)
+        return None, f"Comet at {address} could not start the experiment (it would drop every point)"
+    return attempt.experiment, None
+
+
+def configured(config: Any, setting: str) -> Any:
+    """The value of a Comet setting when the user configured it (environment, .env, .comet.config), else None."""
+    value = config.get_raw(None, setting, default=_MISSING)
+    return None if value is _MISSING else value
+
+
+def explicit_fields(comet_ml: Any, user_object: Any, fields: set[str]) -> dict[str, Any]:
+    """Fields of a user's ``ExperimentConfig`` that differ from what Comet's configuration alone gives."""
+    baseline = comet_ml.ExperimentConfig()
+    explicit = {}
+    for field in fields:
+        attribute = "_disabled" if field == "disabled" else field
+        value = getattr(user_object, attribute, None)
+        if value != getattr(baseline, attribute, None):
+            explicit[field] = value
+    return explicit
+
+
+class _BlockMatplotlib:
+    """Meta-path finder that hides matplotlib from ``import comet_ml`` in one thread.
+
+    comet_ml imports ``matplotlib.axes`` at import time only to recognise Axes objects; that import costs
+    ~0.4 s and builds matplotlib's font cache under ``~``. Other threads are not affected.
+    """
+
+    def __init__(self) -> None:
+        self.thread = threading.get_ident()
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if threading.get_ident() == self.thread and (name == "matplotlib" or name.startswith("matplotlib.")):
+            raise ModuleNotFoundError(f"{name} is not loaded while comet_ml is imported", name=name)
+
+
+def import_comet() -> Any:
+    with _IMPORT_LOCK:
+        if "comet_ml" in sys.modules:  # imported by the application: its settings stay as they are
+            import comet_ml
+
+            return comet_ml
+        for variable, value in IMPORT_ENVIRONMENT.items():
+            os.environ.setdefault(variable, value)
+        excepthook = sys.excepthook
+        blocker = _BlockMatplotlib() if "matplotlib" not in sys.modules else None
+        if blocker is not None:
+            sys.meta_path.insert(0, blocker)
+        try:
+            import comet_ml
+        finally:
+            if blocker is not None:
+                sys.meta_path.remove(blocker)
+            # comet_ml wraps sys.excepthook at import; the dispatcher already finishes runs at exit.
+            sys.excepthook = excepthook
+        return comet_ml
+
+
+def _is_live(experiment: Any) -> bool:
+    return bool(getattr(experiment, "alive", False)) and not getattr(experiment, "ended", True)
+
+
+def create_experiment(comet_ml: Any, start_kwargs: dict[str, Any]) -> Any:
+    """``comet_ml.start`` without Comet's one-experiment-per-process rule.
+
+    Comet ends the process's "running experiment" when another one is created, and ``comet_ml.start``
+    returns it instead of a new one when its settings match: either would merge or cut off another run.
+    The running experiment is set aside while this run's is created, then put back.
+    """
+    experiment = None
+    with _CREATE_LOCK:
+        previous = comet_ml.get_running_experiment()
+        comet_ml.config.set_global_experiment(None)
+        if start_kwargs.get("online") is False:
+            experiment = comet_ml.start(**start_kwargs)
+    if experiment is None:  # online: waits on the network, so other runs are not held behind the lock
+        experiment = comet_ml.start(**start_kwargs)
+    with _CREATE_LOCK:
+        if previous is not None and previous is not experiment and _is_live(previous):
+            comet_ml.config.set_global_experiment(previous)
+    return experiment
+
+
+def end_quietly(experiment: Any) -> None:
+    try:
+        experiment.end()
+    except Exception:  # a dead or abandoned experiment; nothing depends on it
+        pass
+
+
+def is_network_error(error: BaseException) -> bool:
+    try:
+        import requests
+    except ImportError:  # pragma: no cover - comet_ml depends on requests
+        return isinstance(error, (ConnectionError, TimeoutError))
+    return isinstance(error, (ConnectionError, TimeoutError, requests.exceptions.RequestException))
+
+
+class OnlineStart:
+    """Creates the online experiment in a daemon thread so that a silent server costs at most a deadline.
+
+    A start that is abandoned and completes later ends its experiment at once.
+    """
+
+    def __init__(self, comet_ml: Any, start_kwargs: dict[str, Any], probe_url: str, probe_timeout: float) -> None:
+        self.experiment: Any = None
+        self.error: BaseException | None = None
+        self.reason: str | None = None
+        self._done = threading.Event()
+        self._lock = threading.Lock()
+        self._abandoned = False
+        arguments = (comet_ml, dict(start_kwargs, online=True), probe_url, probe_timeout)
+        threading.Thread(target=self._run, args=arguments, name="tracking-comet_ml-online-start", daemon=True).start()
+
+    def _run(self, comet_ml: Any, start_kwargs: dict[str, Any], probe_url: str, probe_timeout: float) -> None:
+        experiment = None
+        try:
+            # any answer counts, a TLS complaint included: Comet's own TLS settings decide the rest
+            self.reason = probe_http(probe_url, probe_timeout)
+            if self.reason is None:
+                experiment = create_experiment(comet_ml, start_kwargs)
+        except BaseException as error:  # handed to the waiting thread
+            self.error = error
+        with self._lock:
+            if self._abandoned:
+                if experiment is not None:
+                    end_quietly(experiment)
+                return
+            self.experiment = experiment
+            self._done.set()
+
+    def wait(self, timeout: float) -> bool:
+        """True when the attempt finished (either way) within ``timeout``; False abandons it."""
+        self._done.wait(timeout)
+        with self._lock:
+            if not self._done.is_set():
+                self._abandoned = True
+                return False
+        return True

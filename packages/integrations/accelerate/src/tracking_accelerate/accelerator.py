@@ -1,0 +1,99 @@
+"""``Accelerator``: accelerate's own, with experiment tracking handed to a ``tracking_core.Dispatcher``.
+
+Everything but tracking is accelerate's code, untouched. The tracking methods keep accelerate's names,
+arguments and rank rules (trackers run on the main process only; other ranks get stand-ins that accept
+every call), and gain the dispatcher's: ``log`` returns after a snapshot and a queue append, each
+backend is delivered by its own worker thread, one failing backend cannot stop the loop or the others,
+and ``end_training`` returns the run's report.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import accelerate
+from tracking_core import Dispatcher, FinishReport, NoOpTracker
+
+from .foreign import AccelerateTracker
+from .specs import tracking_specs
+
+
+class Accelerator(accelerate.Accelerator):
+    """``accelerate.Accelerator`` whose ``log_with`` takes tracking's backends by name or as tracker objects.
+
+    ``log_with`` accepts what accelerate's does plus tracking's names (``"jsonl"``, ``"tensorboard"``,
+    ``"mlflow"``, ...) and tracking tracker objects. Backends that write local files (TensorBoard) go
+    under ``accelerator.logging_dir`` (``project_dir=`` or ``ProjectConfiguration(logging_dir=...)``), as
+    in accelerate; ``tracking_options`` are passed to the :class:`~tracking_core.Dispatcher`
+    (``on_error``, ``queue_size``, ``resume``, ...). ``accelerator.tracking`` is the dispatcher, for
+    ``log_images``, ``log_table``, ``log_figure``, ``log_artifact`` and ``flush``.
+    """
+
+    def __init__(self, *args: Any, log_with: Any = None, tracking_options: dict | None = None, **kwargs: Any) -> None:
+        self._tracking: Dispatcher | None = None
+        super().__init__(*args, log_with=None, **kwargs)  # accelerate's own check would refuse tracking's trackers
+        self.log_with = tracking_specs(log_with)
+        if self.log_with:
+            try:
+                self._tracking = Dispatcher(self.log_with, self.logging_dir, **(tracking_options or {}))
+            except ValueError as error:
+                if self.logging_dir is None:
+                    raise ValueError(
+                        f"{error} With an Accelerator, pass project_dir=... "
+                        "(or project_config=ProjectConfiguration(logging_dir=...))."
+                    ) from error
+                raise
+
+    # accelerate.Accelerator.__init__ assigns `self.trackers = []`; the list is the dispatcher's.
+    @property
+    def trackers(self) -> list[Any]:
+        """The tracker objects of the run (empty before ``init_trackers`` and on other ranks), as in accelerate."""
+        if self._tracking is None:
+            return []
+        return [_unwrapped(tracker) for tracker in self._tracking.trackers]
+
+    @trackers.setter
+    def trackers(self, value: list[Any]) -> None:
+        if value:
+            raise AttributeError("Accelerator.trackers is the dispatcher's list: pass trackers in log_with")
+
+    @property
+    def tracking(self) -> Dispatcher | None:
+        """The run's :class:`~tracking_core.Dispatcher` (None without ``log_with``)."""
+        return self._tracking
+
+    def init_trackers(self, project_name: str, config: dict | None = None, init_kwargs: dict | None = None) -> None:
+        """Start every tracker of ``log_with`` in its worker and store ``config``; returns at once.
+
+        ``init_kwargs={"mlflow": {...}}`` goes to that tracker's constructor, as in accelerate. On ranks
+        other than the main one nothing starts. A second call raises (accelerate would add every tracker
+        a second time).
+        """
+        if self._tracking is not None:
+            self._tracking.init_trackers(project_name, config=config, init_kwargs=init_kwargs)
+
+    def get_tracker(self, name: str, unwrap: bool = False) -> Any:
+        """The tracker called ``name`` (``unwrap=True``: its SDK object, once it has started).
+
+        Before ``init_trackers`` and on other ranks: a stand-in that accepts every call.
+        """
+        if self._tracking is None or self._tracking.run_id is None:
+            stand_in = NoOpTracker(str(getattr(name, "value", name)))
+            return stand_in.tracker if unwrap else stand_in
+        return _unwrapped(self._tracking.get_tracker(name, unwrap=unwrap))
+
+    def log(self, values: dict, step: int | None = None, log_kwargs: dict | None = None) -> None:
+        """Queue ``values`` at ``step`` for every tracker (``step=None``: the previous step + 1)."""
+        if self._tracking is not None:
+            self._tracking.log(values, step=step, log_kwargs=log_kwargs)
+
+    def end_training(self) -> FinishReport | None:
+        """Deliver what is queued, close every tracker, then end the process group as accelerate does."""
+        report = self._tracking.finish() if self._tracking is not None else None
+        self.state.destroy_process_group()
+        return report
+
+
+def _unwrapped(tracker: Any) -> Any:
+    """accelerate's own tracker objects are handed back as the caller gave them, not as their wrapper."""
+    return tracker.wrapped if isinstance(tracker, AccelerateTracker) else tracker

@@ -1,0 +1,271 @@
+"""TrackioTracker against Accelerate's: signatures, direct synchronous use, the ``run`` attribute, and what
+this package adds on top (images in every layout, histograms, config after start, per-rank runs).
+
+Everything is read back from Trackio's project database and media folder under ``logging_dir``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import sqlite3
+from pathlib import Path
+
+import pytest
+import tracking_core
+from tracking_core.adapters import image_list, to_hwc_uint8
+from tracking_core.tracker import RunContext
+from tracking_trackio import TrackioTracker
+
+from .test_contract import read_config, read_rows, trackio_db
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+# accelerate 1.15.0, src/accelerate/tracking.py, class TrackioTracker: each method's positional parameters
+# (with defaults) and its ``**kwargs``. Keyword-only options of ours are allowed on top.
+ACCELERATE_SIGNATURES = {
+    "__init__": "self, run_name, **kwargs",
+    "start": "self",
+    "store_init_configuration": "self, values",
+    "log": "self, values, step=None, **kwargs",
+    "finish": "self",
+}
+
+
+def positional_signature(function) -> str:
+    """The positional parameters (``name`` or ``name=default``) and ``**kwargs`` of ``function``, as text."""
+    parts = []
+    for parameter in inspect.signature(function).parameters.values():
+        if parameter.kind is parameter.POSITIONAL_OR_KEYWORD:
+            default = "" if parameter.default is parameter.empty else f"={parameter.default!r}"
+            parts.append(parameter.name + default)
+        elif parameter.kind is parameter.VAR_POSITIONAL:
+            parts.append(f"*{parameter.name}")
+        elif parameter.kind is parameter.VAR_KEYWORD:
+            parts.append(f"**{parameter.name}")
+    return ", ".join(parts)
+
+
+@pytest.mark.parametrize("method", sorted(ACCELERATE_SIGNATURES))
+def test_signatures_match_accelerate(method: str):
+    assert positional_signature(getattr(TrackioTracker, method)) == ACCELERATE_SIGNATURES[method]
+
+
+def test_class_attributes_match_accelerate():
+    assert TrackioTracker.name == "trackio"
+    assert TrackioTracker.requires_logging_directory is False
+    assert TrackioTracker.main_process_only is False  # as Accelerate; the dispatcher runs it on rank 0 only
+
+
+def test_direct_use_is_synchronous_as_in_accelerate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """No dispatcher, no logging_dir, Accelerate's calls in Accelerate's order (Trackio's own TRACKIO_DIR)."""
+    monkeypatch.setenv("TRACKIO_DIR", str(tmp_path / "store"))
+    tracker = TrackioTracker("direct")
+    assert tracker.run is None and tracker.tracker is None
+    tracker.start()
+    assert tracker.run is tracker.tracker and tracker.run.project == "direct"
+    tracker.store_init_configuration({"lr": 0.1})
+    tracker.log({"loss": 0.5}, step=0)
+    tracker.log({"loss": 0.25}, step=1)
+    tracker.finish()
+    assert tracker.storage_dir == tmp_path / "store"
+    with sqlite3.connect(tmp_path / "store" / "direct.db") as connection:
+        rows = connection.execute("SELECT step, metrics FROM metrics ORDER BY id").fetchall()
+        [(config,)] = connection.execute("SELECT config FROM configs").fetchall()
+    connection.close()
+    assert [(step, json.loads(metrics)) for step, metrics in rows] == [(0, {"loss": 0.5}), (1, {"loss": 0.25})]
+    assert json.loads(config)["lr"] == 0.1
+
+
+def test_log_kwargs_go_to_the_sdk_as_in_accelerate(tmp_path: Path):
+    """Accelerate passes ``**kwargs`` on to ``run.log``; Trackio takes none, so an unknown one is its error."""
+    tracker = TrackioTracker("kwargs", logging_dir=tmp_path / "runs")
+    tracker.start()
+    try:
+        with pytest.raises(TypeError, match="unexpected keyword"):
+            tracker.log({"loss": 0.5}, step=0, commit=True)
+    finally:
+        tracker.finish()
+
+
+def test_managed_tracker_run_property_and_direct_calls(tmp_path: Path):
+    """Through a dispatcher ``start()`` runs in the worker: ``run`` read right after init waits for it, and
+    the tracker's own methods called from the script (as Accelerate users do) reach the run in order."""
+    np = pytest.importorskip("numpy")
+    run = tracking_core.init("managed", log_with="trackio", logging_dir=tmp_path / "runs", on_error="raise")
+    tracker = run.get_tracker("trackio", unwrap=False)
+    assert tracker.run is not None and tracker.run.project == "managed"
+    tracker.store_init_configuration({"lr": 0.1})
+    tracker.log({"loss": 0.5}, step=0)
+    tracker.log_images({"picture": [np.zeros((4, 6, 3), np.uint8)]}, step=1)
+    assert run.finish(timeout=120).ok
+    assert read_config(tmp_path / "runs", "managed")["lr"] == 0.1
+    assert tracker.read_back_metrics() == {"loss": {0: 0.5}}
+    assert [step for step, _ in tracker.read_back_images()["picture"]] == [1]
+
+
+# -- images --------------------------------------------------------------------------------------------
+def layouts():
+    np = pytest.importorskip("numpy")
+    image = pytest.importorskip("PIL.Image")
+    rng = np.random.default_rng(0)
+    hwc = rng.integers(0, 256, size=(16, 24, 3), dtype=np.uint8)
+    return {
+        "hwc": hwc,
+        "chw": hwc.transpose(2, 0, 1),
+        "hw": hwc[..., 0],
+        "hw1": hwc[..., :1],
+        "rgba": np.concatenate([hwc, np.full((16, 24, 1), 128, np.uint8)], axis=-1),
+        "float_chw": rng.random((3, 16, 24)),
+        "nchw": np.stack([hwc.transpose(2, 0, 1)] * 2),
+        "nhwc": np.stack([hwc, hwc[::-1], hwc[:, ::-1]]),
+        "pil": image.fromarray(hwc),
+        "pil_gray": image.fromarray(hwc[..., 0]),
+    }
+
+
+def test_every_image_layout_reads_back_pixel_for_pixel(tmp_path: Path):
+    np = pytest.importorskip("numpy")
+    images = layouts()
+    tracker = TrackioTracker("layouts", logging_dir=tmp_path / "runs")
+    tracker.start()
+    tracker.log_images(images, step=3)
+    tracker.finish()
+    stored = tracker.read_back_images()
+    assert set(stored) == set(images)  # a list's parts (key/1, key/2) come back under its key
+    for key, value in images.items():
+        expected = [to_hwc_uint8(item) for item in image_list(value)]
+        assert [step for step, _ in stored[key]] == [3] * len(expected), key
+        for (_, got), want in zip(stored[key], expected, strict=True):
+            assert got.shape == want.shape and np.array_equal(got, want), key
+    assert [key for _, row in read_rows(tmp_path / "runs", "layouts") for key in row if key.startswith("nhwc")] == [
+        "nhwc",
+        "nhwc/1",
+        "nhwc/2",
+    ]
+
+
+def test_figure_is_stored_as_png_and_reads_back(tmp_path: Path):
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+    from tracking_core.adapters import figure_to_array
+
+    figure = Figure(figsize=(2, 1), dpi=50)
+    figure.add_subplot().plot([0, 1], [1, 0])
+    tracker = TrackioTracker("figure", logging_dir=tmp_path / "runs")
+    tracker.start()
+    tracker.log_figure(figure, "curve", step=2, format="svg")  # a format given for savefig is still PNG
+    tracker.finish()
+    [(step, pixels)] = tracker.read_back_images()["curve"]
+    assert step == 2 and pixels.shape == figure_to_array(figure).shape == (50, 100, 4)
+
+
+# -- histograms -----------------------------------------------------------------------------------------
+def test_histogram_is_a_trackio_histogram_with_the_same_bins(tmp_path: Path):
+    run = tracking_core.init("hist", log_with="trackio", logging_dir=tmp_path / "runs", on_error="raise")
+    run.log_histogram("weights", counts=[1, 3, 2], edges=[0.0, 0.5, 1.0, 1.5], step=4)
+    run.log_histogram("grads", [0.1, 0.2, 0.2, 0.9], bins=4, step=5)
+    assert run.finish(timeout=120).ok
+    values = {key: (step, value) for step, row in read_rows(tmp_path / "runs", "hist") for key, value in row.items()}
+    assert values["weights"] == (4, {"_type": "trackio.histogram", "bins": [0.0, 0.5, 1.0, 1.5], "values": [1, 3, 2]})
+    step, grads = values["grads"]
+    assert step == 5 and sum(grads["values"]) == 4 and len(grads["bins"]) == 5
+    assert "weights/count" not in values  # not the summary fallback
+
+
+# -- config after start ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("then_log", [True, False], ids=["then-log", "then-finish"])
+def test_config_logged_after_start_is_merged_and_a_changed_value_wins(tmp_path: Path, then_log: bool):
+    """Trackio keeps the first config of a write batch: the merged one must still be what is stored."""
+    run = tracking_core.init(
+        "late-config", log_with="trackio", logging_dir=tmp_path / "runs", config={"lr": 0.1, "depth": 2}
+    )
+    run.log({"loss": 1.0}, step=0)
+    run.log_config({"batch_size": 32, "lr": 0.05, "optimizer": {"name": "adam"}})
+    if then_log:
+        run.log({"loss": 0.5}, step=1)
+    assert run.finish(timeout=120).ok
+    stored = {k: v for k, v in read_config(tmp_path / "runs", "late-config").items() if not k.startswith("_")}
+    assert stored == {"lr": 0.05, "depth": 2, "batch_size": 32, "optimizer": {"name": "adam"}}
+
+
+# -- per-rank runs ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", [None, "baseline"])
+def test_per_rank_runs_are_named_by_rank_and_grouped(tmp_path: Path, name: str | None):
+    logging_dir = tmp_path / "runs"
+    trackers = []
+    for rank in (0, 1):
+        tracker = TrackioTracker("ranks", logging_dir=logging_dir, **({"name": name} if name else {}))
+        tracker.run_context = RunContext(
+            "ranks", "job-7", logging_dir / "ranks" / "job-7", logging_dir, rank=rank, world_size=2, group="job-7"
+        )
+        tracker.start()
+        tracker.log({"loss": float(rank)}, step=0)
+        trackers.append(tracker)
+    for tracker in trackers:
+        tracker.finish()
+    with sqlite3.connect(trackio_db(logging_dir, "ranks")) as connection:
+        configs = connection.execute("SELECT run_name, config FROM configs ORDER BY id").fetchall()
+        metrics = connection.execute("SELECT run_name, metrics FROM metrics ORDER BY id").fetchall()
+    connection.close()
+    base = name or "job-7"
+    assert [(run, json.loads(config)["_Group"]) for run, config in configs] == [
+        (f"{base}-rank0", "job-7"),
+        (f"{base}-rank1", "job-7"),
+    ]
+    assert [(run, json.loads(values)) for run, values in metrics] == [
+        (f"{base}-rank0", {"loss": 0.0}),
+        (f"{base}-rank1", {"loss": 1.0}),
+    ]
+
+
+RANK_SCRIPT = r"""
+import json, sys, tracking_core
+run = tracking_core.init("ranked", log_with="trackio", logging_dir=sys.argv[1], per_rank=True, on_error="raise")
+tracker = run.get_tracker("trackio", unwrap=False)
+run.log({"loss": float(tracker.run_context.rank)}, step=0)
+assert run.finish(timeout=120).ok
+print(json.dumps({"name": tracker.run.name, "group": tracker.run_context.group}))
+"""
+
+
+def test_per_rank_dispatchers_in_two_processes_give_two_grouped_runs(tmp_path: Path):
+    import subprocess
+    import sys
+
+    processes = []
+    for rank in (0, 1):
+        env = {key: value for key, value in os.environ.items() if not key.startswith(("TRACKIO_", "TRACKING_RUN_ID"))}
+        env.update(RANK=str(rank), WORLD_SIZE="2", MASTER_PORT="29632", HOME=str(tmp_path / "home"))
+        processes.append(
+            subprocess.Popen(
+                [sys.executable, "-c", RANK_SCRIPT, str(tmp_path / "runs")],
+                env=env,
+                cwd=tmp_path,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
+    results = []
+    for process in processes:
+        out, err = process.communicate(timeout=180)
+        assert process.returncode == 0, err[-3000:]
+        results.append(json.loads(out.strip().splitlines()[-1]))
+    (group,) = {result["group"] for result in results}
+    assert [result["name"] for result in results] == [f"{group}-rank0", f"{group}-rank1"]
+    with sqlite3.connect(trackio_db(tmp_path / "runs", "ranked")) as connection:
+        configs = dict(connection.execute("SELECT run_name, config FROM configs").fetchall())
+        metrics = dict(connection.execute("SELECT run_name, metrics FROM metrics").fetchall())
+    connection.close()
+    assert {name: json.loads(config)["_Group"] for name, config in configs.items()} == {
+        f"{group}-rank0": group,
+        f"{group}-rank1": group,
+    }
+    assert {name: json.loads(values) for name, values in metrics.items()} == {
+        f"{group}-rank0": {"loss": 0.0},
+        f"{group}-rank1": {"loss": 1.0},
+    }

@@ -1,0 +1,141 @@
+"""Throughput benchmark: sustained points per second per backend at 100 metrics per step.
+
+Each case logs ``--steps`` steps of 100 metrics as fast as it can and is timed from the first call
+until everything is durable, leaving the SDK's start-up out: for the SDK's own per-step call
+(``tools/bench_direct/<backend>.py``, the fastest batch path each SDK offers to a training loop: one
+dict per step), from after the run was opened; for this library, from when both the loop had begun
+and the backend was ready until ``finish()`` returned (both delivery modes). Also says whether the
+run finished within the default finish timeout with nothing spilled.
+
+    python tools/bench.py --throughput                            # every installed backend
+    python tools/bench.py --throughput --backends mlflow,aim --steps 10000
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from bench import BACKENDS  # noqa: E402 - tools/ is not a package
+
+METRICS = 100
+
+
+def values_for(step: int) -> dict:
+    return {f"layer{index:02d}/grad_norm": (step + index) / 1000.0 for index in range(METRICS)}
+
+
+def case_direct(backend: str, steps: int, logging_dir: Path, delivery: str) -> dict:
+    spec = importlib.util.spec_from_file_location(f"bench_direct_{backend}", HERE / "bench_direct" / f"{backend}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    log, finish = module.open_run(logging_dir)
+    started = time.monotonic()
+    for step in range(steps):
+        log(values_for(step), step)
+    finish()
+    return {"seconds": time.monotonic() - started, "ok": True}
+
+
+def case_ours(backend: str, steps: int, logging_dir: Path, delivery: str) -> dict:
+    import tracking_core
+
+    run = tracking_core.init("bench-throughput", log_with=backend, logging_dir=logging_dir, delivery=delivery)
+    began = time.monotonic()
+    for step in range(steps):
+        run.log(values_for(step), step=step)
+    report = run.finish()
+    finished = time.monotonic()
+    entry = report.backends[backend]
+    ready = entry.ready_at or began
+    return {
+        "seconds": finished - max(began, ready),
+        "ok": report.ok,
+        "spilled": entry.spilled,
+        "within_timeout": finished - began < tracking_core.dispatcher.DEFAULT_FINISH_TIMEOUT,
+    }
+
+
+CASES = {"direct": case_direct, "ours": case_ours}
+
+
+def _run(kind: str, backend: str, steps: int, delivery: str = "thread", timeout: float = 1800) -> dict:
+    with tempfile.TemporaryDirectory(prefix="tracking-bench-throughput-") as tmp:
+        env = {**os.environ, "HOME": os.environ.get("HOME", tmp)}
+        result_file = Path(tmp) / "result.json"
+        command = [sys.executable, __file__, "--case", kind, backend, str(steps), delivery, tmp, str(result_file)]
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env, cwd=tmp)
+        except subprocess.TimeoutExpired:
+            return {"error": f"timed out after {timeout:.0f} s"}
+        if done.returncode != 0 or not result_file.exists():
+            lines = (done.stderr or done.stdout).strip().splitlines()
+            return {"error": lines[-1] if lines else f"exit {done.returncode}"}
+        return json.loads(result_file.read_text())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--steps", type=int, default=10_000)
+    parser.add_argument("--backends", default=None, help="comma-separated (default: every installed backend)")
+    parser.add_argument("--case", nargs=6, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.case:
+        kind, backend, steps, delivery, logging_dir, result = args.case
+        Path(result).write_text(json.dumps(CASES[kind](backend, int(steps), Path(logging_dir), delivery)))
+        return 0
+    wanted = (
+        args.backends.split(",")
+        if args.backends
+        else [b for b in BACKENDS if importlib.util.find_spec(f"tracking_{b}")]
+    )
+    print(
+        f"tracking throughput bench: {args.steps} steps x {METRICS} metrics per case, python {sys.version.split()[0]}"
+    )
+    header = [
+        "backend",
+        "SDK direct pts/s",
+        "threads pts/s",
+        "vs direct",
+        "process pts/s",
+        "vs direct",
+        "finished in time",
+    ]
+    rows = []
+    for backend in wanted:
+        points = args.steps * METRICS
+        direct = _run("direct", backend, args.steps) if (HERE / "bench_direct" / f"{backend}.py").exists() else {}
+        results = {mode: _run("ours", backend, args.steps, mode) for mode in ("thread", "process")}
+        direct_rate = points / direct["seconds"] if "seconds" in direct else None
+        cells = [backend, f"{direct_rate:,.0f}" if direct_rate else direct.get("error", "-")[:40]]
+        verdicts = []
+        for mode in ("thread", "process"):
+            outcome = results[mode]
+            if "seconds" not in outcome:
+                cells += [outcome.get("error", "-")[:40], "-"]
+                continue
+            rate = points / outcome["seconds"]
+            cells += [f"{rate:,.0f}", f"{rate / direct_rate:.2f}x" if direct_rate else "-"]
+            verdicts.append(f"{mode}: {'yes' if outcome['within_timeout'] and outcome['ok'] else 'no'}")
+        rows.append([*cells, ", ".join(verdicts)])
+    table = [header, *rows]
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    for index, row in enumerate(table):
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+        if index == 0:
+            print("  ".join("-" * width for width in widths))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
