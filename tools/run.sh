@@ -3,7 +3,8 @@
 # private virtualenv on first use, then drives the Hatch environments of pyproject.toml.
 #
 #   bash tools/run.sh demo     # the main job: `tracking demo` with every backend, embedded defaults
-#   bash tools/run.sh test     # lint, types, core alone, one cell per backend, shared tests, oldest SDKs, framework integrations, packages, docs (= .ci/run)
+#   bash tools/run.sh test     # lint, types, core alone, one cell per backend, shared tests, oldest SDKs, framework integrations, launchers, packages, docs (= .ci/run)
+#   bash tools/run.sh launch   # real launchers (torchrun, accelerate launch, simulated srun/mpirun) over CPU torch
 #   bash tools/run.sh bench    # tools/bench.py in the all-backends environment
 #   bash tools/run.sh lint     # ruff and actionlint (what pre-commit runs)
 #   bash tools/run.sh types    # mypy --strict over every package's sources (the `types` Hatch environment)
@@ -93,8 +94,9 @@ run_tests() {
     for framework in $(framework_cells); do
       step "$framework integration" "$hatch" run "framework.$framework:run" --junitxml="$reports/framework-$framework.xml"
     done
+    step launchers "$hatch" run launch:run --junitxml="$reports/launch.xml"
   else
-    echo "== framework integrations: skipped (no python3.11 on this machine; the GitHub workflow runs them)"
+    echo "== framework integrations and launchers: skipped (no python3.11 on this machine; the GitHub workflow runs them)"
   fi
   step packages "$hatch" run dist:check
   step docs "$hatch" run docs:build
@@ -110,6 +112,7 @@ case "${1:-test}" in
   demo) shift; "$hatch" run all:demo "$@" ;;
   test) run_tests ;;
   bench) shift; "$hatch" run all:bench "$@" ;;
+  launch) shift; "$hatch" run launch:run "$@" ;;
   lint) "$hatch" run lint:check && actionlint ;;
   actionlint) actionlint ;;
   types) shift; "$hatch" run types:check "$@" ;;
@@ -122,5 +125,5 @@ case "${1:-test}" in
       *) echo "usage: bash tools/run.sh docs [build|serve] [mkdocs options]" >&2; exit 2 ;;
     esac
     ;;
-  *) echo "usage: bash tools/run.sh demo|test|bench|lint|actionlint|types|dist|docs" >&2; exit 2 ;;
+  *) echo "usage: bash tools/run.sh demo|test|bench|launch|lint|actionlint|types|dist|docs" >&2; exit 2 ;;
 esac

@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-
 from tracking_core.journal import JournalSummary
+from tracking_core.testing.ranks import launch_ranks
 
 RANK_SCRIPT = r"""
-import json, sys
+import json, os, sys
 from tracking_core import init
 
-rank = int(sys.argv[1])
-run = init("job", log_with=["jsonl"], logging_dir=sys.argv[2], per_rank=True, resume=sys.argv[3] == "resume")
-for step in range(int(sys.argv[4]), int(sys.argv[4]) + 5):
+rank = int(os.environ["RANK"])
+run = init("job", log_with=["jsonl"], logging_dir=sys.argv[1], per_rank=True, resume=sys.argv[2] == "resume")
+for step in range(int(sys.argv[3]), int(sys.argv[3]) + 5):
     run.log({"loss": rank * 100 + step})
 tracker = run.trackers[0]
 context = tracker.run_context
@@ -26,39 +22,8 @@ print(json.dumps({"run_id": run.run_id, "run_dir": str(run.run_dir), "context_ru
 
 
 def _launch(tmp_path, world, *, resume=False, first_step=0, port="29511"):
-    processes = []
-    for rank in range(world):
-        env = {
-            **os.environ,
-            "RANK": str(rank),
-            "WORLD_SIZE": str(world),
-            "MASTER_PORT": port,  # what tells this job from another one on the machine
-            "PYTHONUNBUFFERED": "1",
-        }
-        env.pop("TRACKING_RUN_ID", None)
-        processes.append(
-            subprocess.Popen(
-                [
-                    sys.executable,
-                    "-c",
-                    RANK_SCRIPT,
-                    str(rank),
-                    str(tmp_path),
-                    "resume" if resume else "new",
-                    str(first_step),
-                ],
-                env=env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-        )
-    results = []
-    for process in processes:
-        out, err = process.communicate(timeout=180)
-        assert process.returncode == 0, err
-        results.append(json.loads(out.strip().splitlines()[-1]))
-    return results
+    args = (str(tmp_path), "resume" if resume else "new", str(first_step))
+    return launch_ranks(RANK_SCRIPT, *args, world=world, port=int(port), cwd=tmp_path)
 
 
 def test_each_rank_logs_its_own_run_under_one_job_id(tmp_path):

@@ -106,7 +106,7 @@ def test_resume_after_the_first_process_was_killed(logs, reader_of):
     assert reader.metrics() == {"loss": {step: 1.0 / (step + 1) for step in range(20)}}
     assert reader.run.info.status == "FINISHED" and reader.run.data.params == {"lr": "0.1"}
     assert reader.json("config.json") == {"lr": 0.2}
-    assert tracker.report_notes() == []
+    assert tracker.report_notes() == ["param lr keeps its first value in MLflow; config.json has the new one"]
 
 
 @pytest.mark.parametrize("case", ["unknown-run", "deleted-run", "store-gone"])

@@ -6,13 +6,13 @@ Everything is read back with SwanLab's own record reader (:mod:`tracking_swanlab
 
 from __future__ import annotations
 
-import inspect
 import os
 from pathlib import Path
 
 import pytest
 import tracking_core
 from tracking_core.adapters import image_list, to_hwc_uint8
+from tracking_core.testing.ranks import launch_ranks, positional_signature
 from tracking_core.tracker import RunContext
 from tracking_swanlab import SwanLabTracker
 from tracking_swanlab.reader import read_run
@@ -27,20 +27,6 @@ ACCELERATE_SIGNATURES = {
     "log_images": "self, values, step=None, **kwargs",
     "finish": "self",
 }
-
-
-def positional_signature(function) -> str:
-    """The positional parameters (``name`` or ``name=default``) and ``**kwargs`` of ``function``, as text."""
-    parts = []
-    for parameter in inspect.signature(function).parameters.values():
-        if parameter.kind is parameter.POSITIONAL_OR_KEYWORD:
-            default = "" if parameter.default is parameter.empty else f"={parameter.default!r}"
-            parts.append(parameter.name + default)
-        elif parameter.kind is parameter.VAR_POSITIONAL:
-            parts.append(f"*{parameter.name}")
-        elif parameter.kind is parameter.VAR_KEYWORD:
-            parts.append(f"**{parameter.name}")
-    return ", ".join(parts)
 
 
 @pytest.fixture(autouse=True)
@@ -210,30 +196,7 @@ print(json.dumps({"run_dir": str(tracker.run_dir), "group": tracker.run_context.
 
 
 def test_per_rank_dispatchers_in_two_processes_give_two_grouped_runs(isolated: Path):
-    import json
-    import subprocess
-    import sys
-
-    processes = []
-    for rank in (0, 1):
-        env = {key: value for key, value in os.environ.items() if key != "TRACKING_RUN_ID"}
-        env.update(RANK=str(rank), WORLD_SIZE="2", MASTER_PORT="29633")
-        processes.append(
-            subprocess.Popen(
-                [sys.executable, "-c", RANK_SCRIPT, str(isolated / "logs")],
-                env=env,
-                cwd=isolated / "work",
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-        )
-    results = []
-    for process in processes:
-        out, err = process.communicate(timeout=180)
-        assert process.returncode == 0, err[-3000:]
-        results.append(json.loads(out.strip().splitlines()[-1]))
+    results = launch_ranks(RANK_SCRIPT, str(isolated / "logs"), port=29633, cwd=isolated / "work")
     (group,) = {result["group"] for result in results}
     runs = [read_run(result["run_dir"]) for result in results]
     assert [(data.name, data.group) for data in runs] == [(f"{group}-rank0", group), (f"{group}-rank1", group)]

@@ -125,19 +125,17 @@ def test_flush_secs_is_honoured(tmp_path):
     tracker.finish()
 
 
-def test_direct_use_counts_steps_like_the_dispatcher(tmp_path, event_reader):
+def test_direct_use_without_a_step_is_step_zero_as_in_summary_writer(tmp_path, event_reader):
     tracker = started(tmp_path)
-    for value in (1.0, 2.0, 3.0):
-        tracker.log({"auto": value})
+    tracker.log({"auto": 1.0})
     tracker.log({"auto": 10.0}, step=10)
-    tracker.log({"auto": 11.0})
-    tracker.log_images({"img": np.zeros((2, 2), dtype=np.uint8)})  # media without a step: the current one
+    tracker.log_images({"img": np.zeros((2, 2), dtype=np.uint8)})
     tracker.tracker.add_scalar("custom", 5.0, global_step=7)  # the SDK object is usable directly
     tracker.finish()
     reader = event_reader(tracker.log_dir)
-    assert reader.scalars()["auto"] == {0: 1.0, 1: 2.0, 2: 3.0, 10: 10.0, 11: 11.0}
+    assert reader.scalars()["auto"] == {0: 1.0, 10: 10.0}
     assert reader.scalars()["custom"] == {7: 5.0}
-    assert [step for step, _ in reader.images()["img"]] == [11]
+    assert [step for step, _ in reader.images()["img"]] == [0]
 
 
 def _decode(png: bytes):
@@ -217,8 +215,11 @@ def test_constructor_options(tmp_path):
     assert named.log_dir == tmp_path / "p" / "r1-lr0.1"
     first, second = TensorBoardTracker("p", tmp_path), TensorBoardTracker("p", tmp_path)
     assert first.log_dir != second.log_dir
+    TensorBoardTracker("p", tmp_path, max_queue=10)  # SummaryWriter's option: accepted, nothing to size
     with pytest.raises(TypeError):
-        TensorBoardTracker("p", tmp_path, max_queue=10)
+        TensorBoardTracker("p", tmp_path, "r1")  # run_id is keyword-only, as in accelerate
+    with pytest.raises(TypeError):
+        TensorBoardTracker("p", tmp_path, max_queues=10)
 
 
 def _run_python(code: str, tmp_path: Path, extra_path: Path | None = None) -> str:

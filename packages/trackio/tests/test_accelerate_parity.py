@@ -6,15 +6,14 @@ Everything is read back from Trackio's project database and media folder under `
 
 from __future__ import annotations
 
-import inspect
 import json
-import os
 import sqlite3
 from pathlib import Path
 
 import pytest
 import tracking_core
 from tracking_core.adapters import image_list, to_hwc_uint8
+from tracking_core.testing.ranks import launch_ranks, positional_signature
 from tracking_core.tracker import RunContext
 from tracking_trackio import TrackioTracker
 
@@ -31,20 +30,6 @@ ACCELERATE_SIGNATURES = {
     "log": "self, values, step=None, **kwargs",
     "finish": "self",
 }
-
-
-def positional_signature(function) -> str:
-    """The positional parameters (``name`` or ``name=default``) and ``**kwargs`` of ``function``, as text."""
-    parts = []
-    for parameter in inspect.signature(function).parameters.values():
-        if parameter.kind is parameter.POSITIONAL_OR_KEYWORD:
-            default = "" if parameter.default is parameter.empty else f"={parameter.default!r}"
-            parts.append(parameter.name + default)
-        elif parameter.kind is parameter.VAR_POSITIONAL:
-            parts.append(f"*{parameter.name}")
-        elif parameter.kind is parameter.VAR_KEYWORD:
-            parts.append(f"**{parameter.name}")
-    return ", ".join(parts)
 
 
 @pytest.mark.parametrize("method", sorted(ACCELERATE_SIGNATURES))
@@ -232,29 +217,14 @@ print(json.dumps({"name": tracker.run.name, "group": tracker.run_context.group})
 
 
 def test_per_rank_dispatchers_in_two_processes_give_two_grouped_runs(tmp_path: Path):
-    import subprocess
-    import sys
-
-    processes = []
-    for rank in (0, 1):
-        env = {key: value for key, value in os.environ.items() if not key.startswith(("TRACKIO_", "TRACKING_RUN_ID"))}
-        env.update(RANK=str(rank), WORLD_SIZE="2", MASTER_PORT="29632", HOME=str(tmp_path / "home"))
-        processes.append(
-            subprocess.Popen(
-                [sys.executable, "-c", RANK_SCRIPT, str(tmp_path / "runs")],
-                env=env,
-                cwd=tmp_path,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-        )
-    results = []
-    for process in processes:
-        out, err = process.communicate(timeout=180)
-        assert process.returncode == 0, err[-3000:]
-        results.append(json.loads(out.strip().splitlines()[-1]))
+    results = launch_ranks(
+        RANK_SCRIPT,
+        str(tmp_path / "runs"),
+        port=29632,
+        cwd=tmp_path,
+        drop_env=["TRACKIO_"],
+        env={"HOME": str(tmp_path / "home")},
+    )
     (group,) = {result["group"] for result in results}
     assert [result["name"] for result in results] == [f"{group}-rank0", f"{group}-rank1"]
     with sqlite3.connect(trackio_db(tmp_path / "runs", "ranked")) as connection:

@@ -6,12 +6,12 @@ Every check reads the run back from its ``.wandb`` transaction log or the PNGs W
 
 from __future__ import annotations
 
-import inspect
 from pathlib import Path
 
 import pytest
 import tracking_core
 from tracking_core.adapters import to_hwc_uint8
+from tracking_core.testing.ranks import launch_ranks, positional_signature
 from tracking_core.tracker import RunContext
 from tracking_wandb import WandBTracker
 from tracking_wandb.transaction_log import read_run
@@ -27,20 +27,6 @@ ACCELERATE_SIGNATURES = {
     "log_table": "self, table_name, columns=None, data=None, dataframe=None, step=None, **kwargs",
     "finish": "self",
 }
-
-
-def positional_signature(function) -> str:
-    """The positional parameters (``name`` or ``name=default``) and ``**kwargs`` of ``function``, as text."""
-    parts = []
-    for parameter in inspect.signature(function).parameters.values():
-        if parameter.kind is parameter.POSITIONAL_OR_KEYWORD:
-            default = "" if parameter.default is parameter.empty else f"={parameter.default!r}"
-            parts.append(parameter.name + default)
-        elif parameter.kind is parameter.VAR_POSITIONAL:
-            parts.append(f"*{parameter.name}")
-        elif parameter.kind is parameter.VAR_KEYWORD:
-            parts.append(f"**{parameter.name}")
-    return ", ".join(parts)
 
 
 @pytest.fixture(autouse=True)
@@ -229,31 +215,14 @@ print(json.dumps({"run_dir": str(tracker.run_dir), "group": tracker.run_context.
 
 
 def test_per_rank_dispatchers_in_two_processes_give_two_grouped_runs(tmp_path: Path):
-    import json
-    import os
-    import subprocess
-    import sys
-
-    processes = []
-    for rank in (0, 1):
-        env = {key: value for key, value in os.environ.items() if not key.startswith(("WANDB_", "TRACKING_RUN_ID"))}
-        env.update(RANK=str(rank), WORLD_SIZE="2", MASTER_PORT="29631", HOME=str(tmp_path / "home"))
-        processes.append(
-            subprocess.Popen(
-                [sys.executable, "-c", RANK_SCRIPT, str(tmp_path / "logs")],
-                env=env,
-                cwd=tmp_path,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-        )
-    results = []
-    for process in processes:
-        out, err = process.communicate(timeout=180)
-        assert process.returncode == 0, err[-3000:]
-        results.append(json.loads(out.strip().splitlines()[-1]))
+    results = launch_ranks(
+        RANK_SCRIPT,
+        str(tmp_path / "logs"),
+        port=29631,
+        cwd=tmp_path,
+        drop_env=["WANDB_"],
+        env={"HOME": str(tmp_path / "home")},
+    )
     (group,) = {result["group"] for result in results}
     runs = [read_run(result["run_dir"]) for result in results]
     assert [(stored.run.display_name, stored.run.run_group) for stored in runs] == [

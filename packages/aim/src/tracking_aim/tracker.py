@@ -3,9 +3,12 @@
 contract                      -> Aim
 ``log`` / ``log_batch``       -> numeric series (one RocksDB write per batch, see ``series_writer``), strings as ``aim.Text``
 ``store_init_configuration``  -> ``run["hparams"] = config`` (nesting kept)
+``store_init_configuration`` again (``log_config``) -> the merged config written to ``run["hparams"]`` again
 ``log_images``                -> ``run.track(aim.Image | [aim.Image, ...], name=key, step=step)``
 ``log_figure``                -> matplotlib: ``aim.Image`` (PNG, works offline); plotly: ``aim.Figure`` (interactive)
 ``log_table``                 -> ``aim.Text`` holding a markdown table (Aim has no table type), context ``{"type": "table"}``
+``log_histogram``             -> ``aim.Distribution(hist=counts, bin_range=(first edge, last edge))``
+per-rank runs                 -> the same experiment, run name ``<name>-rank<N>``, tags ``group:<id>`` and ``rank:<N>``
 ``log_artifact(s)``           -> ``run.log_artifact`` into ``file://<logging_dir>/aim-artifacts`` unless ``artifacts_uri`` is given
 ``flush``                     -> fsync of the run's RocksDB write-ahead logs
 ``finish``                    -> ``run.close()``
@@ -17,11 +20,13 @@ import io
 import os
 import time
 from collections.abc import Sequence
+from itertools import pairwise
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from tracking_core import GeneralTracker, flatten_config, notice, stringify, warn_once
-from tracking_core.jsonl import table_rows
+from tracking_core import GeneralTracker, Histogram, flatten_config, notice, stringify, warn_once
+from tracking_core.adapters import figure_to_png, image_list, table_rows, to_hwc_uint8
+from tracking_core.filelock import file_lock
 from tracking_core.paths import check_artifact_path
 
 from tracking_aim.series_writer import SeriesWriter
@@ -37,7 +42,111 @@ _TRACK_KEYWORDS = ("context", "epoch")
 #: ``log`` kwargs understood here: ``Run.track``'s, and the dispatcher's time of the ``log`` call.
 _LOG_KEYWORDS = (*_TRACK_KEYWORDS, "timestamp")
 _TABLE_CONTEXT = {"type": "table"}
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+class _Sdk(NamedTuple):
+    Run: type
+    Repo: type
+    Text: type
+    Image: type
+    Figure: type
+    Distribution: type
+
+
+def _load_sdk() -> _Sdk:
+    """Aim's classes from their own modules, tolerating other threads importing aim at the same moment.
+
+    When two threads wait on each other's module locks (``import aim`` in one, ``import
+    aim.storage.context`` in another), Python fails one of the imports (``_DeadlockError``, or
+    ``ImportError`` on a half-initialised module), and ``aim/__init__``'s ``from aim.sdk import *``
+    may then leave the ``aim`` namespace without ``Run`` for good. The defining modules are complete
+    once imported, so they are imported directly, again after a short wait if a cycle broke the import.
+    """
+    for attempt in range(5):
+        try:
+            from aim.sdk.objects.distribution import Distribution
+            from aim.sdk.objects.figure import Figure
+            from aim.sdk.objects.image import Image
+            from aim.sdk.objects.text import Text
+            from aim.sdk.repo import Repo
+            from aim.sdk.run import Run
+
+            return _Sdk(Run, Repo, Text, Image, Figure, Distribution)
+        except (ImportError, RuntimeError) as error:
+            if attempt == 4 or not (isinstance(error, ImportError) or type(error).__name__ == "_DeadlockError"):
+                raise
+            time.sleep(0.05 * (attempt + 1))
+    raise AssertionError("unreachable")
+
+
+def _drain_tracking_thread(run: Any) -> None:
+    """Wait for Aim's optional tracking thread (``__AIM_ENABLE_TRACKING_THREAD__``) to store its backlog.
+
+    ``Run.close`` does not wait for it: the thread then writes to the closed run, fails to reopen its
+    database (RocksDB lock), and the interpreter hangs at exit waiting for that queue.
+    """
+    backlog = getattr(getattr(run.repo, "tracking_queue", None), "_queue", None)
+    if backlog is not None:
+        backlog.join()
+
+
+def _index_run(repo_path: str, run_hash: str) -> None:
+    """Put one closed run into the repo's index, as ``RepoIndexManager.index`` (``aim storage reindex``)
+    does, without the manager's file-watcher thread. Skipped when another process (``aim up``) holds
+    the index: that process indexes the run itself.
+    """
+    writer = _load_sdk().Repo(repo_path)  # a private Repo object, so its index container is closed below
+    try:
+        index = writer._get_index_tree("meta", 0).view(())
+        meta = writer.request_tree("meta", run_hash, read_only=True, skip_read_optimization=True).subtree("meta")
+        meta.subtree("chunks").subtree(run_hash).finalize(index=index)
+    except Exception as error:
+        notice(f"aim: could not index run {run_hash} ({type(error).__name__}: {error}); reading the index as it is")
+    finally:
+        for container in list(writer.container_pool.values()):
+            container.close()
+
+
+def _merged(old: dict, new: dict) -> dict:
+    """``new`` merged into ``old``, nested dicts key by key (a later ``log_config`` adds or replaces keys)."""
+    merged = dict(old)
+    for key, value in new.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            value = _merged(merged[key], value)
+        merged[key] = value
+    return merged
+
+
+def _join(prefix: str | None, name: str) -> str:
+    """``prefix/name`` inside the run's artifacts; Aim copies to that path as given, so it is checked."""
+    prefix = check_artifact_path(prefix)
+    return f"{prefix}/{name}" if prefix else name
+
+
+def _is_single_image(value: Any) -> bool:
+    """One image (or an ``(image, caption)`` pair), as opposed to a list of them or a 4-d batch."""
+    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], str):
+        return True  # (image, caption)
+    return not isinstance(value, (list, tuple)) and getattr(value, "ndim", None) != 4
+
+
+def _image_and_caption(item: Any, dataformats: str | None = None) -> tuple[Any, str]:
+    """``aim.Image`` wants HW or HWC uint8 arrays: every layout and dtype is converted by the core's adapter."""
+    caption = ""
+    if isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], str):
+        item, caption = item
+    return to_hwc_uint8(item, dataformats), caption
+
+
+def markdown_table(columns: list[str], rows: list[list[Any]]) -> str:
+    """A markdown pipe table; ``|`` in cells is escaped and line breaks become spaces."""
+
+    def cell(value: Any) -> str:
+        return str(value).replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+
+    lines = ["| " + " | ".join(cell(column) for column in columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(cell(value) for value in row) + " |" for row in rows]
+    return "\n".join(lines)
 
 
 class AimTracker(GeneralTracker):
@@ -93,36 +202,35 @@ class AimTracker(GeneralTracker):
         self._series_kind: dict[tuple[str, str], str] = {}
         self._sdk: _Sdk | None = None
         self._writer: SeriesWriter | None = None
-        self._notes: list[str] = []
+        self._config: dict = {}
 
-    @property
-    def tracker(self) -> Any:
-        """The ``aim.Run`` (``None`` before ``start()``)."""
-        return self._run
-
-    @property
-    def repo_path(self) -> str:
-        """Where the Aim repo lives: the ``repo`` kwarg if given, else ``logging_dir``."""
-        repo = self.run_kwargs.get("repo")
-        if repo is None:
-            return str(self.logging_dir.absolute())
-        return str(getattr(repo, "root_path", repo))
-
-    # -- lifecycle -------------------------------------------------------------------------
+    # -- start ------------------------------------------------------------------------------------
     def start(self) -> None:
         self._sdk = sdk = _load_sdk()
         kwargs = {**_QUIET_RUN_DEFAULTS, **self.run_kwargs}
         kwargs.setdefault("repo", str(self.logging_dir.absolute()))  # Aim creates <dir>/.aim if missing
         if self.project_name is not None:
             kwargs.setdefault("experiment", self.project_name)
-        run = self._resumed_run(sdk, kwargs) or sdk.Run(**kwargs)
+        repo = kwargs["repo"]
+        if isinstance(repo, str) and "://" not in repo:
+            # Ranks of a per-rank job start together: the first creates the repo, the others wait for it
+            # (a half-created repo reads as "out of date" and fails the Run).
+            with file_lock(Path(repo, ".tracking-aim.lock")):
+                run = self._resumed_run(sdk, kwargs) or sdk.Run(**kwargs)
+        else:
+            run = self._resumed_run(sdk, kwargs) or sdk.Run(**kwargs)
         self._run, self.run_hash = run, run.hash
         self._writer = SeriesWriter.for_run(run)  # None: a remote repo or tracking thread; Run.track then
-        if self.display_name:
-            run.name = str(self.display_name)
+        name, tags = self.display_name, list(self.tags)
+        context = self.run_context
+        if context is not None and context.group is not None:  # per-rank runs: grouped by experiment and tags
+            name = f"{name or context.group}-rank{context.rank}"
+            tags += [f"group:{context.group}", f"rank:{context.rank}"]
+        if name:
+            run.name = str(name)
         if self.description:
             run.description = str(self.description)
-        for tag in self.tags:
+        for tag in tags:
             run.add_tag(str(tag))
         if self.artifacts_uri:
             run.set_artifacts_uri(self.artifacts_uri)
@@ -144,22 +252,40 @@ class AimTracker(GeneralTracker):
         try:
             return sdk.Run(**{**kwargs, "run_hash": resume["run_hash"], "repo": resume.get("repo", kwargs["repo"])})
         except Exception as error:
-            self._notes.append(f"could not resume Aim run {resume['run_hash']} ({error}); started a new run")
+            self.add_note(f"could not resume Aim run {resume['run_hash']} ({error}); started a new run")
             return None
 
-    def resume_state(self) -> dict:
-        return {"run_hash": self.run_hash, "repo": self.repo_path}
+    # -- the SDK object ---------------------------------------------------------------------------
+    @property
+    def tracker(self) -> Any:
+        """The ``aim.Run`` (``None`` before ``start()``); a managed tracker's waits for its start."""
+        self._wait_for_start()
+        return self._run
 
-    def report_notes(self) -> list[str]:
-        return list(self._notes)
+    @property
+    def writer(self) -> Any:
+        """The same ``aim.Run`` as ``tracker``, under the name accelerate's tracker gives it."""
+        return self.tracker
 
+    @property
+    def repo_path(self) -> str:
+        """Where the Aim repo lives: the ``repo`` kwarg if given, else ``logging_dir``."""
+        repo = self.run_kwargs.get("repo")
+        if repo is None:
+            return str(self.logging_dir.absolute())
+        return str(getattr(repo, "root_path", repo))
+
+    # -- config -----------------------------------------------------------------------------------
     def store_init_configuration(self, values: dict) -> None:
+        """``run["hparams"]`` (nesting kept); a later call (``log_config``) merges its keys and writes it again."""
+        self._config = config = _merged(self._config, values)
         try:
-            self._run["hparams"] = _fit_int64(values)
+            self._run["hparams"] = config
         except Exception as error:
             warn_once(self.name, "hparams", f"Aim refused the nested config ({error!r}); stored flattened as strings")
-            self._run["hparams"] = {key: stringify(value) for key, value in flatten_config(values).items()}
+            self._run["hparams"] = {key: stringify(value) for key, value in flatten_config(config).items()}
 
+    # -- metrics ----------------------------------------------------------------------------------
     def log(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
         self.log_batch([(values, step, kwargs)])
 
@@ -170,6 +296,141 @@ class AimTracker(GeneralTracker):
         finally:  # points already batched are stored even if a later one failed (its batch is spilled whole)
             self._commit()
 
+    def _kind_conflict(self, key: str, kind: str, context: Any) -> bool:
+        """Aim keeps one value type per series: a key that switched between number and text is skipped."""
+        series = (key, repr(context))
+        known = self._series_kind.setdefault(series, kind)
+        if known == kind:
+            return False
+        warn_once(
+            self.name,
+            key,
+            f"Aim stores one type per series: this {kind} value is skipped (the series holds {known}s)",
+            reason="aim-kind",
+        )
+        return True
+
+    def _commit(self) -> None:
+        if self._writer is not None:
+            self._writer.commit()
+
+    def _track_values(self, values: dict, step: int | None, kwargs: dict) -> None:
+        Text = self._sdk.Text
+        context, epoch = kwargs.get("context"), kwargs.get("epoch")
+        for keyword in kwargs:
+            if keyword not in _LOG_KEYWORDS:
+                warn_once(self.name, keyword, "unknown log keyword for aim; ignored", reason="kwarg")
+        numbers: dict[str, int | float] = {}
+        texts: dict[str, str] = {}
+        for key, value in values.items():
+            kind = "text" if isinstance(value, str) else "number"
+            if self._kind_conflict(key, kind, context):
+                continue
+            (texts if kind == "text" else numbers)[key] = value
+        writer = self._writer
+        if writer is None:
+            if numbers:
+                self._run.track(numbers, step=step, epoch=epoch, context=context)
+            for key, text in texts.items():
+                self._run.track(Text(text), name=key, step=step, epoch=epoch, context=context)
+            return
+        when = kwargs.get("timestamp") or time.time()  # the time of the caller's log(), as Run.track would
+        if numbers:
+            writer.track(numbers, step, epoch, context, when)
+        for key, text in texts.items():
+            writer.track_with_aim(Text(text), key, step, epoch, context, when)
+
+    # -- media ------------------------------------------------------------------------------------
+    def log_images(
+        self, values: dict, step: int | None = None, kwargs: dict[str, dict] | None = None, **options: Any
+    ) -> None:
+        """``{key: image, (image, caption), list of them or a batch}``; arrays in HW/HWC/CHW (``dataformats=``
+        settles an ambiguous shape), floats in [0, 1] scaled, PIL images as they are.
+
+        As in accelerate, ``kwargs={"aim_image": {...}, "track": {...}}`` go to ``aim.Image`` (format,
+        quality, ...) and ``Run.track``; the same keys, ``context=`` and ``epoch=`` are taken as keywords too.
+        """
+        options = {**(kwargs or {}), **options}
+        Image = self._sdk.Image
+        image_kwargs = dict(options.pop("aim_image", None) or {})
+        dataformats = options.pop("dataformats", None)
+        track_kwargs = {**(options.pop("track", None) or {}), **options}
+        for key, value in values.items():
+            single = _is_single_image(value)
+            items = [value] if single else image_list(value)
+            images = [Image(*_image_and_caption(item, dataformats), **image_kwargs) for item in items]
+            self._run.track(images[0] if single else images, name=key, step=step, **track_kwargs)
+
+    def log_figure(self, figure: Any, name: str, step: int | None = None, **kwargs: Any) -> None:
+        """A matplotlib figure as a PNG ``aim.Image`` (Aim's own matplotlib->plotly conversion needs plotly
+        and fails on most figures); a plotly figure as an interactive ``aim.Figure``, Aim's native type.
+        Extra kwargs go to ``figure.savefig`` (``dpi=...``), except ``context``/``epoch``.
+        """
+        track_kwargs = {key: kwargs.pop(key) for key in _TRACK_KEYWORDS if key in kwargs}
+        if type(figure).__module__.startswith("plotly"):
+            value = self._sdk.Figure(figure)
+        else:
+            from PIL import Image as PILImage  # a dependency of aim
+
+            value = self._sdk.Image(PILImage.open(io.BytesIO(figure_to_png(figure, **kwargs))))
+        self._run.track(value, name=name, step=step, **track_kwargs)
+
+    def log_table(self, table_name, columns=None, data=None, dataframe=None, step=None, **kwargs) -> None:
+        """Aim has no table type: the table is stored as ``aim.Text`` (a markdown table) so it stays
+        visible in Aim's Text explorer, under context ``{"type": "table"}`` (merged with ``context=``).
+        """
+        columns, rows = table_rows(columns, data, dataframe)
+        context = {**_TABLE_CONTEXT, **(kwargs.pop("context", None) or {})}
+        self._run.track(
+            self._sdk.Text(markdown_table(columns, rows)), name=table_name, step=step, context=context, **kwargs
+        )
+
+    # -- histogram --------------------------------------------------------------------------------
+    def log_histogram(self, name: str, histogram: Histogram, step: int | None = None, **kwargs: Any) -> None:
+        """Aim's ``Distribution``: the counts over ``(first edge, last edge)``.
+
+        Aim spreads the bins evenly over that range; uneven edges (counts given by the caller) are
+        drawn as even bins, with one warning per name. ``context=`` and ``epoch=`` go to ``Run.track``.
+        """
+        edges = histogram.edges
+        width = (edges[-1] - edges[0]) / len(histogram.counts)
+        if any(abs((right - left) - width) > 1e-9 * max(1.0, abs(width)) for left, right in pairwise(edges)):
+            warn_once(
+                self.name, name, "Aim draws histogram bins evenly; the uneven edges are not kept", reason="aim-bins"
+            )
+        distribution = self._sdk.Distribution(hist=list(histogram.counts), bin_range=(edges[0], edges[-1]))
+        track_kwargs = {key: kwargs[key] for key in _TRACK_KEYWORDS if key in kwargs}
+        self._run.track(distribution, name=name, step=step, **track_kwargs)
+
+    # -- artifacts --------------------------------------------------------------------------------
+    def _ensure_artifacts_uri(self) -> None:
+        try:
+            current = self._run.artifacts_uri  # a resumed run keeps the URI it already has
+        except TypeError:  # aim < 3.26 fails on a run without one instead of returning None
+            current = None
+        if current is None:
+            default = "file://" + (self.logging_dir / "aim-artifacts").absolute().as_posix()
+            self._run.set_artifacts_uri(self.artifacts_uri or default)
+
+    def log_artifact(self, local_path: str | os.PathLike, artifact_path: str | None = None) -> None:
+        """Copy a file to ``<artifacts_uri>/<run hash>/<artifact_path>/<file name>`` and list it on the run."""
+        self._ensure_artifacts_uri()
+        file_name = Path(local_path).name
+        self._run.log_artifact(os.fspath(local_path), name=_join(artifact_path, file_name), block=True)
+
+    def log_artifacts(self, local_dir: str | os.PathLike, artifact_path: str | None = None) -> None:
+        """Copy a directory's files under ``<artifacts_uri>/<run hash>/<artifact_path>/`` (its layout kept)."""
+        self._ensure_artifacts_uri()
+        root = Path(local_dir)
+        if not root.is_dir():
+            raise NotADirectoryError(f"log_artifacts: {root} is not a directory")
+        for path in sorted(root.rglob("*")):
+            if path.is_file():
+                self._run.log_artifact(
+                    str(path), name=_join(artifact_path, path.relative_to(root).as_posix()), block=True
+                )
+
+    # -- flush / finish ---------------------------------------------------------------------------
     def flush(self) -> None:
         """fsync the run's write-ahead logs (every ``log`` already wrote them; this survives power loss)."""
         if self._run is None or self._closed:
@@ -189,6 +450,10 @@ class AimTracker(GeneralTracker):
         self._closed = True
         _drain_tracking_thread(self._run)
         self._run.close()  # stops Aim's threads, sets end_time, flushes RocksDB and releases the run's locks
+
+    # -- resume and read-back ---------------------------------------------------------------------
+    def resume_state(self) -> dict:
+        return {"run_hash": self.run_hash, "repo": self.repo_path}
 
     def read_back_metrics(self) -> dict[str, dict[int, Any]]:
         """This run's metric series per step, after ``finish()`` (see :meth:`read_back_history`)."""
@@ -217,232 +482,26 @@ class AimTracker(GeneralTracker):
             history[name] = [(int(step), value) for step, value in zip(steps, values)]
         return history
 
-    # -- metrics ---------------------------------------------------------------------------
-    def _kind_conflict(self, key: str, kind: str, context: Any) -> bool:
-        """Aim keeps one value type per series: a key that switched between number and text is skipped."""
-        series = (key, repr(context))
-        known = self._series_kind.setdefault(series, kind)
-        if known == kind:
-            return False
-        warn_once(
-            self.name,
-            key,
-            f"Aim stores one type per series: this {kind} value is skipped (the series holds {known}s)",
-            reason="aim-kind",
-        )
-        return True
+    def read_back_images(self) -> dict[str, list[tuple[int, Any]]]:
+        """Every image of this run through ``aim.Repo``, per sequence, as ``(step, HW or HWC uint8 array)``.
 
-    def _commit(self) -> None:
-        if self._writer is not None:
-            self._writer.commit()
-
-    def _track_values(self, values: dict, step: int | None, kwargs: dict) -> None:
-        Text = self._sdk.Text
-        context, epoch = kwargs.get("context"), kwargs.get("epoch")
-        for keyword in kwargs:
-            if keyword not in _LOG_KEYWORDS:
-                warn_once(self.name, keyword, "unknown log keyword for aim; ignored", reason="kwarg")
-        numbers: dict[str, int | float] = {}
-        texts: dict[str, str] = {}
-        for key, value in values.items():
-            if not key:  # Aim accepts an empty name, but its reader then fails on the whole run
-                warn_once(self.name, key, "an empty key cannot be read back from Aim; skipped", reason="aim-empty")
-                continue
-            kind = "text" if isinstance(value, str) else "number"
-            if type(value) is int and not _INT64_MIN <= value <= _INT64_MAX:
-                value = float(value)  # Aim stores ints as C longs and raises OverflowError beyond them
-            if self._kind_conflict(key, kind, context):
-                continue
-            (texts if kind == "text" else numbers)[key] = value
-        writer = self._writer
-        if writer is None:
-            if numbers:
-                self._run.track(numbers, step=step, epoch=epoch, context=context)
-            for key, text in texts.items():
-                self._run.track(Text(text), name=key, step=step, epoch=epoch, context=context)
-            return
-        when = kwargs.get("timestamp") or time.time()  # the time of the caller's log(), as Run.track would
-        if numbers:
-            writer.track(numbers, step, epoch, context, when)
-        for key, text in texts.items():
-            writer.track_with_aim(Text(text), key, step, epoch, context, when)
-
-    # -- media -----------------------------------------------------------------------------
-    def log_images(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
-        """``{key: image or list of images}``; an ``(image, caption)`` pair is accepted as in accelerate.
-
-        ``aim_image={...}`` goes to ``aim.Image`` (format, quality, ...), ``track={...}`` or ``context=``
-        / ``epoch=`` to ``Run.track``.
+        A sequence tracked with a ``context`` is named ``"<name> <context dict>"``; the images of one
+        step (a list) come in the order they were logged. Indexed first, as in :meth:`read_back_history`.
         """
-        Image = self._sdk.Image
-        image_kwargs = dict(kwargs.pop("aim_image", None) or {})
-        track_kwargs = {**(kwargs.pop("track", None) or {}), **kwargs}
-        for key, value in values.items():
-            items = [value] if _is_single_image(value) else list(value)
-            images = [Image(*_image_and_caption(item), **image_kwargs) for item in items]
-            self._run.track(images[0] if _is_single_image(value) else images, name=key, step=step, **track_kwargs)
-
-    def log_figure(self, figure: Any, name: str, step: int | None = None, **kwargs: Any) -> None:
-        """A plotly figure is stored as an interactive ``aim.Figure``; a matplotlib figure as a PNG
-        ``aim.Image`` (Aim's own matplotlib->plotly conversion needs plotly and fails on most figures).
-        Extra kwargs go to ``figure.savefig`` (``dpi=...``), except ``context``/``epoch``.
-        """
-        track_kwargs = {key: kwargs.pop(key) for key in _TRACK_KEYWORDS if key in kwargs}
-        if type(figure).__module__.startswith("plotly"):
-            value = self._sdk.Figure(figure)
-        else:
-            from PIL import Image as PILImage  # a dependency of aim
-
-            buffer = io.BytesIO()
-            figure.savefig(buffer, **{"format": "png", **kwargs})
-            buffer.seek(0)
-            value = self._sdk.Image(PILImage.open(buffer))
-        self._run.track(value, name=name, step=step, **track_kwargs)
-
-    def log_table(self, table_name, columns=None, data=None, dataframe=None, step=None, **kwargs) -> None:
-        """Aim has no table type: the table is stored as ``aim.Text`` (a markdown table) so it stays
-        visible in Aim's Text explorer, under context ``{"type": "table"}`` (merged with ``context=``).
-        """
-        columns, rows = table_rows(columns, data, dataframe)
-        context = {**_TABLE_CONTEXT, **(kwargs.pop("context", None) or {})}
-        self._run.track(
-            self._sdk.Text(markdown_table(columns, rows)), name=table_name, step=step, context=context, **kwargs
-        )
-
-    # -- artifacts ---------------------------------------------------------------------------
-    def _ensure_artifacts_uri(self) -> None:
-        try:
-            current = self._run.artifacts_uri  # a resumed run keeps the URI it already has
-        except TypeError:  # aim < 3.26 fails on a run without one instead of returning None
-            current = None
-        if current is None:
-            default = "file://" + (self.logging_dir / "aim-artifacts").absolute().as_posix()
-            self._run.set_artifacts_uri(self.artifacts_uri or default)
-
-    def log_artifact(self, local_path: str | os.PathLike, artifact_path: str | None = None) -> None:
-        """Copy a file to ``<artifacts_uri>/<run hash>/<artifact_path>/<file name>`` and list it on the run."""
-        self._ensure_artifacts_uri()
-        file_name = Path(local_path).name
-        self._run.log_artifact(os.fspath(local_path), name=_join(artifact_path, file_name), block=True)
-
-    def log_artifacts(self, local_dir: str | os.PathLike, artifact_path: str | None = None) -> None:
-        """Copy a directory's files under ``<artifacts_uri>/<run hash>/<artifact_path>/`` (its layout kept)."""
-        self._ensure_artifacts_uri()
-        root = Path(local_dir)
-        if not root.is_dir():
-            raise NotADirectoryError(f"log_artifacts: {root} is not a directory")
-        for path in sorted(root.rglob("*")):
-            if path.is_file():
-                self._run.log_artifact(
-                    str(path), name=_join(artifact_path, path.relative_to(root).as_posix()), block=True
-                )
-
-
-class _Sdk(NamedTuple):
-    Run: type
-    Repo: type
-    Text: type
-    Image: type
-    Figure: type
-
-
-def _load_sdk() -> _Sdk:
-    """Aim's classes from their own modules, tolerating other threads importing aim at the same moment.
-
-    When two threads wait on each other's module locks (``import aim`` in one, ``import
-    aim.storage.context`` in another), Python fails one of the imports (``_DeadlockError``, or
-    ``ImportError`` on a half-initialised module), and ``aim/__init__``'s ``from aim.sdk import *``
-    may then leave the ``aim`` namespace without ``Run`` for good. The defining modules are complete
-    once imported, so they are imported directly, again after a short wait if a cycle broke the import.
-    """
-    for attempt in range(5):
-        try:
-            from aim.sdk.objects.figure import Figure
-            from aim.sdk.objects.image import Image
-            from aim.sdk.objects.text import Text
-            from aim.sdk.repo import Repo
-            from aim.sdk.run import Run
-
-            return _Sdk(Run, Repo, Text, Image, Figure)
-        except (ImportError, RuntimeError) as error:
-            if attempt == 4 or not (isinstance(error, ImportError) or type(error).__name__ == "_DeadlockError"):
-                raise
-            time.sleep(0.05 * (attempt + 1))
-    raise AssertionError("unreachable")
-
-
-def _drain_tracking_thread(run: Any) -> None:
-    """Wait for Aim's optional tracking thread (``__AIM_ENABLE_TRACKING_THREAD__``) to store its backlog.
-
-    ``Run.close`` does not wait for it: the thread then writes to the closed run, fails to reopen its
-    database (RocksDB lock), and the interpreter hangs at exit waiting for that queue.
-    """
-    backlog = getattr(getattr(run.repo, "tracking_queue", None), "_queue", None)
-    if backlog is not None:
-        backlog.join()
-
-
-def _index_run(repo_path: str, run_hash: str) -> None:
-    """Put one closed run into the repo's index, as ``RepoIndexManager.index`` (``aim storage reindex``)
-    does, without the manager's file-watcher thread. Skipped when another process (``aim up``) holds
-    the index: that process indexes the run itself.
-    """
-    writer = _load_sdk().Repo(repo_path)  # a private Repo object, so its index container is closed below
-    try:
-        index = writer._get_index_tree("meta", 0).view(())
-        meta = writer.request_tree("meta", run_hash, read_only=True, skip_read_optimization=True).subtree("meta")
-        meta.subtree("chunks").subtree(run_hash).finalize(index=index)
-    except Exception as error:
-        notice(f"aim: could not index run {run_hash} ({type(error).__name__}: {error}); reading the index as it is")
-    finally:
-        for container in list(writer.container_pool.values()):
-            container.close()
-
-
-def _fit_int64(value: Any) -> Any:
-    """Integers beyond int64 (seeds, hashes) as strings: Aim's encoder raises OverflowError on them."""
-    if isinstance(value, dict):
-        return {key: _fit_int64(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_fit_int64(item) for item in value]
-    if type(value) is int and not _INT64_MIN <= value <= _INT64_MAX:
-        return str(value)
-    return value
-
-
-def _join(prefix: str | None, name: str) -> str:
-    """``prefix/name`` inside the run's artifacts; Aim copies to that path as given, so it is checked."""
-    prefix = check_artifact_path(prefix)
-    return f"{prefix}/{name}" if prefix else name
-
-
-def _is_single_image(value: Any) -> bool:
-    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], str):
-        return True  # (image, caption)
-    return not isinstance(value, (list, tuple))
-
-
-def _image_and_caption(item: Any) -> tuple[Any, str]:
-    """Aim's ``Image`` wants HWC uint8 arrays: CHW, float [0, 1] and single-channel arrays are converted."""
-    caption = ""
-    if isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], str):
-        item, caption = item
-    if hasattr(item, "shape") and hasattr(item, "dtype") and not hasattr(item, "detach"):
         import numpy as np
-        from tracking_core.png import image_to_rows
 
-        height, width, channels, raw = image_to_rows(item)
-        shape = (height, width) if channels == 1 else (height, width, channels)
-        item = np.frombuffer(raw, dtype=np.uint8).reshape(shape)
-    return item, caption
-
-
-def markdown_table(columns: list[str], rows: list[list[Any]]) -> str:
-    """A markdown pipe table; ``|`` in cells is escaped and line breaks become spaces."""
-
-    def cell(value: Any) -> str:
-        return str(value).replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ")
-
-    lines = ["| " + " | ".join(cell(column) for column in columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(cell(value) for value in row) + " |" for row in rows]
-    return "\n".join(lines)
+        location = self.repo_path
+        if "://" not in location:
+            _index_run(location, self.run_hash)
+        run = _load_sdk().Repo(location).get_run(self.run_hash)
+        if run is None:
+            raise LookupError(f"aim: run {self.run_hash} is not in the repo {location}")
+        images: dict[str, list[tuple[int, Any]]] = {}
+        for name, context, _run in run.iter_sequence_info_by_type(("aim.image", "list(aim.image)")):
+            sequence = run.get_image_sequence(name, context)
+            key = f"{name} {context.to_dict()}" if context.to_dict() else name
+            steps, (values, *_rest) = sequence.data.items_list()
+            for step, value in zip(steps, values):
+                for image in value if isinstance(value, list) else [value]:
+                    images.setdefault(key, []).append((int(step), np.asarray(image.to_pil_image())))
+        return images

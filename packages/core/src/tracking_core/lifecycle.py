@@ -9,6 +9,16 @@ interpreter waits for threads; while it runs, the shutdown flag is lowered so th
 starting up in its worker can create the threads it needs, and exit hooks registered meanwhile are
 run right after (they would otherwise be skipped).
 
+**SIGTERM.** Launchers end a job with SIGTERM: torchrun sends it to the surviving ranks as soon as
+one fails, SLURM at the time limit or on ``scancel``, Kubernetes before it removes a pod. Python's
+default is to die on the spot, with everything still queued for the backends. While a run is open,
+and unless the application installed its own handler, SIGTERM raises ``SystemExit(143)`` in the main
+thread instead: the program unwinds as after an uncaught exception, the exit hook delivers, and the
+launcher still reads "ended by SIGTERM" (128 + 15). A SIGTERM that comes while a run is finishing
+(``finish()`` or the exit hook) is held until the last open run has finished, so delivery is never
+cut short; the launcher's SIGKILL after its grace period stays the bound. With no run open, SIGTERM
+ends the process as it always does.
+
 **Fork.** A child forked after ``init`` (``os.fork``, a ``multiprocessing`` fork pool, a DataLoader
 worker) has copies of the dispatchers but none of their threads. In the child every dispatcher
 becomes inert: calls return at once (one warning), nothing is written and nothing is printed; the
@@ -19,6 +29,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import signal
 import threading
 import weakref
 from typing import Any, Protocol
@@ -33,6 +44,7 @@ class _Run(Protocol):
 _runs: weakref.WeakSet[Any] = weakref.WeakSet()
 _installed = False
 _install_lock = threading.Lock()
+_held_signal: int | None = None  # a SIGTERM that came while a run was finishing
 
 
 def watch(run: _Run) -> None:
@@ -43,6 +55,10 @@ def watch(run: _Run) -> None:
 
 def forget(run: _Run) -> None:
     _runs.discard(run)
+    global _held_signal
+    if _held_signal is not None and not list(_runs):
+        number, _held_signal = _held_signal, None
+        raise SystemExit(128 + number)
 
 
 def _install() -> None:
@@ -62,6 +78,41 @@ def _install() -> None:
             atexit.register(_finish_open_runs)
         if hasattr(os, "register_at_fork"):
             os.register_at_fork(after_in_child=_after_fork_in_child)
+        _install_sigterm()
+
+
+def _install_sigterm() -> None:
+    # Only the main thread may set handlers, and an application's own handler (or a framework's) wins.
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGTERM"):
+        return
+    try:
+        if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, _on_sigterm)
+    except (ValueError, OSError):  # not the main interpreter
+        pass
+
+
+def _on_sigterm(number: int, frame: Any) -> None:
+    global _held_signal
+    if not list(_runs):  # nothing to deliver: the default, die now
+        signal.signal(number, signal.SIG_DFL)
+        os.kill(os.getpid(), number)
+        return
+    if _finishing(frame):
+        _held_signal = number  # forget() raises it once the last open run has finished
+        return
+    raise SystemExit(128 + number)
+
+
+def _finishing(frame: Any) -> bool:
+    """Whether the main thread is inside a run's ``finish()`` or the exit hook (which calls it)."""
+    while frame is not None:
+        if frame.f_code in _FINISHING_CODE or (
+            frame.f_code.co_name == "finish" and frame.f_globals.get("__name__") == "tracking_core.dispatcher"
+        ):
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _finish_open_runs() -> None:
@@ -90,6 +141,9 @@ def _finish_open_runs() -> None:
                     hook()
                 except Exception:
                     pass
+
+
+_FINISHING_CODE = (_finish_open_runs.__code__,)
 
 
 def _after_fork_in_child() -> None:

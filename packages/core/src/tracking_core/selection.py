@@ -64,6 +64,7 @@ def resolve_specs(
         needs_dir = getattr(spec, "requires_logging_directory", False)
         if needs_dir and logging_dir is None and not isinstance(spec, GeneralTracker):
             raise ValueError(
+                f"Logging with `{name}` requires a `logging_dir` to be passed in. "  # accelerate's message
                 f"Tracker {name!r} requires a logging directory: pass logging_dir=... "
                 "(tracking_core.init uses ./runs by default)."
             )

@@ -149,11 +149,6 @@ def test_hyperparameters_after_the_run_started_are_kept(tmp_path, read_back_of):
         assert stored.history["loss"] == [(0, 1.0), (1, 0.5)], tracker.name
 
 
-@pytest.mark.xfail(
-    raises=AssertionError,
-    reason="tracking-tensorboard writes a second hparams session_start_info for log_config, and TensorBoard "
-    "keeps a run's first one: the backend must merge (the backend group's log_config item); drop this mark then",
-)
 def test_tensorboard_shows_late_hyperparameters(tmp_path, read_back_of):
     (tracker,) = _late_hyperparameters(tmp_path, ["tensorboard"]).trackers
     config = read_back_of(tracker).config

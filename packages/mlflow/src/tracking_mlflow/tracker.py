@@ -12,9 +12,11 @@ contract                   MLflow call (all on ``self.client``, never the fluent
                            strings -> ``log_text`` artifact ``text/<key>/step_<step>.txt``
 ``log_images``             ``log_image(image, key=..., step=...)`` (the UI's stepped image view)
 ``log_table``              ``log_table(data, artifact_file="tables/<name>/step_<step>.json")``
-``log_figure``             ``log_figure(figure, artifact_file=name)`` (``.png`` added when no suffix)
+``log_figure``             the figure as a PNG artifact ``artifact_file`` (``.png`` added when missing)
+``log_histogram``          none in MLflow: the core's summary metrics (``<name>/count``, ``/mean``, ...)
 ``log_artifact(s)``        ``log_artifact`` / ``log_artifacts``
 ``finish``                 ``set_terminated(run_id, "FINISHED")``
+per-rank runs              run name ``<run name>-rank<N>``, tags ``tracking.group`` / ``tracking.rank``
 =========================  ===========================================================================
 
 Every call is synchronous: the dispatcher's worker thread already keeps MLflow off the training loop,
@@ -38,8 +40,9 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from tracking_core import GeneralTracker, flatten_config, notice, stringify, warn_once
+from tracking_core.adapters import figure_to_array, image_list, table_rows, to_hwc_uint8
 from tracking_core.errors import PartialDelivery
-from tracking_core.jsonl import table_rows
+from tracking_core.filelock import file_lock
 
 # The SDK's limits (mlflow 3.x values); start() reads the installed SDK's own from mlflow.utils.validation.
 _FALLBACK_LIMITS = {
@@ -89,12 +92,23 @@ def _parse_tags(raw: Any, source: str) -> dict[str, str]:
     return {str(key): stringify(value) for key, value in raw.items()}
 
 
-def _hwc(image: Any) -> Any:
-    """A CHW array as HWC: the core accepts both layouts, MLflow reads the last axis as channels."""
-    shape = getattr(image, "shape", None)
-    if shape is not None and len(shape) == 3 and shape[-1] not in (1, 3, 4) and shape[0] in (1, 3, 4):
-        return image.transpose(1, 2, 0)
-    return image
+def _merged(old: dict, new: dict) -> dict:
+    """``new`` merged into ``old``, nested dicts key by key (a later ``log_config`` adds or replaces keys)."""
+    merged = dict(old)
+    for key, value in new.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            value = _merged(merged[key], value)
+        merged[key] = value
+    return merged
+
+
+def _png_name(artifact_file: str) -> str:
+    """``artifact_file`` with the ``.png`` suffix: figures are always stored as PNG."""
+    stem, suffix = os.path.splitext(artifact_file)
+    return artifact_file if suffix.lower() == ".png" else f"{stem if suffix else artifact_file}.png"
+
+
+_IMAGE_FILE = re.compile(r"^images/(?P<key>.+)\+step\+(?P<step>\d+)\+timestamp\+(?P<time>\d+)\+[0-9a-f-]+\.png$")
 
 
 def _artifact_path(key: str) -> str:
@@ -185,8 +199,10 @@ class MLflowTracker(GeneralTracker):
     ``run_context.resume`` reopens that run, or starts a new one (with a report note) when it is gone.
     An explicit ``run_id`` / ``MLFLOW_RUN_ID`` wins over the saved state.
 
-    ``tracker`` is the ``mlflow.entities.Run`` created at start (``tracker.info.run_id``); ``client`` is
-    the ``MlflowClient`` bound to this run's tracking URI.
+    ``tracker`` (and ``active_run``, as in accelerate) is the ``mlflow.entities.Run`` created at start
+    (``tracker.info.run_id``); ``client`` is the ``MlflowClient`` bound to this run's tracking URI. With
+    a dispatcher they wait until the run has started. Used on its own (``start()``, ``log(...)``,
+    ``finish()``), the tracker calls MLflow directly: a key MLflow refuses raises there, as in MLflow.
     """
 
     name = "mlflow"
@@ -227,8 +243,9 @@ class MLflowTracker(GeneralTracker):
         self._finished = False
         self._key_ok: Any = None
         self._keys: dict[str, str] = {}
-        self._resumed = False  # params already in the run are immutable: store_init_configuration skips them
-        self._notes: list[str] = []
+        self._params: dict[str, str] = {}  # params in the run: MLflow keeps a param's first value for good
+        self._config: dict = {}  # the merged config, written whole to config.json at each store
+        self._image_time = 0  # last log_image timestamp (ms): strictly increasing keeps the images' order
 
     @staticmethod
     def _caller_active_run_id() -> str | None:
@@ -241,20 +258,7 @@ class MLflowTracker(GeneralTracker):
             return None
         return active.info.run_id if active is not None else None
 
-    # -- the SDK objects ----------------------------------------------------------------------
-    @property
-    def tracker(self) -> Any:
-        return self._run
-
-    @property
-    def client(self) -> Any:
-        return self._client
-
-    @property
-    def active_run_id(self) -> str | None:
-        return self._run.info.run_id if self._run is not None else None
-
-    # -- lifecycle ----------------------------------------------------------------------------
+    # -- start ------------------------------------------------------------------------------------
     def start(self) -> None:
         # Importing mlflow writes ~/.config/mlflow/telemetry.json and starts a thread that reports usage
         # unless telemetry is off. Turn it off unless the user decided either way (DO_NOT_TRACK counts).
@@ -266,9 +270,7 @@ class MLflowTracker(GeneralTracker):
         uri, embedded = self._resolve_tracking_uri(mlflow)
         saved = self._saved_run()
         if saved and self.run_id and saved[0] != self.run_id:
-            self._notes.append(
-                f"MLflow run {self.run_id} was chosen explicitly; the saved run {saved[0]} was not resumed"
-            )
+            self.add_note(f"MLflow run {self.run_id} was chosen explicitly; the saved run {saved[0]} was not resumed")
         opened = self._reopen(*saved, uri, embedded) if saved and not self.run_id else None
         if isinstance(opened, tuple):
             uri, client, run = opened
@@ -276,8 +278,9 @@ class MLflowTracker(GeneralTracker):
             client = self._client_for(uri, embedded)
             run = self._resume(client, self.run_id) if self.run_id else self._create_run(client, embedded)
             if opened:
-                self._notes.append(f"could not resume MLflow run {opened}; started a new run {run.info.run_id}")
+                self.add_note(f"could not resume MLflow run {opened}; started a new run {run.info.run_id}")
         self._client, self._run = client, run
+        self._params = dict(run.data.params)  # a resumed run's params cannot change
         self.tracking_uri = uri
         self._announce(client, run, uri, embedded)
 
@@ -290,7 +293,15 @@ class MLflowTracker(GeneralTracker):
                 os.environ.setdefault(variable, value)
         if embedded:
             os.makedirs(self.logging_dir, exist_ok=True)
-        return MlflowClient(tracking_uri=uri)  # opening a sqlite store creates and migrates it
+        store = _local_store(uri) if uri.startswith("sqlite:") else None
+        if store is None:
+            return MlflowClient(tracking_uri=uri)
+        # Opening a sqlite store creates and migrates it; ranks of a per-rank job opening one fresh
+        # store at once would race in the migrations, so the first creates it and the others wait.
+        with file_lock(store.with_name(f".{store.name}.lock")):
+            client = MlflowClient(tracking_uri=uri)
+            client.search_experiments(max_results=1)  # the store is created here, inside the lock
+        return client
 
     def _saved_run(self) -> tuple[str, str | None] | None:
         """``(run id, tracking URI)`` from ``run_context.resume``: what ``resume_state`` saved earlier."""
@@ -299,7 +310,7 @@ class MLflowTracker(GeneralTracker):
             return None
         run_id, uri = state.get("run_id"), state.get("tracking_uri")
         if not isinstance(run_id, str) or not run_id:
-            self._notes.append(f"the saved MLflow state {state!r} names no run; a new run was started")
+            self.add_note(f"the saved MLflow state {state!r} names no run; a new run was started")
             return None
         return run_id, uri if isinstance(uri, str) and uri else None
 
@@ -360,8 +371,13 @@ class MLflowTracker(GeneralTracker):
         tags = dict(self.tags)
         if self.description:
             tags["mlflow.note.content"] = self.description
-        if self.run_context is not None:  # find the MLflow run of a tracking run (and its journal) again
-            tags["tracking.run_id"] = self.run_context.run_id
+        run_name = self.run_name
+        context = self.run_context
+        if context is not None:  # find the MLflow run of a tracking run (and its journal) again
+            tags["tracking.run_id"] = context.run_id
+            if context.group is not None:  # per-rank runs: one MLflow run per rank, grouped by tag
+                tags["tracking.group"], tags["tracking.rank"] = context.group, str(context.rank)
+                run_name = f"{run_name or context.group}-rank{context.rank}"
         if self.parent_run_id:
             tags["mlflow.parentRunId"] = self.parent_run_id
         elif self.nested_run:
@@ -377,7 +393,7 @@ class MLflowTracker(GeneralTracker):
             tags = resolve_tags(tags)
         except Exception as error:  # context tags are a nicety, never a reason to fail
             warn_once(self.name, "tags", f"could not add MLflow's context tags ({error!r})", reason="context-tags")
-        return client.create_run(experiment_id, tags=tags, run_name=self.run_name)
+        return client.create_run(experiment_id, tags=tags, run_name=run_name)
 
     def _experiment_id(self, client: Any, embedded: bool) -> str:
         from mlflow.exceptions import MlflowException
@@ -412,7 +428,6 @@ class MLflowTracker(GeneralTracker):
             client.update_run(run_id, status="RUNNING")
         if self.tags:
             self._log_tags(client, run_id, self.tags)
-        self._resumed = True
         return client.get_run(run_id)
 
     def _log_tags(self, client: Any, run_id: str, tags: dict[str, str]) -> None:
@@ -436,52 +451,82 @@ class MLflowTracker(GeneralTracker):
         else:
             notice(f"mlflow: {where} at {uri}")
 
-    def finish(self) -> None:
-        if self._run is None or self._finished:
-            return
-        self._client.set_terminated(self.active_run_id, "FINISHED")
-        self._finished = True
+    # -- the SDK objects --------------------------------------------------------------------------
+    @property
+    def tracker(self) -> Any:
+        """The ``mlflow.entities.Run`` created (or resumed) at start; ``None`` before."""
+        self._wait_for_start()
+        return self._run
 
-    def resume_state(self) -> dict | None:
-        """The run id plus the store holding it: the embedded store's path depends on ``logging_dir``.
+    @property
+    def active_run(self) -> Any:
+        """The same ``Run`` as ``tracker``, under the name accelerate's tracker gives it."""
+        return self.tracker
 
-        ``experiment_id`` is informational. A password in the tracking URI is left out (the state is
-        saved in ``run.json``); such a store is found again through the URI the user sets on restart.
+    @property
+    def client(self) -> Any:
+        """The ``MlflowClient`` bound to this run's tracking URI."""
+        self._wait_for_start()
+        return self._client
+
+    @property
+    def active_run_id(self) -> str | None:
+        return self._run.info.run_id if self._run is not None else None
+
+    # -- config -----------------------------------------------------------------------------------
+    def store_init_configuration(self, values: dict) -> None:
+        """Params (flattened, stringified) plus the exact config as ``config.json``.
+
+        Called again (``log_config``, or a resumed run), only new keys become params: MLflow keeps a
+        param's first value for good, so a changed value is in ``config.json`` (the merged config,
+        rewritten whole) with a warning and a report note, never an error.
         """
-        if self._run is None:
-            return None
-        info = self._run.info
-        return {
-            "run_id": info.run_id,
-            "tracking_uri": _without_password(str(self.tracking_uri)),
-            "experiment_id": info.experiment_id,
-        }
+        from mlflow.entities import Param
 
-    def report_notes(self) -> list[str]:
-        return list(self._notes)
+        limit = self.limits["MAX_PARAM_VAL_LENGTH"]
+        params: dict[str, str] = {}
+        for key, value in flatten_config(values).items():
+            text = stringify(value)
+            if len(text) > limit:
+                warn_once(
+                    self.name,
+                    key,
+                    f"parameter value of {len(text)} characters cut to MLflow's limit of {limit}; "
+                    "the full value is in the run's config.json artifact",
+                    reason="param-truncated",
+                )
+                text = text[:limit]
+            name = self.sanitize_key(key)
+            if name != key:
+                warn_once(self.name, key, f"stored as param {name!r}: MLflow refuses the original", reason="renamed")
+            if name in params:
+                warn_once(
+                    self.name,
+                    key,
+                    f"parameter name {name!r} is taken by another key; only the first is a "
+                    "param (both are in config.json)",
+                    reason="param-clash",
+                )
+                continue
+            if name in self._params:  # MLflow params are immutable
+                if self._params[name] != text:
+                    warn_once(
+                        self.name,
+                        key,
+                        f"the run already has {name}={self._params[name]!r}; MLflow params "
+                        "cannot change, the new value is only in config.json",
+                        reason="param-immutable",
+                    )
+                    self.add_note(f"param {name} keeps its first value in MLflow; config.json has the new one")
+                continue
+            params[name] = text
+        for chunk in _chunks(list(params.items()), self.limits["MAX_PARAMS_TAGS_PER_BATCH"]):
+            self._client.log_batch(self.active_run_id, params=[Param(k, v) for k, v in chunk], synchronous=True)
+            self._params.update(chunk)
+        self._config = _merged(self._config, values)
+        self._client.log_dict(self.active_run_id, self._config, "config.json")
 
-    def read_back_metrics(self) -> dict[str, dict[int, float]]:
-        """Every metric series of this run per step (the last point at a step wins)."""
-        return {key: dict(points) for key, points in self.read_back_history().items()}
-
-    def read_back_history(self) -> dict[str, list[tuple[int, float]]]:
-        """Every stored point of this run, read with a fresh ``MlflowClient`` (``get_metric_history``).
-
-        Points come in the order the store returns them (by timestamp); a step logged twice shows
-        twice, except an exact repeat (same step, value and timestamp), which MLflow's store keeps once.
-        """
-        from mlflow import MlflowClient
-
-        if self._run is None:
-            return {}
-        client = MlflowClient(tracking_uri=self.tracking_uri)
-        run_id = self.active_run_id
-        return {
-            key: [(metric.step, metric.value) for metric in client.get_metric_history(run_id, key)]
-            for key in client.get_run(run_id).data.metrics
-        }
-
-    # -- keys ---------------------------------------------------------------------------------
+    # -- keys -------------------------------------------------------------------------------------
     def sanitize_key(self, key: str) -> str:
         """Rewrite a key MLflow would refuse (``@ % ( )``, ``..``, ``//``, edge ``/``, empty, too long)."""
         cached = self._keys.get(key)
@@ -504,56 +549,7 @@ class MLflowTracker(GeneralTracker):
         self._keys[key] = text
         return text
 
-    def _checked_key(self, key: str) -> str:
-        mapped = self.sanitize_key(key)
-        if mapped != key:  # the dispatcher already maps keys; this covers direct use of the tracker
-            warn_once(self.name, key, f"stored as {mapped!r}: MLflow refuses the original key", reason="renamed")
-        return mapped
-
-    # -- config -------------------------------------------------------------------------------
-    def store_init_configuration(self, values: dict) -> None:
-        from mlflow.entities import Param
-
-        limit = self.limits["MAX_PARAM_VAL_LENGTH"]
-        existing = dict(self._run.data.params) if self._resumed else {}
-        params: dict[str, str] = {}
-        for key, value in flatten_config(values).items():
-            text = stringify(value)
-            if len(text) > limit:
-                warn_once(
-                    self.name,
-                    key,
-                    f"parameter value of {len(text)} characters cut to MLflow's limit of {limit}; "
-                    "the full value is in the run's config.json artifact",
-                    reason="param-truncated",
-                )
-                text = text[:limit]
-            name = self._checked_key(key)
-            if name in params:
-                warn_once(
-                    self.name,
-                    key,
-                    f"parameter name {name!r} is taken by another key; only the first is a "
-                    "param (both are in config.json)",
-                    reason="param-clash",
-                )
-                continue
-            if name in existing:  # a resumed run: MLflow params are immutable
-                if existing[name] != text:
-                    warn_once(
-                        self.name,
-                        key,
-                        f"the resumed run already has {name}={existing[name]!r}; MLflow params "
-                        "cannot change, the new value is only in config.json",
-                        reason="param-immutable",
-                    )
-                continue
-            params[name] = text
-        for chunk in _chunks(list(params.items()), self.limits["MAX_PARAMS_TAGS_PER_BATCH"]):
-            self._client.log_batch(self.active_run_id, params=[Param(k, v) for k, v in chunk], synchronous=True)
-        self._client.log_dict(self.active_run_id, values, "config.json")
-
-    # -- metrics and text ---------------------------------------------------------------------
+    # -- metrics and text -------------------------------------------------------------------------
     def log(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
         self.log_batch([(values, step, kwargs)])
 
@@ -571,7 +567,6 @@ class MLflowTracker(GeneralTracker):
                 if option not in ("synchronous", "timestamp"):
                     warn_once(self.name, option, "unknown log option for MLflow; ignored", reason="log-kwarg")
             for key, value in values.items():
-                key = self._checked_key(key)
                 if isinstance(value, str):
                     self._client.log_text(self.active_run_id, value, f"text/{_artifact_path(key)}/step_{step}.txt")
                     continue
@@ -591,8 +586,9 @@ class MLflowTracker(GeneralTracker):
                 raise PartialDelivery(sum(end <= stored for end in ends)) from error
             stored += len(chunk)
 
-    # -- media and files ----------------------------------------------------------------------
+    # -- media ------------------------------------------------------------------------------------
     def log_images(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
+        """``log_image(key=..., step=...)`` per image (HW/HWC/CHW arrays, batches, PIL), as uint8 HW/HWC."""
         step = 0 if step is None else int(step)
         for key, images in values.items():
             safe = "".join(c if _IMAGE_KEY_CHAR.fullmatch(c) else "_" for c in self.sanitize_key(str(key)))
@@ -600,8 +596,17 @@ class MLflowTracker(GeneralTracker):
                 warn_once(
                     self.name, key, f"image key stored as {safe!r}: MLflow refuses the original", reason="image-key"
                 )
-            for image in images if isinstance(images, (list, tuple)) else [images]:
-                self._client.log_image(self.active_run_id, _hwc(image), key=safe, step=step, synchronous=True)
+            for image in image_list(images):
+                # MLflow names the file after the timestamp: one strictly later per image keeps their order
+                self._image_time = max(int(time.time() * 1000), self._image_time + 1)
+                self._client.log_image(
+                    self.active_run_id,
+                    to_hwc_uint8(image, kwargs.get("dataformats")),
+                    key=safe,
+                    step=step,
+                    timestamp=self._image_time,
+                    synchronous=True,
+                )
 
     def log_table(
         self,
@@ -625,14 +630,92 @@ class MLflowTracker(GeneralTracker):
             dataframe = pd.DataFrame(rows, columns=names)
         self._client.log_table(self.active_run_id, data=dataframe, artifact_file=artifact_file)
 
-    def log_figure(self, figure: Any, name: str, step: int | None = None, **kwargs: Any) -> None:
-        """Saved as the artifact ``name`` (``name.png`` without a suffix), as ``mlflow.log_figure`` does."""
-        name = _artifact_path(name)  # a figure name never leaves the run's artifacts ("../x" -> "__/x")
-        artifact_file = name if os.path.splitext(name)[1] else f"{name}.png"
-        self._client.log_figure(self.active_run_id, figure, artifact_file, save_kwargs=kwargs or None)
+    def log_figure(self, figure: Any, artifact_file: str, step: int | None = None, **save_kwargs: Any) -> None:
+        """The figure as the PNG artifact ``artifact_file`` (``.png`` added or replacing another suffix).
 
+        ``save_kwargs`` go to ``savefig`` (``dpi=...``), also when given as ``save_kwargs={...}`` the way
+        ``mlflow.log_figure`` takes them. ``step`` is accepted for the contract; MLflow artifacts have none.
+        """
+        save_kwargs = {**(save_kwargs.pop("save_kwargs", None) or {}), **save_kwargs}
+        name = _png_name(_artifact_path(artifact_file))  # never leaves the run's artifacts ("../x" -> "__/x")
+        if name != _artifact_path(artifact_file) and os.path.splitext(artifact_file)[1]:
+            warn_once(self.name, artifact_file, f"figure stored as PNG {name!r}", reason="figure-png")
+        self._client.log_image(self.active_run_id, figure_to_array(figure, **save_kwargs), artifact_file=name)
+
+    # -- artifacts --------------------------------------------------------------------------------
     def log_artifact(self, local_path: str | os.PathLike, artifact_path: str | None = None) -> None:
         self._client.log_artifact(self.active_run_id, os.fspath(local_path), artifact_path)
 
     def log_artifacts(self, local_dir: str | os.PathLike, artifact_path: str | None = None) -> None:
         self._client.log_artifacts(self.active_run_id, os.fspath(local_dir), artifact_path)
+
+    # -- finish -----------------------------------------------------------------------------------
+    def finish(self) -> None:
+        if self._run is None or self._finished:
+            return
+        self._client.set_terminated(self.active_run_id, "FINISHED")
+        self._finished = True
+
+    # -- resume and read-back ---------------------------------------------------------------------
+    def resume_state(self) -> dict | None:
+        """The run id plus the store holding it: the embedded store's path depends on ``logging_dir``.
+
+        ``experiment_id`` is informational. A password in the tracking URI is left out (the state is
+        saved in ``run.json``); such a store is found again through the URI the user sets on restart.
+        """
+        if self._run is None:
+            return None
+        info = self._run.info
+        return {
+            "run_id": info.run_id,
+            "tracking_uri": _without_password(str(self.tracking_uri)),
+            "experiment_id": info.experiment_id,
+        }
+
+    def read_back_metrics(self) -> dict[str, dict[int, float]]:
+        """Every metric series of this run per step (the last point at a step wins)."""
+        return {key: dict(points) for key, points in self.read_back_history().items()}
+
+    def read_back_history(self) -> dict[str, list[tuple[int, float]]]:
+        """Every stored point of this run, read with a fresh ``MlflowClient`` (``get_metric_history``).
+
+        Points come in the order the store returns them (by timestamp); a step logged twice shows
+        twice, except an exact repeat (same step, value and timestamp), which MLflow's store keeps once.
+        """
+        from mlflow import MlflowClient
+
+        if self._run is None:
+            return {}
+        client = MlflowClient(tracking_uri=self.tracking_uri)
+        run_id = self.active_run_id
+        return {
+            key: [(metric.step, metric.value) for metric in client.get_metric_history(run_id, key)]
+            for key in client.get_run(run_id).data.metrics
+        }
+
+    def read_back_images(self) -> dict[str, list[tuple[int, Any]]]:
+        """Every image ``log_images`` stored, per key, as ``(step, HW or HWC uint8 array)`` in logging order.
+
+        Listed and downloaded with a fresh ``MlflowClient``; MLflow names each file after its key, step
+        and timestamp (``images/<key>+step+<n>+timestamp+<ms>+<uuid>.png``, ``/`` in keys as ``~``).
+        """
+        import tempfile
+
+        import numpy as np
+        from mlflow import MlflowClient
+        from PIL import Image
+
+        if self._run is None:
+            return {}
+        client = MlflowClient(tracking_uri=self.tracking_uri)
+        found = []
+        for info in client.list_artifacts(self.active_run_id, "images"):
+            match = _IMAGE_FILE.match(info.path)
+            if match:  # the +compressed.webp previews are skipped
+                found.append((int(match["time"]), match["key"].replace("~", "/"), int(match["step"]), info.path))
+        images: dict[str, list[tuple[int, Any]]] = {}
+        with tempfile.TemporaryDirectory() as folder:
+            for _time, key, step, path in sorted(found):
+                with Image.open(client.download_artifacts(self.active_run_id, path, folder)) as image:
+                    images.setdefault(key, []).append((step, np.asarray(image)))
+        return images

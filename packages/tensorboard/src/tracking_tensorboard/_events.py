@@ -12,6 +12,7 @@ import itertools
 import os
 import socket
 import struct
+import sys
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -23,9 +24,12 @@ from tensorboard.plugins.hparams import api_pb2
 from tensorboard.plugins.hparams import metadata as hparams_metadata
 from tensorboard.plugins.hparams import plugin_data_pb2 as hparams_data
 from tensorboard.plugins.image import metadata as image_metadata
+from tensorboard.plugins.scalar import metadata as scalar_metadata
 from tensorboard.plugins.text import metadata as text_metadata
 from tensorboard.summary.writer.record_writer import RecordWriter
+from tracking_core.adapters import figure_to_png, to_hwc_uint8
 from tracking_core.appendfile import AppendFile
+from tracking_core.png import encode_png
 
 Value: TypeAlias = summary_pb2.Summary.Value  # a protobuf class: tensorboard ships no type hints
 
@@ -33,24 +37,33 @@ _file_counter = itertools.count()
 
 
 class EventWriter:
-    """One append-only event file, written synchronously by the calling thread.
+    """One append-only event file with ``torch.utils.tensorboard.SummaryWriter``'s writing methods.
 
-    The tracker's worker thread is already off the training loop, so this writer has no thread or
-    queue of its own: records are kept in memory and reach the disk on ``flush()``/``close()``,
-    all of them or (disk full, file deleted) none, so the tracker counts exactly what is stored.
-    Thread-safe, so code holding ``get_tracker("tensorboard", unwrap=True)`` may write alongside.
+    It is what ``TensorBoardTracker.tracker`` (and ``.writer``) returns, so code written for the
+    writer Accelerate exposes (``add_scalar``, ``add_histogram``, ``add_image(s)``, ``add_text``,
+    ``add_hparams``...) runs unchanged without torch. Writes are synchronous in the calling thread:
+    records are kept in memory and reach the disk on ``flush()``/``close()`` (or the tracker's next
+    delivered batch), all of them or (disk full, file deleted) none, so the tracker counts exactly
+    what is stored. Thread-safe: the training thread may write while the tracker's worker does.
     """
 
-    def __init__(self, log_dir: str | os.PathLike[str], filename_suffix: str = "") -> None:
+    def __init__(
+        self, log_dir: str | os.PathLike[str], filename_suffix: str = "", purge_step: int | None = None
+    ) -> None:
         self.log_dir = Path(log_dir)
         self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.filename_suffix = filename_suffix
         # TensorBoard only reads files whose name contains "tfevents"; keep the conventional pattern.
         name = f"events.out.tfevents.{int(time.time()):010d}.{socket.gethostname()}.{os.getpid()}.{next(_file_counter)}"
         self.path = self.log_dir / (name + filename_suffix)
         self._file = AppendFile(self.path)
         self._records = RecordWriter(self._file)
         self._lock = threading.Lock()
+        self._children: dict[str, EventWriter] = {}  # add_scalars / add_hparams(run_name=...) sub-runs
         self.add_event(event_pb2.Event(wall_time=time.time(), file_version="brain.Event:2"))
+        if purge_step is not None:  # TensorBoard's reader drops earlier events at or past this step
+            start = event_pb2.SessionLog(status=event_pb2.SessionLog.START)
+            self.add_event(event_pb2.Event(wall_time=time.time(), step=int(purge_step), session_log=start))
 
     @property
     def closed(self) -> bool:
@@ -59,20 +72,172 @@ class EventWriter:
     def get_logdir(self) -> str:
         return str(self.log_dir)
 
-    def add_event(self, event: event_pb2.Event) -> None:
+    # -- records -----------------------------------------------------------------------------
+    def add_event(self, event: event_pb2.Event, step: int | None = None, walltime: float | None = None) -> None:
+        if step is not None:
+            event.step = int(step)
+        if walltime is not None:
+            event.wall_time = float(walltime)
         with self._lock:
             self._records.write(event.SerializeToString())
 
-    def add_summary(self, values: Iterable[Value], step: int, wall_time: float | None = None) -> None:
+    def add_summary(self, values: Iterable[Value], step: int | None = None, wall_time: float | None = None) -> None:
+        """One event holding ``values`` at ``step`` (``None``: 0, as in SummaryWriter) and ``wall_time``."""
         summary = summary_pb2.Summary(value=list(values))
-        self.add_event(event_pb2.Event(wall_time=wall_time or time.time(), step=step, summary=summary))
+        event = event_pb2.Event(wall_time=wall_time or time.time(), step=_step(step), summary=summary)
+        self.add_event(event)
 
-    def add_scalar(self, tag: str, value: float, global_step: int = 0, walltime: float | None = None) -> None:
-        self.add_summary([scalar_value(tag, value)], global_step, walltime)
+    def _child(self, folder: str) -> EventWriter:
+        with self._lock:
+            child = self._children.get(folder)
+            if child is None:
+                child = self._children[folder] = EventWriter(self.log_dir / folder, self.filename_suffix)
+            return child
 
-    def add_text(self, tag: str, text: str, global_step: int = 0, walltime: float | None = None) -> None:
-        self.add_summary([text_value(tag, text)], global_step, walltime)
+    # -- SummaryWriter's methods -----------------------------------------------------------------
+    def add_scalar(
+        self,
+        tag: str,
+        scalar_value: Any,
+        global_step: int | None = None,
+        walltime: float | None = None,
+        new_style: bool = False,
+        double_precision: bool = False,
+    ) -> None:
+        """A scalar; ``new_style`` stores it as a scalars-plugin tensor (float64 with ``double_precision``)."""
+        value = _number(scalar_value)
+        summary = _scalar_tensor_value(tag, value, double_precision) if new_style else scalar_value_of(tag, value)
+        self.add_summary([summary], global_step, walltime)
 
+    def add_scalars(
+        self,
+        main_tag: str,
+        tag_scalar_dict: Mapping[str, Any],
+        global_step: int | None = None,
+        walltime: float | None = None,
+    ) -> None:
+        """Several scalars on one chart: each in a sub-run ``<log_dir>/<main_tag>_<tag>``, under ``main_tag``."""
+        walltime = time.time() if walltime is None else walltime
+        for tag, scalar in tag_scalar_dict.items():
+            child = self._child(f"{main_tag.replace('/', '_')}_{tag}")
+            child.add_summary([scalar_value_of(main_tag, _number(scalar))], global_step, walltime)
+
+    def add_histogram(
+        self,
+        tag: str,
+        values: Any,
+        global_step: int | None = None,
+        bins: Any = "tensorflow",
+        walltime: float | None = None,
+        max_bins: int | None = None,
+    ) -> None:
+        """A histogram of ``values`` (array, tensor, list); ``bins`` as ``numpy.histogram`` takes it, or
+        ``"tensorflow"`` for TensorFlow's exponential buckets; ``max_bins`` merges neighbouring bins."""
+        proto = histogram_proto_of(values, bins, max_bins)
+        self.add_summary([Value(tag=tag, histo=proto)], global_step, walltime)
+
+    def add_histogram_raw(
+        self,
+        tag: str,
+        min: float,  # SummaryWriter's parameter names shadow builtins
+        max: float,
+        num: int,
+        sum: float,
+        sum_squares: float,
+        bucket_limits: Sequence[float],
+        bucket_counts: Sequence[float],
+        global_step: int | None = None,
+        walltime: float | None = None,
+    ) -> None:
+        """A histogram from counts already made: ``bucket_limits`` are the right edges of the buckets."""
+        if len(bucket_limits) != len(bucket_counts):
+            raise ValueError("bucket_limits and bucket_counts must have the same length")
+        proto = summary_pb2.HistogramProto(
+            min=min, max=max, num=num, sum=sum, sum_squares=sum_squares,
+            bucket_limit=[float(limit) for limit in bucket_limits],
+            bucket=[float(count) for count in bucket_counts],
+        )  # fmt: skip
+        self.add_summary([Value(tag=tag, histo=proto)], global_step, walltime)
+
+    def add_image(
+        self,
+        tag: str,
+        img_tensor: Any,
+        global_step: int | None = None,
+        walltime: float | None = None,
+        dataformats: str = "CHW",
+    ) -> None:
+        """One image laid out as ``dataformats`` (``CHW``, ``HWC`` or ``HW``); floats in [0, 1] are scaled."""
+        png = encode_png(to_hwc_uint8(img_tensor, dataformats))
+        self.add_summary([image_value(tag, [png])], global_step, walltime)
+
+    def add_images(
+        self,
+        tag: str,
+        img_tensor: Any,
+        global_step: int | None = None,
+        walltime: float | None = None,
+        dataformats: str = "NCHW",
+    ) -> None:
+        """A batch laid out as ``dataformats`` (``NCHW``, ``NHWC``, ``NHW``): one sample per image under ``tag``."""
+        layout = dataformats.upper()
+        if "N" not in layout:
+            raise ValueError(f"dataformats {dataformats!r} of add_images must include the batch axis N")
+        batch_axis = layout.index("N")
+        single = layout.replace("N", "")
+        array = _as_numpy(img_tensor)
+        if array.ndim != len(layout):
+            raise ValueError(f"dataformats {dataformats!r} does not describe an array of shape {array.shape}")
+        pngs = [encode_png(to_hwc_uint8(image, single)) for image in _split(array, batch_axis)]
+        if pngs:
+            self.add_summary([image_value(tag, pngs)], global_step, walltime)
+
+    def add_figure(
+        self, tag: str, figure: Any, global_step: int | None = None, close: bool = True, walltime: float | None = None
+    ) -> None:
+        """A matplotlib figure (or a list of them) rendered to PNG; ``close`` closes it in pyplot."""
+        figures = list(figure) if isinstance(figure, (list, tuple)) else [figure]
+        pngs = [figure_to_png(item) for item in figures]
+        if close and "matplotlib.pyplot" in sys.modules:
+            for item in figures:
+                sys.modules["matplotlib.pyplot"].close(item)
+        self.add_summary([image_value(tag, pngs)], global_step, walltime)
+
+    def add_text(
+        self, tag: str, text_string: str, global_step: int | None = None, walltime: float | None = None
+    ) -> None:
+        """Text (markdown) under ``tag``."""
+        self.add_summary([text_value(tag, text_string)], global_step, walltime)
+
+    def add_hparams(
+        self,
+        hparam_dict: Mapping[str, Any],
+        metric_dict: Mapping[str, Any],
+        hparam_domain_discrete: Mapping[str, Sequence[Any]] | None = None,
+        run_name: str | None = None,
+        global_step: int | None = None,
+    ) -> None:
+        """Hyper-parameters and their result metrics for the hparams dashboard.
+
+        Written into this run's event file; ``run_name`` writes them into a sub-run of that name
+        instead (SummaryWriter always makes a sub-run, named after the current time by default).
+        Values must be int, float, str or bool, as SummaryWriter requires.
+        """
+        if not isinstance(hparam_dict, Mapping) or not isinstance(metric_dict, Mapping):
+            raise TypeError("hparam_dict and metric_dict should be dictionary.")
+        for key, value in hparam_dict.items():
+            if not isinstance(value, (bool, int, float, str)) and value is not None:
+                raise ValueError(f"hparam {key!r}: value should be one of int, float, str, bool, got {value!r}")
+        writer = self if run_name is None else self._child(run_name)
+        now = time.time()
+        experiment = hparams_experiment_value(hparam_dict, metric_dict, hparam_domain_discrete or {})
+        start = hparams_start_value({k: v for k, v in hparam_dict.items() if v is not None}, now)
+        writer.add_summary([experiment, start], global_step)
+        for key, value in metric_dict.items():
+            writer.add_scalar(key, value, global_step)
+        writer.add_summary([hparams_end_value(now)], global_step)
+
+    # -- durability ------------------------------------------------------------------------------
     def discard(self) -> None:
         """Forget the records added since the last write to the file."""
         with self._lock:
@@ -82,15 +247,52 @@ class EventWriter:
         """Hand the pending records to the OS (no fsync): they survive the process being killed."""
         with self._lock:
             self._file.flush()
+            children = list(self._children.values())
+        for child in children:
+            child.write_through()
 
     def flush(self) -> None:
         """Write the pending records and fsync, so a crash after this loses nothing; raises if it cannot."""
         with self._lock:
             self._file.flush(durable=True)
+            children = list(self._children.values())
+        for child in children:
+            child.flush()
 
     def close(self) -> None:
         with self._lock:
             self._file.close()
+            children = list(self._children.values())
+        for child in children:
+            child.close()
+
+
+def _step(step: Any) -> int:
+    return 0 if step is None else int(step)
+
+
+def _number(value: Any) -> float:
+    """A Python float from a number, numpy scalar or one-element tensor/array."""
+    if hasattr(value, "item"):
+        value = value.item()
+    return float(value)
+
+
+def _as_numpy(value: Any) -> Any:
+    import numpy as np
+
+    if hasattr(value, "detach") and hasattr(value, "cpu"):  # torch, without importing it
+        value = value.detach().cpu()
+        if str(getattr(value, "dtype", "")) == "torch.bfloat16":
+            value = value.float()
+        return value.numpy()
+    return np.asarray(value)
+
+
+def _split(array: Any, axis: int) -> list[Any]:
+    import numpy as np
+
+    return [np.take(array, index, axis=axis) for index in range(array.shape[axis])]
 
 
 # -- summary values -----------------------------------------------------------------------------
@@ -103,9 +305,19 @@ def _string_tensor(items: Sequence[bytes], shape: Sequence[int]) -> tensor_pb2.T
     )
 
 
-def scalar_value(tag: str, value: float) -> Value:
+def scalar_value_of(tag: str, value: float) -> Value:
     # simple_value (float32) is what every TensorBoard writer emits and every reader understands.
     return Value(tag=tag, simple_value=float(value))
+
+
+def _scalar_tensor_value(tag: str, value: float, double_precision: bool) -> Value:
+    """The scalars plugin's own form: a 0-d float32 (or float64) tensor."""
+    if double_precision:
+        tensor = tensor_pb2.TensorProto(dtype=types_pb2.DT_DOUBLE, double_val=[value])
+    else:
+        tensor = tensor_pb2.TensorProto(dtype=types_pb2.DT_FLOAT, float_val=[value])
+    metadata = scalar_metadata.create_summary_metadata(display_name=None, description=None)
+    return Value(tag=tag, metadata=metadata, tensor=tensor)
 
 
 def text_value(tag: str, text: str) -> Value:
@@ -138,6 +350,56 @@ def image_value(tag: str, pngs: Sequence[bytes]) -> Value:
     return Value(tag=tag, metadata=metadata, tensor=_string_tensor(items, [len(items)]))
 
 
+def _tensorflow_edges() -> list[float]:
+    """TensorFlow's default histogram buckets: edges growing by 10% from 1e-12 to 1e20, mirrored, and 0."""
+    positive = []
+    edge = 1e-12
+    while edge < 1e20:
+        positive.append(edge)
+        edge *= 1.1
+    return [-edge for edge in reversed(positive)] + [0.0] + positive
+
+
+def histogram_proto_of(values: Any, bins: Any = "tensorflow", max_bins: int | None = None) -> Any:
+    """Bin ``values`` with numpy into a ``HistogramProto``; empty buckets at either end are left out."""
+    import numpy as np
+
+    array = _as_numpy(values).astype(np.float64).ravel()
+    if array.size == 0:
+        raise ValueError("add_histogram: the values are empty")
+    counts, edges = np.histogram(array, bins=_tensorflow_edges() if bins == "tensorflow" else bins)
+    if max_bins is not None and len(counts) > max_bins:  # merge groups of neighbouring bins
+        group = -(-len(counts) // max_bins)
+        padded = np.pad(counts, (0, (-len(counts)) % group))
+        counts = padded.reshape(-1, group).sum(axis=1)
+        edges = np.append(edges[:-1:group], edges[-1])
+    filled = np.flatnonzero(counts)
+    first, last = (int(filled[0]), int(filled[-1])) if filled.size else (0, len(counts) - 1)
+    return summary_pb2.HistogramProto(
+        min=float(array.min()),
+        max=float(array.max()),
+        num=float(array.size),
+        sum=float(array.sum()),
+        sum_squares=float(array @ array),
+        bucket_limit=edges[first + 1 : last + 2].tolist(),
+        bucket=counts[first : last + 1].astype(np.float64).tolist(),
+    )
+
+
+def histogram_value(tag: str, histogram: Any) -> Value:
+    """A ``tracking_core.Histogram`` as TensorBoard's histogram (right edges as bucket limits)."""
+    proto = summary_pb2.HistogramProto(
+        min=float(histogram.min),
+        max=float(histogram.max),
+        num=float(histogram.count),
+        sum=float(histogram.total),
+        sum_squares=float(histogram.sum_squares),
+        bucket_limit=[float(edge) for edge in histogram.edges[1:]],
+        bucket=[float(count) for count in histogram.counts],
+    )
+    return Value(tag=tag, histo=proto)
+
+
 def _hparams_value(tag: str, data: hparams_data.HParamsPluginData) -> Value:
     return Value(tag=tag, metadata=hparams_metadata.create_summary_metadata(data), tensor=hparams_metadata.NULL_TENSOR)
 
@@ -155,6 +417,28 @@ def hparams_start_value(hparams: Mapping[str, bool | float | str], start_time: f
     return _hparams_value(
         hparams_metadata.SESSION_START_INFO_TAG, hparams_data.HParamsPluginData(session_start_info=info)
     )
+
+
+def hparams_experiment_value(
+    hparams: Mapping[str, Any], metrics: Mapping[str, Any], domains: Mapping[str, Sequence[Any]]
+) -> Value:
+    """The hparams plugin's experiment: which hparam columns (with discrete domains) and metrics exist."""
+    infos = []
+    for key, value in hparams.items():
+        info = api_pb2.HParamInfo(name=key)
+        if isinstance(value, bool):
+            info.type = api_pb2.DATA_TYPE_BOOL
+        elif isinstance(value, (int, float)):
+            info.type = api_pb2.DATA_TYPE_FLOAT64
+        elif isinstance(value, str):
+            info.type = api_pb2.DATA_TYPE_STRING
+        if key in domains:
+            info.domain_discrete.extend(domains[key])
+        infos.append(info)
+    experiment = api_pb2.Experiment(
+        hparam_infos=infos, metric_infos=[api_pb2.MetricInfo(name=api_pb2.MetricName(tag=key)) for key in metrics]
+    )
+    return _hparams_value(hparams_metadata.EXPERIMENT_TAG, hparams_data.HParamsPluginData(experiment=experiment))
 
 
 def hparams_end_value(end_time: float) -> Value:

@@ -3,37 +3,44 @@
 =====================  =====================================================================
 contract               what lands in ``<logging_dir>/<project>/<run id>/events.out.tfevents.*``
 =====================  =====================================================================
-log / log_batch        numbers: scalar summaries; strings: text-plugin summaries (one event per call)
-store_init_config.     hparams-plugin ``session_start_info`` (flat) + the exact config as JSON text
+log / log_batch        numbers: scalar summaries; strings: text-plugin summaries (one event per call);
+                       a dict value: ``add_scalars`` (one sub-run per inner key, as accelerate does)
+store_init_config.     the exact config as JSON text (rewritten merged by ``log_config``); hparams-plugin
+                       ``session_start_info`` (flat, merged) at finish or a flush 60 s after the config
 log_images             image-plugin summary per key, every image of the key a sample of one tag
 log_table              text-plugin 2-D string tensor (rendered as a table, first row = columns)
 log_figure             the figure as a PNG image summary
+log_histogram          a ``HistogramProto`` (the histograms and distributions dashboards)
 log_artifact(s)        not supported (TensorBoard has no artifacts): the dispatcher warns once
 flush / finish         fsync of the event file / hparams ``session_end_info`` + close
+per-rank runs          ``<run folder>/rank-<N>``: one sub-run per rank in the job's run folder
 =====================  =====================================================================
 """
 
 from __future__ import annotations
 
-import io
 import json
 import math
 import numbers
 import os
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tracking_core import GeneralTracker, flatten_config, notice, stringify, warn_once
-from tracking_core.jsonl import table_rows
+from tracking_core import GeneralTracker, Histogram, flatten_config, notice, stringify, warn_once
+from tracking_core.adapters import figure_to_png, image_list, table_rows, to_hwc_uint8
 from tracking_core.paths import check_name, check_optional_name
+from tracking_core.png import encode_png
 
 _FLOAT32_MAX = 3.4028234663852886e38
 
 #: Text-summary tag holding the run's configuration as exact JSON (hparams keep a flat copy).
 CONFIG_TAG = "config/json"
+#: Seconds after the first config at which a flush writes the hparams (``finish()`` writes them anyway):
+#: TensorBoard keeps a run's first hparams, and frameworks hand theirs over just after the run starts.
+HPARAMS_SETTLE_SECONDS = 60.0
 _KNOWN_LOG_KWARGS = ("walltime", "timestamp")
 
 
@@ -51,29 +58,26 @@ def _hparam(value: Any) -> bool | float | str:
     return stringify(value)
 
 
-def _to_nhwc(value: Any, dataformats: str) -> list[Any]:
-    """Split a numpy array laid out as ``dataformats`` (``NCHW``, ``CHW``, ``HW``, ...) into HWC images."""
-    import numpy as np
-
-    array = np.asarray(value)
-    layout = dataformats.upper()
-    if sorted(layout) != sorted(set(layout)) or not set(layout) <= set("NCHW") or len(layout) != array.ndim:
-        raise ValueError(f"dataformats={dataformats!r} does not describe an array of shape {array.shape}")
-    target = [axis for axis in "NHWC" if axis in layout]
-    array = np.transpose(array, [layout.index(axis) for axis in target])
-    if "N" not in layout:
-        array = array[None]
-    return list(array)
+def _merged(old: Mapping, new: Mapping) -> dict:
+    """``new`` merged into ``old``, nested dicts key by key (a later ``log_config`` adds or replaces keys)."""
+    merged = dict(old)
+    for key, value in new.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            value = _merged(merged[key], value)
+        merged[key] = value
+    return merged
 
 
-def _image_list(images: Any, dataformats: str | None) -> list[Any]:
-    if isinstance(images, (list, tuple)):
-        return [item for image in images for item in _image_list(image, dataformats)]
-    if dataformats:
-        return _to_nhwc(images, dataformats)
-    if getattr(images, "ndim", 0) == 4:  # a batch: one sample per image
-        return list(images)
-    return [images]
+def _pngs(images: Any, dataformats: str | None) -> list[bytes]:
+    """PNGs of one image, a list of them or a batch; ``dataformats`` (``NCHW``, ``CHW``, ``HWC``...) as in
+    ``SummaryWriter.add_images``/``add_image`` settles the layout, else it is read from the shape."""
+    if dataformats and "N" in dataformats.upper():
+        import numpy as np
+
+        layout = dataformats.upper()
+        batch = np.moveaxis(np.asarray(images), layout.index("N"), 0)
+        return [encode_png(to_hwc_uint8(image, layout.replace("N", ""))) for image in batch]
+    return [encode_png(to_hwc_uint8(image, dataformats)) for image in image_list(images)]
 
 
 class TensorBoardTracker(GeneralTracker):
@@ -89,19 +93,24 @@ class TensorBoardTracker(GeneralTracker):
 
     Each run writes one event file into ``<logging_dir>/<run_name>/<run_id>/`` (``log_dir``), so
     runs of one project sit side by side in TensorBoard. Settings (``init_kwargs={"tensorboard":
-    {...}}``), named as in ``torch.utils.tensorboard.SummaryWriter`` where they exist there:
+    {...}}``), named as in ``torch.utils.tensorboard.SummaryWriter``, which accelerate passes them to:
 
     * ``log_dir``: the exact event-file directory (overrides the layout above).
     * ``comment``: appended to the run folder's name.
     * ``filename_suffix``: appended to the event file's name.
+    * ``purge_step``: TensorBoard hides this run's earlier events at or past this step (a restart
+      from a checkpoint).
     * ``flush_secs``: at most this many seconds between flushes while logging (by default the
       dispatcher flushes every second while data is pending, on ``flush()`` and at ``finish()``).
+    * ``max_queue``: accepted for SummaryWriter compatibility; there is no queue to size.
     * ``run_id``: the run folder's name (by default the dispatcher's run id, so the run's journal and
       event file share one folder).
 
     TensorBoard itself has no environment variables for writing; none are read. Values are stored
-    as float32 (TensorBoard's scalar type). ``tracker`` returns the :class:`EventWriter`, which
-    has ``add_scalar``, ``add_text``, ``add_summary`` and ``add_event`` for custom summaries.
+    as float32 (TensorBoard's scalar type). ``tracker`` (and ``writer``, as in accelerate) returns the
+    :class:`~tracking_tensorboard._events.EventWriter`, which has SummaryWriter's writing methods
+    (``add_scalar``, ``add_scalars``, ``add_histogram``, ``add_histogram_raw``, ``add_image``,
+    ``add_images``, ``add_figure``, ``add_text``, ``add_hparams``, ``flush``, ``close``).
     """
 
     name = "tensorboard"
@@ -113,11 +122,13 @@ class TensorBoardTracker(GeneralTracker):
         self,
         run_name: str,
         logging_dir: str | os.PathLike,
-        run_id: str | None = None,
         *,
+        run_id: str | None = None,
         log_dir: str | os.PathLike | None = None,
         comment: str = "",
         filename_suffix: str = "",
+        purge_step: int | None = None,
+        max_queue: int | None = None,
         flush_secs: float | None = None,
     ) -> None:
         super().__init__()
@@ -133,56 +144,86 @@ class TensorBoardTracker(GeneralTracker):
         self._comment = comment
         self._layout_chosen = log_dir is not None or run_id is not None
         self.filename_suffix = filename_suffix
+        self.purge_step = purge_step
         self.flush_secs = flush_secs
         self._writer: Any = None
         self._events: Any = None
-        self._step = -1
+        self._config: dict = {}
+        self._hparams: dict = {}
+        self._hparams_at: float | None = None  # when the hparams are written at a flush (monotonic)
         self._wrote_hparams = False
         self._last_flush = time.monotonic()
-        self._notes: list[str] = []
-
-    @property
-    def tracker(self) -> Any:
-        """The run's ``EventWriter`` (``None`` before ``start()``)."""
-        return self._writer
 
     def start(self) -> None:
-        if self.run_context is not None and not self._layout_chosen:
-            self.run_id = self.run_context.run_id
+        context = self.run_context
+        if context is not None and not self._layout_chosen:
+            self.run_id = context.run_id
             self.log_dir = self.logging_dir / self.run_name / (self.run_id + self._comment)
-            resumed_dir = (self.run_context.resume or {}).get("log_dir")
+            resumed_dir = (context.resume or {}).get("log_dir")
             if resumed_dir:  # a resumed run adds an event file beside the earlier ones; TensorBoard merges them
                 self.log_dir = Path(resumed_dir)
+            elif context.group is not None:  # per-rank runs: sub-runs of the job's run folder
+                self.log_dir = (
+                    self.logging_dir / self.run_name / (context.group + self._comment) / f"rank-{context.rank}"
+                )
         from . import _events  # the SDK import happens here, in the backend's worker thread
 
         self._events = _events
-        self._writer = _events.EventWriter(self.log_dir, filename_suffix=self.filename_suffix)
+        self._writer = _events.EventWriter(self.log_dir, self.filename_suffix, self.purge_step)
         notice(f"tensorboard: event files in {self.log_dir}; view with: tensorboard --logdir {self.log_dir.parent}")
 
-    def resume_state(self) -> dict:
-        return {"log_dir": str(self.log_dir.absolute())}
+    # -- the SDK object ----------------------------------------------------------------------------
+    @property
+    def tracker(self) -> Any:
+        """The run's ``EventWriter``, with SummaryWriter's writing methods (``None`` before ``start()``)."""
+        self._wait_for_start()
+        return self._writer
 
+    @property
+    def writer(self) -> Any:
+        """The same ``EventWriter`` as ``tracker``, under the name accelerate's tracker gives it."""
+        return self.tracker
+
+    # -- config ------------------------------------------------------------------------------------
     def store_init_configuration(self, values: dict) -> None:
-        events = self._events
-        hparams = {key: _hparam(value) for key, value in flatten_config(values).items()}
-        exact = json.dumps(values, indent=2, default=str)
-        summaries = [
-            events.hparams_start_value(hparams, time.time()),
-            events.text_value(CONFIG_TAG, f"```json\n{exact}\n```"),
-        ]
-        self._writer.add_summary(summaries, step=0)
+        """The config as exact JSON text at once, and as the hparams plugin's session start once it settles.
+
+        A later call (``log_config``) merges its keys; the JSON text is rewritten whole at step 0 (a
+        reader shows the last one). TensorBoard's hparams dashboard keeps a run's *first*
+        ``session_start_info``, so it is written when the config has settled: at ``finish()``, or at
+        the first flush :data:`HPARAMS_SETTLE_SECONDS` after the first config (a run killed later
+        keeps it). Keys arriving after that are only in the JSON text, with a report note.
+        """
+        self._config = _merged(self._config, values)
+        if self._hparams_at is None:
+            self._hparams_at = time.monotonic() + HPARAMS_SETTLE_SECONDS
+        exact = json.dumps(self._config, indent=2, default=str)
+        self._writer.add_summary([self._events.text_value(CONFIG_TAG, f"```json\n{exact}\n```")], step=0)
+        if self._wrote_hparams:
+            hparams = self._flat_hparams()
+            later = sorted(key for key in hparams if self._hparams.get(key, object()) != hparams[key])
+            if later:
+                self.add_note(
+                    f"config keys given after the hyper-parameters were written (e.g. {', '.join(later[:3])}) are "
+                    f"in the run's {CONFIG_TAG} text, not in TensorBoard's hparams table (it keeps a run's first)"
+                )
+        self._flush_if_due()
+
+    def _flat_hparams(self) -> dict:
+        return {key: _hparam(value) for key, value in flatten_config(self._config).items()}
+
+    def _write_hparams(self) -> None:
+        """The hparams plugin's session start with the merged config, once per run."""
+        if self._wrote_hparams or self._hparams_at is None:
+            return
+        self._hparams = self._flat_hparams()
+        self._writer.add_summary([self._events.hparams_start_value(self._hparams, time.time())], step=0)
         self._wrote_hparams = True
 
     # -- metrics -------------------------------------------------------------------------------
-    def _next_step(self, step: int | None) -> int:
-        """``None`` continues from the previous step, as the dispatcher does (direct use only)."""
-        self._step = self._step + 1 if step is None else int(step)
-        return self._step
-
-    def _media_step(self, step: int | None) -> int:
-        return max(self._step, 0) if step is None else int(step)
-
     def log(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
+        """Numbers as scalars, strings as text, a dict of numbers as ``add_scalars``; ``step=None`` is 0,
+        as in SummaryWriter (the dispatcher always passes a step)."""
         self.log_batch([(values, step, kwargs)])
 
     def log_batch(self, entries: Sequence[tuple[dict, int | None, dict]]) -> None:
@@ -196,6 +237,10 @@ class TensorBoardTracker(GeneralTracker):
     def _write_batch(self, entries: Sequence[tuple[dict, int | None, dict]]) -> None:
         events, writer = self._events, self._writer
         for values, step, kwargs in entries:
+            for keyword in kwargs:
+                if keyword not in _KNOWN_LOG_KWARGS:
+                    warn_once(self.name, keyword, "unknown log keyword for tensorboard; ignored", reason="kwarg")
+            walltime = kwargs.get("walltime", kwargs.get("timestamp"))  # an explicit walltime wins
             summaries = []
             for key, value in values.items():
                 if isinstance(value, str):
@@ -204,25 +249,20 @@ class TensorBoardTracker(GeneralTracker):
                     if _FLOAT32_MAX < abs(value) < math.inf:
                         self._beyond_float32(key)
                         continue
-                    summaries.append(events.scalar_value(key, value))
+                    summaries.append(events.scalar_value_of(key, value))
+                elif isinstance(value, Mapping):
+                    writer.add_scalars(key, value, step, walltime)
                 else:
                     warn_once(
                         self.name, key, f"{type(value).__name__} is not a number or str; not logged", reason="type"
                     )
-            for keyword in kwargs:
-                if keyword not in _KNOWN_LOG_KWARGS:
-                    warn_once(self.name, keyword, "unknown log keyword for tensorboard; ignored", reason="kwarg")
-            step = self._next_step(step)
-            if summaries:  # the dispatcher's timestamp is when log() was called; an explicit walltime wins
-                writer.add_summary(summaries, step, kwargs.get("walltime", kwargs.get("timestamp")))
+            if summaries:
+                writer.add_summary(summaries, step, walltime)
 
     def _beyond_float32(self, key: str) -> None:
         """TensorBoard stores scalars as float32, where such a value would read back as inf: not logged."""
         if warn_once(self.name, key, "a finite value beyond float32 range is not logged", reason="float32"):
-            self._notes.append(f"{key!r}: values beyond float32 range (|x| > 3.4e38) were not logged")
-
-    def report_notes(self) -> list[str]:
-        return list(self._notes)
+            self.add_note(f"{key!r}: values beyond float32 range (|x| > 3.4e38) were not logged")
 
     def _flush_if_due(self) -> None:
         if self.flush_secs is not None and time.monotonic() - self._last_flush >= self.flush_secs:
@@ -232,20 +272,19 @@ class TensorBoardTracker(GeneralTracker):
 
     # -- media ---------------------------------------------------------------------------------
     def log_images(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
-        """``{key: image or list of images}``: numpy HW/HWC/CHW arrays, NHWC batches, PIL images.
+        """``{key: image, list of images or batch}``: numpy HW/HWC/CHW arrays, NHWC/NCHW batches, PIL, tensors.
 
         Pass ``dataformats="NCHW"`` (or ``"CHW"``, ``"HWC"``, ...) for ambiguous layouts, as with
-        ``SummaryWriter.add_images``. Float images in [0, 1] are scaled to 0-255.
+        ``SummaryWriter.add_images``. Float images in [0, 1] are scaled to 0-255. Each key is one tag
+        holding its images as samples.
         """
-        from tracking_core.png import encode_png
-
         summaries = []
         for key, images in values.items():
-            pngs = [encode_png(image) for image in _image_list(images, kwargs.get("dataformats"))]
+            pngs = _pngs(images, kwargs.get("dataformats"))
             if pngs:
                 summaries.append(self._events.image_value(key, pngs))
         if summaries:
-            self._writer.add_summary(summaries, self._media_step(step), kwargs.get("walltime"))
+            self._writer.add_summary(summaries, step, kwargs.get("walltime"))
         self._flush_if_due()
 
     def log_table(
@@ -260,24 +299,60 @@ class TensorBoardTracker(GeneralTracker):
         """A text-plugin table (a 2-D string tensor; its first row holds the column names)."""
         columns, rows = table_rows(columns, data, dataframe)
         value = self._events.table_value(table_name, columns, rows)
-        self._writer.add_summary([value], self._media_step(step), kwargs.get("walltime"))
+        self._writer.add_summary([value], step, kwargs.get("walltime"))
         self._flush_if_due()
 
     def log_figure(self, figure: Any, name: str, step: int | None = None, **kwargs: Any) -> None:
-        """A matplotlib figure as a PNG image summary; ``kwargs`` go to ``figure.savefig``."""
+        """A matplotlib (or plotly) figure as a PNG image summary; ``kwargs`` go to ``figure.savefig``."""
         walltime = kwargs.pop("walltime", None)
-        buffer = io.BytesIO()
-        figure.savefig(buffer, **{**kwargs, "format": "png"})
-        self._writer.add_summary(
-            [self._events.image_value(name, [buffer.getvalue()])], self._media_step(step), walltime
-        )
+        png = figure_to_png(figure, **kwargs)
+        self._writer.add_summary([self._events.image_value(name, [png])], step, walltime)
         self._flush_if_due()
 
-    # -- lifecycle -----------------------------------------------------------------------------
+    # -- histogram -------------------------------------------------------------------------------
+    def log_histogram(self, name: str, histogram: Histogram, step: int | None = None, **kwargs: Any) -> None:
+        """TensorBoard's own histogram: the bins' right edges as ``bucket_limit``, counts as ``bucket``."""
+        self._writer.add_summary([self._events.histogram_value(name, histogram)], step, kwargs.get("walltime"))
+        self._flush_if_due()
+
+    # -- flush / finish ------------------------------------------------------------------------
     def flush(self) -> None:
         if self._writer is not None:
+            if self._hparams_at is not None and time.monotonic() >= self._hparams_at:
+                self._write_hparams()
             self._writer.flush()
         self._last_flush = time.monotonic()
+
+    def finish(self) -> None:
+        writer = self._writer
+        if writer is None or writer.closed:
+            return
+        self._write_hparams()
+        if self._wrote_hparams:  # lets the hparams dashboard show the run as finished
+            writer.add_summary([self._events.hparams_end_value(time.time())], step=0)
+        writer.close()
+
+    # -- resume / read-back ----------------------------------------------------------------------
+    def resume_state(self) -> dict:
+        return {"log_dir": str(self.log_dir.absolute())}
+
+    def _event_files(self) -> list[Path]:
+        """The run folder's own event files (not its sub-runs) in the order TensorBoard reads them."""
+        from tensorboard.backend.event_processing import io_wrapper
+
+        return sorted(path for path in Path(self.log_dir).iterdir() if io_wrapper.IsTensorFlowEventsFile(str(path)))
+
+    def _events_read_back(self) -> Any:
+        """Every summary value of the run, as ``(step, value, plugin name)``, through TensorBoard's loader."""
+        from tensorboard.backend.event_processing import event_file_loader
+
+        plugin_of: dict[str, str] = {}  # a tag's plugin comes with its first value (later ones may omit it)
+        for path in self._event_files():
+            for event in event_file_loader.EventFileLoader(str(path)).Load():
+                for value in event.summary.value:
+                    if value.metadata.plugin_data.plugin_name:
+                        plugin_of.setdefault(value.tag, value.metadata.plugin_data.plugin_name)
+                    yield event.step, value, plugin_of.get(value.tag)
 
     def read_back_metrics(self) -> dict[str, dict[int, Any]]:
         """Scalars of this run per step (the last point stored at a step wins, as in TensorBoard's charts)."""
@@ -289,27 +364,28 @@ class TensorBoardTracker(GeneralTracker):
         Read with TensorBoard's own loader (``EventFileLoader``, with its read-time migrations) and
         the files in the order its dashboards read them (sorted names); a step written twice shows twice.
         """
-        from tensorboard.backend.event_processing import event_file_loader, io_wrapper
         from tensorboard.util import tensor_util
 
-        plugin_of: dict[str, str] = {}  # a tag's plugin comes with its first value (later ones may omit it)
         history: dict[str, list[tuple[int, Any]]] = {}
-        files = sorted(path for path in Path(self.log_dir).iterdir() if io_wrapper.IsTensorFlowEventsFile(str(path)))
-        for path in files:
-            for event in event_file_loader.EventFileLoader(str(path)).Load():
-                for value in event.summary.value:
-                    if value.metadata.plugin_data.plugin_name:
-                        plugin_of.setdefault(value.tag, value.metadata.plugin_data.plugin_name)
-                    if plugin_of.get(value.tag) in ("scalars", "text"):
-                        array = tensor_util.make_ndarray(value.tensor)
-                        if array.dtype.kind in "fiu" and array.size == 1:  # a key also logged as text holds strings
-                            history.setdefault(value.tag, []).append((event.step, float(array)))
+        for step, value, plugin in self._events_read_back():
+            if plugin in ("scalars", "text"):
+                array = tensor_util.make_ndarray(value.tensor)
+                if array.dtype.kind in "fiu" and array.size == 1:  # a key also logged as text holds strings
+                    history.setdefault(value.tag, []).append((step, float(array)))
         return history
 
-    def finish(self) -> None:
-        writer = self._writer
-        if writer is None or writer.closed:
-            return
-        if self._wrote_hparams:  # lets the hparams dashboard show the run as finished
-            writer.add_summary([self._events.hparams_end_value(time.time())], step=max(self._step, 0))
-        writer.close()
+    def read_back_images(self) -> dict[str, list[tuple[int, Any]]]:
+        """Every image sample of this run, per tag, as ``(step, HW or HWC uint8 array)``, decoded with Pillow."""
+        import io
+
+        import numpy as np
+        from PIL import Image
+        from tensorboard.util import tensor_util
+
+        images: dict[str, list[tuple[int, Any]]] = {}
+        for step, value, plugin in self._events_read_back():
+            if plugin == "images":
+                for png in tensor_util.make_ndarray(value.tensor)[2:]:  # [width, height, png, png, ...]
+                    with Image.open(io.BytesIO(png)) as image:
+                        images.setdefault(value.tag, []).append((step, np.asarray(image)))
+        return images
