@@ -147,6 +147,27 @@ def test_pre_commit_runs_the_ruff_that_ci_runs():
     assert "entry: bash tools/run.sh actionlint" in hooks
 
 
+def test_pre_commit_runs_the_mypy_that_ci_runs():
+    import re
+    import tomllib
+
+    types = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["hatch"]["envs"]["types"]["dependencies"]
+    (ci_mypy,) = [dep for dep in types if dep.startswith("mypy")]
+    hooks = (ROOT / ".pre-commit-config.yaml").read_text()
+    assert set(re.findall(r"mypy==[\w.]+", hooks)) == {ci_mypy}
+
+
+def test_the_type_check_covers_every_package():
+    import tomllib
+
+    mypy = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]
+    for project in ROOT.glob("packages/*/pyproject.toml"):
+        src = project.parent / "src"
+        (package,) = [p for p in src.iterdir() if (p / "py.typed").exists()]
+        assert package.relative_to(ROOT).as_posix() in mypy["files"], package
+        assert src.relative_to(ROOT).as_posix() in mypy["mypy_path"], src
+
+
 def test_the_loop_benchmark_runs_and_prints_its_table():
     if os.environ.get("TRACKING_BACKEND"):
         pytest.skip("runs once, in the core cell")

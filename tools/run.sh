@@ -3,10 +3,11 @@
 # private virtualenv on first use, then drives the Hatch environments of pyproject.toml.
 #
 #   bash tools/run.sh demo     # the main job: `tracking demo` with every backend, embedded defaults
-#   bash tools/run.sh test     # lint, core alone, one cell per backend, shared tests, oldest SDKs, framework integrations, launchers, packages, docs (= .ci/run)
+#   bash tools/run.sh test     # lint, types, core alone, one cell per backend, shared tests, oldest SDKs, framework integrations, launchers, packages, docs (= .ci/run)
 #   bash tools/run.sh launch   # real launchers (torchrun, accelerate launch, simulated srun/mpirun) over CPU torch
 #   bash tools/run.sh bench    # tools/bench.py in the all-backends environment
 #   bash tools/run.sh lint     # ruff and actionlint (what pre-commit runs)
+#   bash tools/run.sh types    # mypy --strict over every package's sources (the `types` Hatch environment)
 #   bash tools/run.sh dist     # build every wheel and sdist and check them (LICENSE, metadata, twine check)
 #   bash tools/run.sh docs     # build the documentation site into ./site (mkdocs build --strict); `docs serve` serves it
 set -uo pipefail
@@ -74,6 +75,7 @@ run_tests() {
   }
   step lint "$hatch" run lint:check
   step actionlint actionlint
+  step types "$hatch" run types:check
   step core "$hatch" run test-core:run --junitxml="$reports/core.xml"
   if py310="$(python310)"; then
     step "core on Python 3.10" env HATCH_PYTHON="$py310" "$hatch" run test-core-py310:run --junitxml="$reports/core-py310.xml"
@@ -113,6 +115,7 @@ case "${1:-test}" in
   launch) shift; "$hatch" run launch:run "$@" ;;
   lint) "$hatch" run lint:check && actionlint ;;
   actionlint) actionlint ;;
+  types) shift; "$hatch" run types:check "$@" ;;
   dist) shift; "$hatch" run dist:check "$@" ;;
   docs)
     shift
@@ -122,5 +125,5 @@ case "${1:-test}" in
       *) echo "usage: bash tools/run.sh docs [build|serve] [mkdocs options]" >&2; exit 2 ;;
     esac
     ;;
-  *) echo "usage: bash tools/run.sh demo|test|bench|launch|lint|actionlint|dist|docs" >&2; exit 2 ;;
+  *) echo "usage: bash tools/run.sh demo|test|bench|launch|lint|actionlint|types|dist|docs" >&2; exit 2 ;;
 esac

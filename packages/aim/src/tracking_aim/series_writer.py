@@ -33,9 +33,9 @@ class _AimStorage(NamedTuple):
 
     encode: Any
     encode_path: Any
-    WriteBatch: type
-    PrefixView: type
-    Context: type
+    WriteBatch: type[Any]
+    PrefixView: type[Any]
+    Context: type[Any]
 
 
 class _Series:
@@ -88,13 +88,17 @@ class SeriesWriter:
             return None
         return cls(run, _AimStorage(encode, encode_path, WriteBatch, PrefixView, Context))
 
-    def track(self, values: dict[str, Any], step: int | None, epoch: Any, context: dict | None, when: float) -> None:
+    def track(
+        self, values: dict[str, Any], step: int | None, epoch: Any, context: dict[str, Any] | None, when: float
+    ) -> None:
         """Add one step of ``{name: number}``; points the batch cannot take go through Aim's tracker."""
         context_key = repr(context) if context else ""
         ctx = self._contexts.get(context_key)
         if ctx is None:
             ctx = self._contexts[context_key] = self._storage.Context(context or {})
-        if step is None and values:  # as in Aim: the first series' next step, for every value of the call
+        if not values:
+            return
+        if step is None:  # as in Aim: the first series' next step, for every value of the call
             first = self._run_tracker.sequence_infos.get((ctx.idx, next(iter(values))))
             step = first.count if first is not None and first.initialized else 0
         batchable_epoch = epoch is None or type(epoch) is int

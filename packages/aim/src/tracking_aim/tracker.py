@@ -22,7 +22,7 @@ import time
 from collections.abc import Sequence
 from itertools import pairwise
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from tracking_core import GeneralTracker, Histogram, flatten_config, notice, stringify, warn_once
 from tracking_core.adapters import figure_to_png, image_list, table_rows, to_hwc_uint8
@@ -107,7 +107,7 @@ def _index_run(repo_path: str, run_hash: str) -> None:
             container.close()
 
 
-def _merged(old: dict, new: dict) -> dict:
+def _merged(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     """``new`` merged into ``old``, nested dicts key by key (a later ``log_config`` adds or replaces keys)."""
     merged = dict(old)
     for key, value in new.items():
@@ -185,7 +185,7 @@ class AimTracker(GeneralTracker):
     wants_timestamps = True
 
     def __init__(
-        self, run_name: str | None = None, /, logging_dir: str | os.PathLike | None = ".", **kwargs: Any
+        self, run_name: str | None = None, /, logging_dir: str | os.PathLike[str] | None = ".", **kwargs: Any
     ) -> None:
         # ``run_name`` is positional-only so that ``init_kwargs={"aim": {"run_name": ...}}`` names the run.
         super().__init__()
@@ -202,7 +202,7 @@ class AimTracker(GeneralTracker):
         self._series_kind: dict[tuple[str, str], str] = {}
         self._sdk: _Sdk | None = None
         self._writer: SeriesWriter | None = None
-        self._config: dict = {}
+        self._config: dict[str, Any] = {}
 
     # -- start ------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -240,7 +240,7 @@ class AimTracker(GeneralTracker):
         else:
             notice(f"aim: run {run.hash} in the Aim repo {location} (view: aim up --repo {location})")
 
-    def _resumed_run(self, sdk: _Sdk, kwargs: dict) -> Any:
+    def _resumed_run(self, sdk: _Sdk, kwargs: dict[str, Any]) -> Any:
         """The earlier process's Aim run when the tracking run is resumed (an explicit ``run_hash`` wins).
 
         Aim reopens a run whose process was killed on its own; a run it cannot reopen (deleted, or
@@ -276,7 +276,7 @@ class AimTracker(GeneralTracker):
         return str(getattr(repo, "root_path", repo))
 
     # -- config -----------------------------------------------------------------------------------
-    def store_init_configuration(self, values: dict) -> None:
+    def store_init_configuration(self, values: dict[str, Any]) -> None:
         """``run["hparams"]`` (nesting kept); a later call (``log_config``) merges its keys and writes it again."""
         self._config = config = _merged(self._config, values)
         try:
@@ -286,10 +286,10 @@ class AimTracker(GeneralTracker):
             self._run["hparams"] = {key: stringify(value) for key, value in flatten_config(config).items()}
 
     # -- metrics ----------------------------------------------------------------------------------
-    def log(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
+    def log(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:
         self.log_batch([(values, step, kwargs)])
 
-    def log_batch(self, entries: Sequence[tuple[dict, int | None, dict]]) -> None:
+    def log_batch(self, entries: Sequence[tuple[dict[str, Any], int | None, dict[str, Any]]]) -> None:
         try:
             for values, step, kwargs in entries:
                 self._track_values(values, step, kwargs)
@@ -314,8 +314,8 @@ class AimTracker(GeneralTracker):
         if self._writer is not None:
             self._writer.commit()
 
-    def _track_values(self, values: dict, step: int | None, kwargs: dict) -> None:
-        Text = self._sdk.Text
+    def _track_values(self, values: dict[str, Any], step: int | None, kwargs: dict[str, Any]) -> None:
+        Text = cast(_Sdk, self._sdk).Text
         context, epoch = kwargs.get("context"), kwargs.get("epoch")
         for keyword in kwargs:
             if keyword not in _LOG_KEYWORDS:
@@ -342,7 +342,11 @@ class AimTracker(GeneralTracker):
 
     # -- media ------------------------------------------------------------------------------------
     def log_images(
-        self, values: dict, step: int | None = None, kwargs: dict[str, dict] | None = None, **options: Any
+        self,
+        values: dict[str, Any],
+        step: int | None = None,
+        kwargs: dict[str, dict[str, Any]] | None = None,
+        **options: Any,
     ) -> None:
         """``{key: image, (image, caption), list of them or a batch}``; arrays in HW/HWC/CHW (``dataformats=``
         settles an ambiguous shape), floats in [0, 1] scaled, PIL images as they are.
@@ -351,7 +355,7 @@ class AimTracker(GeneralTracker):
         quality, ...) and ``Run.track``; the same keys, ``context=`` and ``epoch=`` are taken as keywords too.
         """
         options = {**(kwargs or {}), **options}
-        Image = self._sdk.Image
+        Image = cast(_Sdk, self._sdk).Image
         image_kwargs = dict(options.pop("aim_image", None) or {})
         dataformats = options.pop("dataformats", None)
         track_kwargs = {**(options.pop("track", None) or {}), **options}
@@ -368,21 +372,33 @@ class AimTracker(GeneralTracker):
         """
         track_kwargs = {key: kwargs.pop(key) for key in _TRACK_KEYWORDS if key in kwargs}
         if type(figure).__module__.startswith("plotly"):
-            value = self._sdk.Figure(figure)
+            value = cast(_Sdk, self._sdk).Figure(figure)
         else:
             from PIL import Image as PILImage  # a dependency of aim
 
-            value = self._sdk.Image(PILImage.open(io.BytesIO(figure_to_png(figure, **kwargs))))
+            value = cast(_Sdk, self._sdk).Image(PILImage.open(io.BytesIO(figure_to_png(figure, **kwargs))))
         self._run.track(value, name=name, step=step, **track_kwargs)
 
-    def log_table(self, table_name, columns=None, data=None, dataframe=None, step=None, **kwargs) -> None:
+    def log_table(
+        self,
+        table_name: str,
+        columns: list[str] | None = None,
+        data: list[list[Any]] | None = None,
+        dataframe: Any = None,
+        step: int | None = None,
+        **kwargs: Any,
+    ) -> None:
         """Aim has no table type: the table is stored as ``aim.Text`` (a markdown table) so it stays
         visible in Aim's Text explorer, under context ``{"type": "table"}`` (merged with ``context=``).
         """
         columns, rows = table_rows(columns, data, dataframe)
         context = {**_TABLE_CONTEXT, **(kwargs.pop("context", None) or {})}
         self._run.track(
-            self._sdk.Text(markdown_table(columns, rows)), name=table_name, step=step, context=context, **kwargs
+            cast(_Sdk, self._sdk).Text(markdown_table(columns, rows)),
+            name=table_name,
+            step=step,
+            context=context,
+            **kwargs,
         )
 
     # -- histogram --------------------------------------------------------------------------------
@@ -398,7 +414,7 @@ class AimTracker(GeneralTracker):
             warn_once(
                 self.name, name, "Aim draws histogram bins evenly; the uneven edges are not kept", reason="aim-bins"
             )
-        distribution = self._sdk.Distribution(hist=list(histogram.counts), bin_range=(edges[0], edges[-1]))
+        distribution = cast(_Sdk, self._sdk).Distribution(hist=list(histogram.counts), bin_range=(edges[0], edges[-1]))
         track_kwargs = {key: kwargs[key] for key in _TRACK_KEYWORDS if key in kwargs}
         self._run.track(distribution, name=name, step=step, **track_kwargs)
 
@@ -412,13 +428,13 @@ class AimTracker(GeneralTracker):
             default = "file://" + (self.logging_dir / "aim-artifacts").absolute().as_posix()
             self._run.set_artifacts_uri(self.artifacts_uri or default)
 
-    def log_artifact(self, local_path: str | os.PathLike, artifact_path: str | None = None) -> None:
+    def log_artifact(self, local_path: str | os.PathLike[str], artifact_path: str | None = None) -> None:
         """Copy a file to ``<artifacts_uri>/<run hash>/<artifact_path>/<file name>`` and list it on the run."""
         self._ensure_artifacts_uri()
         file_name = Path(local_path).name
         self._run.log_artifact(os.fspath(local_path), name=_join(artifact_path, file_name), block=True)
 
-    def log_artifacts(self, local_dir: str | os.PathLike, artifact_path: str | None = None) -> None:
+    def log_artifacts(self, local_dir: str | os.PathLike[str], artifact_path: str | None = None) -> None:
         """Copy a directory's files under ``<artifacts_uri>/<run hash>/<artifact_path>/`` (its layout kept)."""
         self._ensure_artifacts_uri()
         root = Path(local_dir)
@@ -452,7 +468,7 @@ class AimTracker(GeneralTracker):
         self._run.close()  # stops Aim's threads, sets end_time, flushes RocksDB and releases the run's locks
 
     # -- resume and read-back ---------------------------------------------------------------------
-    def resume_state(self) -> dict:
+    def resume_state(self) -> dict[str, Any]:
         return {"run_hash": self.run_hash, "repo": self.repo_path}
 
     def read_back_metrics(self) -> dict[str, dict[int, Any]]:
@@ -470,7 +486,7 @@ class AimTracker(GeneralTracker):
         """
         location = self.repo_path
         if "://" not in location:
-            _index_run(location, self.run_hash)
+            _index_run(location, cast(str, self.run_hash))  # read back after finish(): the run has its hash
         run = _load_sdk().Repo(location).get_run(self.run_hash)
         if run is None:
             raise LookupError(f"aim: run {self.run_hash} is not in the repo {location}")
@@ -492,7 +508,7 @@ class AimTracker(GeneralTracker):
 
         location = self.repo_path
         if "://" not in location:
-            _index_run(location, self.run_hash)
+            _index_run(location, cast(str, self.run_hash))  # read back after finish(): the run has its hash
         run = _load_sdk().Repo(location).get_run(self.run_hash)
         if run is None:
             raise LookupError(f"aim: run {self.run_hash} is not in the repo {location}")

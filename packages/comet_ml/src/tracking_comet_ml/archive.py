@@ -51,14 +51,15 @@ def read_archive_images(path: str | os.PathLike[str]) -> dict[str, list[tuple[in
             if payload.get("file_path") not in members:
                 continue
             params = payload.get("additional_params") or {}
-            key = (payload.get("metadata") or {}).get("key") or params.get("figName")
+            key: Any = (payload.get("metadata") or {}).get("key") or params.get("figName")  # JSON: a str here
             found.setdefault(key, []).append((params.get("step"), archive.read(payload["file_path"])))
     return found
 
 
 def archive_name(experiment: Any) -> str | None:
     try:
-        return experiment._get_offline_archive_file_name()
+        name: str | None = experiment._get_offline_archive_file_name()
+        return name
     except Exception:  # internal name changed: the killed process's data cannot be archived under its name
         return None
 
@@ -84,7 +85,7 @@ def archives_of(directory: Path, key: str) -> list[Path]:
     return [archive for _, archive in sorted(found)]
 
 
-def archive_abandoned_data(comet_ml: Any, saved: dict, directory: Path) -> Path | None:
+def archive_abandoned_data(comet_ml: Any, saved: dict[str, Any], directory: Path) -> Path | None:
     """Archive what a killed process left in Comet's temporary folder, as Comet's ``end()`` would have.
 
     Returns the archive written, or None when there is nothing to recover (the process ended normally, or

@@ -34,7 +34,7 @@ import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from tracking_core import GeneralTracker, Histogram, notice, warn_once
 from tracking_core.adapters import figure_to_png, image_list, table_rows, to_hwc_uint8
@@ -484,7 +484,9 @@ class CometMLTracker(GeneralTracker):
             for key, items in read_archive_images(archive).items():
                 for step, data in items:
                     with Image.open(io.BytesIO(data)) as image:
-                        images.setdefault(key, []).append((step, np.asarray(image).copy()))
+                        images.setdefault(key, []).append(
+                            (cast(int, step), np.asarray(image).copy())
+                        )  # logged with a step
         return images
 
     def _local_archives(self) -> list[Path]:

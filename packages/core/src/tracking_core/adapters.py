@@ -102,7 +102,8 @@ def figure_to_png(figure: Any, **savefig_kwargs: Any) -> bytes:
         figure.savefig(buffer, format="png", **savefig_kwargs)
         return buffer.getvalue()
     if hasattr(figure, "to_image"):  # plotly: needs its image engine (kaleido)
-        return figure.to_image(format="png")
+        png: bytes = figure.to_image(format="png")
+        return png
     raise TypeError(f"{type(figure).__name__} is not a matplotlib or plotly figure")
 
 

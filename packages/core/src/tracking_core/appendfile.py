@@ -16,7 +16,7 @@ from pathlib import Path
 class AppendFile:
     """Bytes are kept in memory until ``flush()``; thread safety is the caller's."""
 
-    def __init__(self, path: str | os.PathLike) -> None:
+    def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         self._size = os.fstat(self._fd).st_size

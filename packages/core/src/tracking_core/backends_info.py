@@ -21,7 +21,7 @@ EMBEDDED_DEFAULTS = {
 }
 
 #: The SDK module each built-in backend needs (None: no third-party SDK).
-SDK_MODULES = {"jsonl": None}
+SDK_MODULES: dict[str, str | None] = {"jsonl": None}
 
 
 @dataclass

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from .__about__ import __version__
 from .tabular import format_table
@@ -171,7 +171,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 0
     try:
-        return args.handler(args)
+        handler: Callable[[argparse.Namespace], int] = args.handler
+        return handler(args)
     except (FileNotFoundError, ValueError, ImportError) as error:
         print(f"tracking {args.command}: error: {error}", file=sys.stderr)
         return 2

@@ -24,7 +24,7 @@ _MAX_DEPTH = 32
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
-def _to_mapping(value: Any) -> Mapping | None:
+def _to_mapping(value: Any) -> Mapping[Any, Any] | None:
     """The fields of a config-like object as a mapping, or ``None`` when it is not one.
 
     Mappings, dataclasses, objects with ``model_dump``/``to_dict`` (pydantic, HF ``TrainingArguments``)
@@ -129,7 +129,7 @@ def sanitize_config(config: Any) -> dict[str, Any]:
     return cleaned
 
 
-def flatten_config(config: Mapping, separator: str = SEPARATOR) -> dict[str, Any]:
+def flatten_config(config: Mapping[Any, Any], separator: str = SEPARATOR) -> dict[str, Any]:
     """Nested dicts to ``a/b`` keys; lists stay values (use ``stringify`` where the SDK needs text)."""
     flat: dict[str, Any] = {}
 

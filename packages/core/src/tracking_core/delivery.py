@@ -28,7 +28,7 @@ import traceback
 from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from .errors import PartialDelivery, TrackingError
 from .mapping import BackendValues
@@ -59,7 +59,8 @@ class RetryPolicy(NamedTuple):
     longest: float = 300.0
 
     def delay(self, failures: int) -> float:
-        return min(self.longest, self.first * 2 ** max(0, failures - 1))
+        backoff: float = self.first * 2 ** max(0, failures - 1)
+        return min(self.longest, backoff)
 
 
 def is_refusal(error: BaseException) -> bool:
@@ -540,7 +541,7 @@ class Delivery:
                 self._backlog = None
                 has_spill = self._spill.path is not None and self.report.spilled > 0
                 self.mode = RECOVERING if has_spill else LIVE
-                self._reader = SpillReader(self._spill.path) if has_spill else None
+                self._reader = SpillReader(cast(Path, self._spill.path)) if has_spill else None  # has_spill: a path
                 return
         else:
             records = self._reader.read(MAX_BATCH) if self._reader is not None else []
@@ -652,7 +653,9 @@ class Delivery:
         self.report.state = "timed_out"
         owed = [*self._unconfirmed, *self.in_flight, *pending]
         self._unconfirmed = []
-        numbered = sorted((record for record in owed if record.seq is not None), key=lambda record: record.seq)
+        numbered = sorted(
+            (record for record in owed if record.seq is not None), key=lambda record: cast(int, record.seq)
+        )
         for record in [*numbered, *(record for record in owed if record.seq is None)]:
             if record.kind in CONTROL_KINDS:
                 if record.kind == "flush":

@@ -29,7 +29,7 @@ from .tracker import GeneralTracker, RunContext
 from .worker import BackendWorker
 
 SAFE_EVERY = 0.2  # seconds between "how far is safe" events
-_EMPTY: dict = {}
+_EMPTY: dict[str, Any] = {}
 
 
 def load_class(path: tuple[str, str]) -> type:
@@ -37,7 +37,8 @@ def load_class(path: tuple[str, str]) -> type:
     value: Any = importlib.import_module(module)
     for part in qualname.split("."):
         value = getattr(value, part)
-    return value
+    cls: type = value  # a tracker class, named by the training process
+    return cls
 
 
 class Host:
@@ -57,7 +58,7 @@ class Host:
         for backend in setup["backends"]:
             self._add(backend, context)
 
-    def send(self, event: tuple) -> None:
+    def send(self, event: tuple[Any, ...]) -> None:
         with self._send_lock:
             try:
                 self.connection.send(event)
@@ -123,7 +124,7 @@ class Host:
         for closer in self._closers:
             closer.join()
 
-    def _handle(self, message: tuple) -> None:
+    def _handle(self, message: tuple[Any, ...]) -> None:
         kind = message[0]
         if kind == "records":  # (records, targets): targets None = every backend
             for record, targets in message[1]:

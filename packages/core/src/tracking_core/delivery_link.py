@@ -102,7 +102,9 @@ class DeliveryLink:
         on_death: Callable[[DeliveryLink, str], None],
     ) -> None:
         self.workers: dict[str, RemoteWorker] = {}
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[Any] = (
+            queue.SimpleQueue()
+        )  # (record or control message, targets) pairs; None: stop
         self._maxsize = queue_size
         self._room = threading.Event()
         self._retained: collections.deque[tuple[Record, tuple[str, ...] | None]] = collections.deque()

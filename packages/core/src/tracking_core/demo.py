@@ -9,9 +9,12 @@ from __future__ import annotations
 import math
 import random
 import time
+from collections.abc import Iterable
+from typing import Any
 
 from .dispatcher import init
 from .registry import get_available_trackers
+from .tracker import GeneralTracker
 
 
 def make_data(n: int, seed: int = 0) -> list[tuple[float, float, int]]:
@@ -37,7 +40,7 @@ def evaluate(weights: list[float], data: list[tuple[float, float, int]]) -> tupl
     return loss / len(data), correct / len(data)
 
 
-def _image(weights: list[float], size: int = 32):
+def _image(weights: list[float], size: int = 32) -> Any:
     """The decision function over [-3, 3]^2 as an HxWx3 uint8 image (needs numpy)."""
     import numpy as np
 
@@ -60,7 +63,7 @@ def run_demo(logging_dir: str = "runs", steps: int = 200, backends: str | None =
         raise ValueError(f"steps must be a whole number, 0 or more, got {steps!r}")
     names = [b.strip() for b in backends.split(",")] if backends else get_available_trackers()
     train, valid = make_data(2000, seed=0), make_data(500, seed=1)
-    config = {
+    config: dict[str, Any] = {
         "model": "logistic-regression",
         "optimizer": {"name": "sgd", "lr": 0.5, "momentum": 0.9},
         "batch_size": 64,
@@ -117,7 +120,7 @@ def run_demo(logging_dir: str = "runs", steps: int = 200, backends: str | None =
     return 0 if report.ok and learned else 1
 
 
-def read_back_table(trackers, expected_points: int) -> str:
+def read_back_table(trackers: Iterable[GeneralTracker], expected_points: int) -> str:
     """Per backend: how many series and points its storage holds, and the last train/loss it has."""
     rows = [("backend", "series", "points", "train/loss points", "last train/loss")]
     for tracker in trackers:

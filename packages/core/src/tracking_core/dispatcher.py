@@ -11,9 +11,9 @@ import json
 import os
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from . import lifecycle
 from .config import sanitize_config
@@ -42,7 +42,7 @@ from .worker import BackendWorker, direct_arguments
 if TYPE_CHECKING:
     from .delivery_link import DeliveryLink
 
-_EMPTY: dict = {}
+_EMPTY: dict[str, Any] = {}
 _now = time.time
 DEFAULT_FINISH_TIMEOUT = 120.0
 DEFAULT_FLUSH_INTERVAL = 1.0
@@ -61,7 +61,7 @@ def checked_step(step: Any) -> int:
     step = step.__index__()
     if not 0 <= step <= MAX_STEP:
         raise ValueError(f"step must be between 0 and 2**63 - 1, got {step}")
-    return step
+    return cast(int, step)  # __index__ returns an int
 
 
 class Dispatcher:
@@ -102,7 +102,7 @@ class Dispatcher:
     def __init__(
         self,
         log_with: TrackerSpec | Iterable[TrackerSpec] | None = None,
-        logging_dir: str | os.PathLike | None = None,
+        logging_dir: str | os.PathLike[str] | None = None,
         *,
         blocking: bool = False,
         queue_size: int = 10_000,
@@ -144,11 +144,13 @@ class Dispatcher:
         self.per_rank = bool(per_rank)
         self.delivery = "thread" if blocking else delivery
         self._link: DeliveryLink | None = None
-        self._remote: dict[str, tuple[tuple[str, str], dict | None]] = {}  # backend -> (class path, init kwargs)
+        self._remote: dict[
+            str, tuple[tuple[str, str], dict[str, Any] | None]
+        ] = {}  # backend -> (class path, init kwargs)
         self._finishing = False
         self._specs = resolve_specs(log_with, self.logging_dir)
         self._workers: list[BackendWorker] = []  # emptied by finish()
-        self._puts: list = []  # the workers' enqueue functions; emptied by finish()
+        self._puts: list[Callable[[Any], None]] = []  # the workers' enqueue functions; emptied by finish()
         self._all_workers: list[BackendWorker] = []
         self._skipped: dict[str, NoOpTracker] = {}
         self._step = -1
@@ -173,7 +175,9 @@ class Dispatcher:
             self.project_name or "run", run_dir=self.run_dir, run_id=self.run_id, journal_name=spill_name(backend)
         )
 
-    def init_trackers(self, project_name: str, config: Any = None, init_kwargs: dict | None = None) -> Dispatcher:
+    def init_trackers(
+        self, project_name: str, config: Any = None, init_kwargs: dict[str, dict[str, Any]] | None = None
+    ) -> Dispatcher:
         """Create every tracker and start it in its worker; returns at once."""
         if self._initialized:
             raise RuntimeError("init_trackers() was already called on this Dispatcher; create a new one for a new run.")
@@ -200,7 +204,7 @@ class Dispatcher:
         self._step, self._seq = session.last_step, session.last_seq
         context = RunContext(
             self.project_name,
-            self.run_id if not self.per_rank else f"{self.run_id}-rank{self.rank}",
+            cast(str, self.run_id) if not self.per_rank else f"{self.run_id}-rank{self.rank}",  # set by now
             self.run_dir,
             root,
             rank=self.rank,
@@ -263,7 +267,7 @@ class Dispatcher:
         )
 
     # -- delivery process (delivery="process") ------------------------------------------------
-    def _remote_path(self, spec: Any, init_kwargs: dict | None) -> tuple[str, str] | None:
+    def _remote_path(self, spec: Any, init_kwargs: dict[str, dict[str, Any]] | None) -> tuple[str, str] | None:
         """Where the delivery process finds this backend's class, or ``None`` when it stays in this process.
 
         Instances, classes defined in ``__main__`` or inside functions, and unpicklable options stay
@@ -473,7 +477,12 @@ class Dispatcher:
 
     # -- the hot path ------------------------------------------------------------------------
     def log(
-        self, values: dict, step: int | None = None, log_kwargs: dict | None = None, *, timestamp: float | None = None
+        self,
+        values: dict[str, Any],
+        step: int | None = None,
+        log_kwargs: dict[str, dict[str, Any]] | None = None,
+        *,
+        timestamp: float | None = None,
     ) -> None:
         """Record ``values`` at ``step`` (``None``: the previous step + 1, from 0) on every tracker.
 
@@ -516,7 +525,7 @@ class Dispatcher:
                 reason="step-backwards",
                 stacklevel=4,
             )
-        return step
+        return cast(int, step)  # checked_step's int
 
     def _current_step(self, step: Any) -> int:
         # Media logged without a step belongs to the step of the last metrics.
@@ -572,7 +581,12 @@ class Dispatcher:
 
     # -- optional capabilities ---------------------------------------------------------------
     def _fan_out(
-        self, capability: str, record_for: Any, step: Any, log_kwargs: dict | None, instead: str | None = None
+        self,
+        capability: str,
+        record_for: Any,
+        step: Any,
+        log_kwargs: dict[str, dict[str, Any]] | None,
+        instead: str | None = None,
     ) -> None:
         """Queue one record for the backends with ``capability``; ``instead`` says what the others do
         with it (they get it too, and the contract's default stores that), else they skip it."""
@@ -603,7 +617,9 @@ class Dispatcher:
                 stacklevel=4,
             )
 
-    def log_images(self, values: dict, step: int | None = None, log_kwargs: dict | None = None) -> None:
+    def log_images(
+        self, values: dict[str, Any], step: int | None = None, log_kwargs: dict[str, dict[str, Any]] | None = None
+    ) -> None:
         """``{key: image or list of images}``; numpy HW/HWC arrays, tensors, PIL images."""
         payload = {}
         for key, value in values.items():
@@ -623,10 +639,10 @@ class Dispatcher:
         self,
         table_name: str,
         columns: list[str] | None = None,
-        data: list[list[Any]] | None = None,
+        data: Iterable[Sequence[Any]] | None = None,
         dataframe: Any = None,
         step: int | None = None,
-        log_kwargs: dict | None = None,
+        log_kwargs: dict[str, dict[str, Any]] | None = None,
     ) -> None:
         """A table from ``columns`` and ``data`` rows, or a pandas ``dataframe``; the rows are copied now.
 
@@ -647,7 +663,9 @@ class Dispatcher:
         )
         self._fan_out("log_table", ("table", payload), step, log_kwargs)
 
-    def log_figure(self, figure: Any, name: str, step: int | None = None, log_kwargs: dict | None = None) -> None:
+    def log_figure(
+        self, figure: Any, name: str, step: int | None = None, log_kwargs: dict[str, dict[str, Any]] | None = None
+    ) -> None:
         """A matplotlib or plotly figure, copied now: it may be changed, reused or closed once this returns."""
         from .figures import copy_figure  # pickle and copy load only for scripts that log figures
 
@@ -674,7 +692,7 @@ class Dispatcher:
         edges: Any = None,
         step: int | None = None,
         bins: int = 64,
-        log_kwargs: dict | None = None,
+        log_kwargs: dict[str, dict[str, Any]] | None = None,
     ) -> None:
         """A distribution (weights, gradients, activations) at ``step``.
 
@@ -717,14 +735,14 @@ class Dispatcher:
             instead=f"{name}/count, /min, /max, /mean and /std as metrics",
         )
 
-    def log_artifact(self, local_path: str | os.PathLike, artifact_path: str | None = None) -> None:
+    def log_artifact(self, local_path: str | os.PathLike[str], artifact_path: str | None = None) -> None:
         """A file for the backends that store artifacts; it must exist now (the path is checked at the call)."""
         if not os.path.isfile(local_path):
             raise FileNotFoundError(f"log_artifact: {local_path} is not a file")
         artifact_path = check_artifact_path(artifact_path)  # the path rule (paths.py)
         self._fan_out("log_artifact", ("artifact", (os.fspath(local_path), artifact_path)), None, None)
 
-    def log_artifacts(self, local_dir: str | os.PathLike, artifact_path: str | None = None) -> None:
+    def log_artifacts(self, local_dir: str | os.PathLike[str], artifact_path: str | None = None) -> None:
         """A folder's files for the backends that store artifacts; the folder must exist now."""
         if not os.path.isdir(local_dir):
             raise FileNotFoundError(f"log_artifacts: {local_dir} is not a directory")
@@ -733,7 +751,9 @@ class Dispatcher:
         self._fan_out("log_artifacts", ("artifacts", (os.fspath(local_dir), artifact_path)), None, None)
 
     # -- methods called on a managed tracker -------------------------------------------------
-    def _direct_call(self, worker: BackendWorker, method: str, own: Any, args: tuple, kwargs: dict) -> Any:
+    def _direct_call(
+        self, worker: BackendWorker, method: str, own: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
         """``tracker.<method>(...)`` called by the script on a tracker this dispatcher manages.
 
         The call becomes the same record the dispatcher's own method makes (same checks, same
@@ -780,7 +800,7 @@ class Dispatcher:
             self._only.worker = None
         return None
 
-    def _log_to(self, worker: BackendWorker, values: dict, step: int | None, kwargs: dict) -> None:
+    def _log_to(self, worker: BackendWorker, values: dict[str, Any], step: int | None, kwargs: dict[str, Any]) -> None:
         """``log`` for one backend (a direct call on its tracker): the dispatcher's step and value rules."""
         flat, rejected = snapshot(values)
         if rejected:
@@ -899,9 +919,9 @@ class Dispatcher:
 def init(
     project_name: str,
     log_with: TrackerSpec | Iterable[TrackerSpec] | None = None,
-    logging_dir: str | os.PathLike = DEFAULT_LOGGING_DIR,
+    logging_dir: str | os.PathLike[str] = DEFAULT_LOGGING_DIR,
     config: Any = None,
-    init_kwargs: dict | None = None,
+    init_kwargs: dict[str, dict[str, Any]] | None = None,
     **options: Any,
 ) -> Dispatcher:
     """Start a run: ``Dispatcher(log_with, logging_dir, **options).init_trackers(project_name, ...)``."""

@@ -41,7 +41,7 @@ class _DetachingPickler(pickle.Pickler):
             return NotImplemented
         state = obj.__getstate__()
         state.pop("_restore_to_pylab", None)
-        return copyreg.__newobj__, (type(obj),), state
+        return copyreg.__newobj__, (type(obj),), state  # type: ignore[attr-defined]  # in copyreg, not in typeshed
 
 
 def copy_figure(figure: Any) -> tuple[Any, str | None]:

@@ -18,7 +18,7 @@ __all__ = ["file_lock"]
 
 
 @contextlib.contextmanager
-def file_lock(path: str | os.PathLike, timeout: float = 120.0) -> Iterator[None]:
+def file_lock(path: str | os.PathLike[str], timeout: float = 120.0) -> Iterator[None]:
     """Hold an exclusive lock on ``path`` (created if missing) for the ``with`` block.
 
     Waits at most ``timeout`` seconds, then goes on without the lock (the store's own error, if
@@ -48,7 +48,7 @@ def _try_lock(descriptor: int) -> bool:
         if os.name == "nt":
             import msvcrt
 
-            msvcrt.locking(descriptor, msvcrt.LK_NBLCK, 1)
+            msvcrt.locking(descriptor, msvcrt.LK_NBLCK, 1)  # type: ignore[attr-defined]  # typeshed: Windows only
         else:
             import fcntl
 
@@ -63,7 +63,7 @@ def _unlock(descriptor: int) -> None:
         import msvcrt
 
         os.lseek(descriptor, 0, os.SEEK_SET)
-        msvcrt.locking(descriptor, msvcrt.LK_UNLCK, 1)
+        msvcrt.locking(descriptor, msvcrt.LK_UNLCK, 1)  # type: ignore[attr-defined]  # typeshed: Windows only
     else:
         import fcntl
 

@@ -23,7 +23,7 @@ class Histogram(NamedTuple):
 
     counts: list[float]
     edges: list[float]
-    count: int
+    count: int  # type: ignore[assignment]  # the field hides tuple.count(value); nothing calls that on a Histogram
     total: float
     sum_squares: float
     min: float

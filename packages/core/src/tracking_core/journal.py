@@ -40,7 +40,7 @@ def _default(value: Any) -> Any:
     return str(value)
 
 
-def encode(record: dict) -> str:
+def encode(record: dict[str, Any]) -> str:
     return json.dumps(record, default=_default, separators=(",", ":")) + "\n"
 
 
@@ -52,7 +52,7 @@ class JournalWriter:
     ``flush(durable=True)`` also fsyncs (they survive the machine going down).
     """
 
-    def __init__(self, path: str | os.PathLike, *, project: str, run_id: str, source: str) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, project: str, run_id: str, source: str) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if self.path.exists():
@@ -73,10 +73,10 @@ class JournalWriter:
             )
             self.flush()
 
-    def write(self, record: dict) -> None:
+    def write(self, record: dict[str, Any]) -> None:
         self._file.write(encode(record))
 
-    def write_many(self, records: list[dict]) -> None:
+    def write_many(self, records: list[dict[str, Any]]) -> None:
         self._file.write("".join(encode(record) for record in records))
 
     def flush(self, durable: bool = False) -> None:
@@ -102,7 +102,7 @@ def _drop_torn_line(path: Path) -> None:
             handle.write(b"\n")
 
 
-def resolve_journal(path: str | os.PathLike) -> Path:
+def resolve_journal(path: str | os.PathLike[str]) -> Path:
     """A journal file, or the ``journal.jsonl`` inside a run directory."""
     path = Path(path)
     if path.is_dir():
@@ -120,7 +120,7 @@ def resolve_journal(path: str | os.PathLike) -> Path:
     return path
 
 
-def read_journal(path: str | os.PathLike) -> Iterator[dict]:
+def read_journal(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
     """Yield the records of a journal; a torn or corrupt line is skipped, never fatal."""
     journal = resolve_journal(path)
     with open(journal, encoding="utf-8") as handle:
@@ -135,7 +135,7 @@ def read_journal(path: str | os.PathLike) -> Iterator[dict]:
                 yield record
 
 
-def read_header(path: str | os.PathLike) -> dict:
+def read_header(path: str | os.PathLike[str]) -> dict[str, Any]:
     for record in read_journal(path):
         if record["type"] == "header":
             if record.get("format") != FORMAT:
@@ -152,11 +152,13 @@ def read_header(path: str | os.PathLike) -> dict:
 class JournalSummary:
     """What a journal holds, for ``tracking show`` and the demo's read-back."""
 
-    def __init__(self, path: str | os.PathLike) -> None:
+    def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = resolve_journal(path)
         self.header = read_header(self.path)
-        self.config: dict = {}
-        self.metrics: dict[str, list[tuple[int, Any]]] = {}
+        self.config: dict[str, Any] = {}
+        self.metrics: dict[
+            str, list[tuple[int | None, Any]]
+        ] = {}  # None: logged without a step, outside the dispatcher
         self.counts: dict[str, int] = {}
         self.finished = False
         for record in read_journal(self.path):

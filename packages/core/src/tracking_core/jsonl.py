@@ -7,7 +7,7 @@ import re
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from .journal import JOURNAL_NAME, JournalWriter
 from .notices import notice
@@ -21,7 +21,7 @@ def _file_safe(key: str) -> str:
     return _UNSAFE.sub("_", key).strip("._") or "item"
 
 
-def table_rows(columns: list | None, data: list | None, dataframe: Any) -> tuple[list[str], list[list[Any]]]:
+def table_rows(columns: list[Any] | None, data: list[Any] | None, dataframe: Any) -> tuple[list[str], list[list[Any]]]:
     """Columns and rows from either ``columns``/``data`` or a pandas-like ``dataframe``."""
     if dataframe is not None:
         return [str(column) for column in dataframe.columns], dataframe.values.tolist()
@@ -32,14 +32,14 @@ def table_rows(columns: list | None, data: list | None, dataframe: Any) -> tuple
     return ([str(column) for column in columns] if columns else [f"col{i}" for i in range(width)]), rows
 
 
-def _metrics_record(values: dict, step: int | None, kwargs: dict) -> dict:
-    record = {"type": "metrics", "step": step, "values": values}
+def _metrics_record(values: dict[str, Any], step: int | None, kwargs: dict[str, Any]) -> dict[str, Any]:
+    record: dict[str, Any] = {"type": "metrics", "step": step, "values": values}
     if kwargs.get("timestamp") is not None:
         record["time"] = kwargs["timestamp"]
     return _with_seq(record, kwargs)
 
 
-def _with_seq(record: dict, kwargs: dict) -> dict:
+def _with_seq(record: dict[str, Any], kwargs: dict[str, Any]) -> dict[str, Any]:
     if kwargs.get("seq") is not None:
         record["seq"] = kwargs["seq"]
     return record
@@ -66,8 +66,8 @@ class JsonlTracker(GeneralTracker):
     def __init__(
         self,
         run_name: str,
-        logging_dir: str | os.PathLike | None = None,
-        run_dir: str | os.PathLike | None = None,
+        logging_dir: str | os.PathLike[str] | None = None,
+        run_dir: str | os.PathLike[str] | None = None,
         run_id: str | None = None,
         journal_name: str = JOURNAL_NAME,
     ) -> None:
@@ -88,6 +88,13 @@ class JsonlTracker(GeneralTracker):
         return self._writer
 
     @property
+    def _journal(self) -> JournalWriter:
+        """The writer ``start()`` opened: every record goes through it."""
+        if self._writer is None:
+            raise RuntimeError("jsonl: start() was not called")
+        return self._writer
+
+    @property
     def journal_path(self) -> Path:
         """Where the journal is written, so tools and tests can read it back."""
         return self.run_dir / self.journal_name
@@ -104,21 +111,21 @@ class JsonlTracker(GeneralTracker):
         if not is_spill:
             notice(f"jsonl: journal at {self.journal_path} (summary: tracking show {self.run_dir})")
 
-    def resume_state(self) -> dict:
+    def resume_state(self) -> dict[str, Any]:
         """The journal is appended to in place: its folder is the run's, kept on resume."""
         return {"journal": self.journal_name}
 
-    def store_init_configuration(self, values: dict, seq: int | None = None) -> None:
-        self._writer.write(_with_seq({"type": "config", "values": values}, {"seq": seq}))
-        self._writer.flush()
+    def store_init_configuration(self, values: dict[str, Any], seq: int | None = None) -> None:
+        self._journal.write(_with_seq({"type": "config", "values": values}, {"seq": seq}))
+        self._journal.flush()
 
-    def log(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
-        self._writer.write(_metrics_record(values, step, kwargs))
-        self._writer.flush()
+    def log(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:
+        self._journal.write(_metrics_record(values, step, kwargs))
+        self._journal.flush()
 
-    def log_batch(self, entries: Sequence[tuple[dict, int | None, dict]]) -> None:
-        self._writer.write_many([_metrics_record(values, step, kwargs) for values, step, kwargs in entries])
-        self._writer.flush()
+    def log_batch(self, entries: Sequence[tuple[dict[str, Any], int | None, dict[str, Any]]]) -> None:
+        self._journal.write_many([_metrics_record(values, step, kwargs) for values, step, kwargs in entries])
+        self._journal.flush()
 
     def _media_path(self, kind: str, key: str, step: int | None, index: int, suffix: str) -> Path:
         path = (
@@ -127,7 +134,7 @@ class JsonlTracker(GeneralTracker):
         path.parent.mkdir(parents=True, exist_ok=True)
         return path
 
-    def log_images(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
+    def log_images(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:
         from .png import encode_png
 
         stored: dict[str, list[str]] = {}
@@ -137,36 +144,48 @@ class JsonlTracker(GeneralTracker):
                 path = self._media_path("images", key, step, index, ".png")
                 path.write_bytes(encode_png(image))
                 stored.setdefault(key, []).append(path.relative_to(self.run_dir).as_posix())
-        self._writer.write(_with_seq({"type": "images", "step": step, "images": stored}, kwargs))
-        self._writer.flush()
+        self._journal.write(_with_seq({"type": "images", "step": step, "images": stored}, kwargs))
+        self._journal.flush()
 
-    def log_table(self, table_name, columns=None, data=None, dataframe=None, step=None, **kwargs) -> None:
-        columns, rows = table_rows(columns, data, dataframe)
-        record = {"type": "table", "name": table_name, "step": step, "columns": columns, "data": rows}
-        self._writer.write(_with_seq(record, kwargs))
-        self._writer.flush()
+    def log_table(
+        self,
+        table_name: str,
+        columns: list[str] | None = None,
+        data: list[list[Any]] | None = None,
+        dataframe: Any = None,
+        step: int | None = None,
+        **kwargs: Any,
+    ) -> None:
+        names, rows = table_rows(columns, data, dataframe)
+        record = {"type": "table", "name": table_name, "step": step, "columns": names, "data": rows}
+        self._journal.write(_with_seq(record, kwargs))
+        self._journal.flush()
 
     def log_figure(self, figure: Any, name: str, step: int | None = None, **kwargs: Any) -> None:
         path = self._media_path("figures", name, step, 0, ".png")
         figure.savefig(path, **{key: value for key, value in kwargs.items() if key != "seq"})
         record = {"type": "figure", "name": name, "step": step, "path": path.relative_to(self.run_dir).as_posix()}
-        self._writer.write(_with_seq(record, kwargs))
-        self._writer.flush()
+        self._journal.write(_with_seq(record, kwargs))
+        self._journal.flush()
 
     def log_histogram(self, name: str, histogram: Any, step: int | None = None, **kwargs: Any) -> None:
         record = {"type": "histogram", "name": name, "step": step, "histogram": histogram.to_json()}
-        self._writer.write(_with_seq(record, kwargs))
-        self._writer.flush()
+        self._journal.write(_with_seq(record, kwargs))
+        self._journal.flush()
 
-    def log_artifact(self, local_path, artifact_path=None, seq: int | None = None) -> None:
+    def log_artifact(
+        self, local_path: str | os.PathLike[str], artifact_path: str | None = None, seq: int | None = None
+    ) -> None:
         record = {"type": "artifact", "local_path": os.path.abspath(local_path), "artifact_path": artifact_path}
-        self._writer.write(_with_seq(record, {"seq": seq}))
-        self._writer.flush()
+        self._journal.write(_with_seq(record, {"seq": seq}))
+        self._journal.flush()
 
-    def log_artifacts(self, local_dir, artifact_path=None, seq: int | None = None) -> None:
+    def log_artifacts(
+        self, local_dir: str | os.PathLike[str], artifact_path: str | None = None, seq: int | None = None
+    ) -> None:
         record = {"type": "artifacts", "local_path": os.path.abspath(local_dir), "artifact_path": artifact_path}
-        self._writer.write(_with_seq(record, {"seq": seq}))
-        self._writer.flush()
+        self._journal.write(_with_seq(record, {"seq": seq}))
+        self._journal.flush()
 
     def read_back_metrics(self) -> dict[str, dict[int, Any]]:
         return {key: dict(points) for key, points in self.read_back_history().items()}
@@ -174,7 +193,8 @@ class JsonlTracker(GeneralTracker):
     def read_back_history(self) -> dict[str, list[tuple[int, Any]]]:
         from .journal import JournalSummary
 
-        return JournalSummary(self.journal_path).metrics
+        # every step is an int here: a step-less point comes only from a journal written without the dispatcher
+        return cast("dict[str, list[tuple[int, Any]]]", JournalSummary(self.journal_path).metrics)
 
     def read_back_images(self) -> dict[str, list[tuple[int, Any]]]:
         from .journal import read_journal
@@ -185,7 +205,8 @@ class JsonlTracker(GeneralTracker):
             if entry["type"] == "images":
                 for key, paths in (entry.get("images") or {}).items():
                     for path in paths:
-                        images.setdefault(key, []).append((entry.get("step"), load_png(self.run_dir / path)))
+                        step = cast(int, entry.get("step"))  # the dispatcher numbers every record it delivers
+                        images.setdefault(key, []).append((step, load_png(self.run_dir / path)))
         return images
 
     def flush(self) -> None:

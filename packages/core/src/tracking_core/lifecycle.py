@@ -119,7 +119,7 @@ def _finish_open_runs() -> None:
     runs = list(_runs)
     if not runs:
         return
-    hooks: list | None = getattr(threading, "_threading_atexits", None)
+    hooks: list[Any] | None = getattr(threading, "_threading_atexits", None)
     known = len(hooks) if hooks is not None else 0
     shutting_down = getattr(threading, "_SHUTTING_DOWN", None)
     if shutting_down:

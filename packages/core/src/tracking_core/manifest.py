@@ -41,14 +41,14 @@ class RunManifest:
         run_dir: Path,
         project: str,
         run_id: str,
-        backends: dict | None = None,
+        backends: dict[str, Any] | None = None,
         last_step: int = -1,
         *,
-        progress: dict | None = None,
+        progress: dict[str, Any] | None = None,
         last_seq: int = -1,
         started: float | None = None,
         opened: float | None = None,
-        extra: dict | None = None,
+        extra: dict[str, Any] | None = None,
     ) -> None:
         self.path = Path(run_dir) / MANIFEST_NAME
         self.project = project

@@ -7,6 +7,8 @@ key, warned about once and recorded in that backend's report.
 
 from __future__ import annotations
 
+from typing import Any
+
 from .notices import warn_once
 from .report import BackendReport
 from .tracker import GeneralTracker
@@ -23,7 +25,7 @@ class BackendValues:
         self._filters_non_finite = not getattr(cls, "accepts_non_finite", True)
         self._key_map: dict[str, str] = {}
 
-    def prepare(self, values: dict) -> dict:
+    def prepare(self, values: dict[str, Any]) -> dict[str, Any]:
         """This backend's copy of a metric record."""
         if not (self._renames_keys or self._filters_non_finite):
             return dict(values)

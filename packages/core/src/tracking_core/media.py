@@ -65,7 +65,7 @@ def table_problem(columns: Any, data: Any, dataframe: Any) -> str | None:
     return _duplicates(columns) if columns is not None else None
 
 
-def _duplicates(columns: list) -> str | None:
+def _duplicates(columns: list[Any]) -> str | None:
     """Several backends store a row as a column -> value map, where a repeated name loses cells."""
     names = [str(column) for column in columns]
     repeated = sorted({name for name in names if names.count(name) > 1})

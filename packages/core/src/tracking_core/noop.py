@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from .tracker import GeneralTracker
@@ -50,19 +51,27 @@ class NoOpTracker(GeneralTracker):
         """An object that takes any attribute or call and does nothing, so SDK calls need no rank check."""
         return _Nothing()
 
-    def log_images(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
+    def log_images(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:
         pass
 
-    def log_table(self, table_name, columns=None, data=None, dataframe=None, step=None, **kwargs) -> None:
+    def log_table(
+        self,
+        table_name: str,
+        columns: list[str] | None = None,
+        data: list[list[Any]] | None = None,
+        dataframe: Any = None,
+        step: int | None = None,
+        **kwargs: Any,
+    ) -> None:
         pass
 
-    def log_figure(self, figure, name, step=None, **kwargs) -> None:
+    def log_figure(self, figure: Any, name: str, step: int | None = None, **kwargs: Any) -> None:
         pass
 
-    def log_artifact(self, local_path, artifact_path=None) -> None:
+    def log_artifact(self, local_path: str | os.PathLike[str], artifact_path: str | None = None) -> None:
         pass
 
-    def log_artifacts(self, local_dir, artifact_path=None) -> None:
+    def log_artifacts(self, local_dir: str | os.PathLike[str], artifact_path: str | None = None) -> None:
         pass
 
     def __getattr__(self, name: str) -> Any:

@@ -48,7 +48,7 @@ class OnceRegistry:
     """Remembers which (scope, key, reason) triples were already reported, so each is said once."""
 
     def __init__(self) -> None:
-        self._seen: set[tuple] = set()
+        self._seen: set[tuple[object, ...]] = set()
         self._lock = threading.Lock()
 
     def first_time(self, *identity: object) -> bool:

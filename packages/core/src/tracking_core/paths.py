@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 MAX_NAME_LENGTH = 128
 MAX_ARTIFACT_PATH_LENGTH = 1024
@@ -70,7 +70,7 @@ def check_name(name: Any, parameter: str) -> str:
     problem = name_problem(name)
     if problem:
         raise ValueError(f"{parameter}={_shown(name)} {problem}; it becomes a folder or file name under logging_dir")
-    return name
+    return cast(str, name)  # name_problem refuses anything but a str
 
 
 def check_optional_name(name: Any, parameter: str) -> Any:
@@ -104,7 +104,7 @@ def check_artifact_path(path: Any, parameter: str = "artifact_path") -> str | No
     return trimmed
 
 
-def links_leaving(folder: str | os.PathLike, limit: int = 10_000) -> list[str]:
+def links_leaving(folder: str | os.PathLike[str], limit: int = 10_000) -> list[str]:
     """Symlinks under ``folder`` whose target lies outside it (relative paths), without following linked folders.
 
     Stops after ``limit`` entries so a huge folder costs the caller a bounded walk.
@@ -125,7 +125,7 @@ def links_leaving(folder: str | os.PathLike, limit: int = 10_000) -> list[str]:
     return leaving
 
 
-def warn_links_leaving(folder: str | os.PathLike) -> None:
+def warn_links_leaving(folder: str | os.PathLike[str]) -> None:
     """One ``TrackingWarning`` naming the links under ``folder`` that lead outside it (their content is logged)."""
     leaving = links_leaving(folder)
     if leaving:

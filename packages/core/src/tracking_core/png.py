@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import struct
 import zlib
 from typing import Any
@@ -70,7 +71,7 @@ def decode_png(data: bytes) -> tuple[int, int, int, bytes]:
     return height, width, channels, b"".join(rows)
 
 
-def load_png(path) -> Any:
+def load_png(path: str | os.PathLike[str]) -> Any:
     """A numpy array when numpy is installed, else the (h, w, c, bytes) tuple."""
     with open(path, "rb") as handle:
         data = handle.read()

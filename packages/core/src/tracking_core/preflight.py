@@ -91,9 +91,9 @@ def missing_sdks(specs: Iterable[Any]) -> dict[str, str]:
     """
     import importlib.util
 
-    missing = {}
+    missing: dict[str, str] = {}
     for spec in specs:
-        name = getattr(spec, "name", None)
+        name: Any = getattr(spec, "name", None)  # a user's spec may name itself anything
         module = SDK_MODULES.get(name, name)
         if name not in _BUILT_IN or module is None or not isinstance(spec, type):
             continue

@@ -10,6 +10,7 @@ deliver each record exactly once.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -23,7 +24,7 @@ class Record(NamedTuple):
     payload: Any
     step: int | None
     #: the caller's per-backend ``log_kwargs``
-    kwargs: dict
+    kwargs: dict[str, Any]
     #: Unix time of the caller's ``log()`` (metrics only)
     timestamp: float | None
     #: position in the run's stream of data records; ``None`` for config and control records
@@ -33,15 +34,17 @@ class Record(NamedTuple):
 #: ``new_record(Record, (kind, payload, step, kwargs, timestamp, seq))`` builds a record at C speed
 #: (the generated ``Record.__new__`` is a Python function: it would double the caller's cost).
 new_record = tuple.__new__
+#: A record as the hot path queues it: a plain tuple in ``Record``'s field order (a ``Record`` is one too).
+RecordTuple = tuple[str, Any, "int | None", dict[str, Any], "float | None", "int | None"]
 
 CONTROL_KINDS = frozenset(("flush", "finish"))
-_EMPTY: dict = {}
+_EMPTY: dict[str, Any] = {}
 
 
-def call_kwargs(tracker: GeneralTracker, record: Record) -> dict:
+def call_kwargs(tracker: GeneralTracker, record: Record) -> dict[str, Any]:
     """The record's kwargs plus what the tracker asked for: ``timestamp`` and ``seq``."""
     kwargs = record.kwargs
-    extra = {}
+    extra: dict[str, Any] = {}
     if record.timestamp is not None and tracker.wants_timestamps:
         extra["timestamp"] = record.timestamp
     if record.seq is not None and getattr(tracker, "wants_record_ids", False):
@@ -49,7 +52,7 @@ def call_kwargs(tracker: GeneralTracker, record: Record) -> dict:
     return {**kwargs, **extra} if extra else kwargs
 
 
-def deliver(tracker: GeneralTracker, record: Record, values: dict | None = None) -> None:
+def deliver(tracker: GeneralTracker, record: Record, values: dict[str, Any] | None = None) -> None:
     """Hand one record to a tracker through the contract's methods."""
     kind, payload, step = record.kind, record.payload, record.step
     if kind == "log":
@@ -75,14 +78,15 @@ def deliver(tracker: GeneralTracker, record: Record, values: dict | None = None)
         name, histogram = payload
         tracker.log_histogram(name, histogram, step=step, **call_kwargs(tracker, record))
     elif kind in ("artifact", "artifacts"):
-        method = tracker.log_artifact if kind == "artifact" else tracker.log_artifacts
+        # a tracker with `wants_record_ids` also takes `seq`
+        method: Callable[..., None] = tracker.log_artifact if kind == "artifact" else tracker.log_artifacts
         wants_id = record.seq is not None and getattr(tracker, "wants_record_ids", False)
         method(*payload, **({"seq": record.seq} if wants_id else {}))
     else:  # pragma: no cover - internal misuse
         raise ValueError(f"unknown record kind {kind!r}")
 
 
-def record_from_entry(entry: dict, base: Path) -> Record | None:
+def record_from_entry(entry: dict[str, Any], base: Path) -> Record | None:
     """The record a journal line describes (``None`` for lines that carry no data).
 
     Media come back from the files the journal points to; a figure comes back as the PNG the

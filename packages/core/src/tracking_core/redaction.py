@@ -70,10 +70,10 @@ class _Settings:
         self.enabled = os.environ.get("TRACKING_REDACT", "1").strip().lower() not in ("0", "false", "no", "off")
         self.extra_patterns: list[str] = []
         self.key_parts = list(_SECRET_KEY_PARTS)
-        self.pattern: re.Pattern | None = None  # compiled at first use: ``import tracking_core`` stays cheap
+        self.pattern: re.Pattern[str] | None = None  # compiled at first use: ``import tracking_core`` stays cheap
 
 
-def _compile(extra: list[str]) -> re.Pattern:
+def _compile(extra: list[str]) -> re.Pattern[str]:
     return re.compile("|".join([_URL_USERINFO, *(f"(?:{p})" for p in _SHAPES + extra)]))
 
 
@@ -118,7 +118,7 @@ def is_secret_key(key: Any) -> bool:
     )
 
 
-def _replace(match: re.Match) -> str:
+def _replace(match: re.Match[str]) -> str:
     if match.group("url") is not None:
         return match.group("url") + REDACTED
     if match.group("bearer") is not None:

@@ -133,7 +133,8 @@ def resolve_tracker_class(name: str) -> type[GeneralTracker]:
             f"Built-in names: {', '.join(known)}; custom trackers need register_tracker_class()."
         )
     try:
-        return entry.load()
+        tracker_class: type[GeneralTracker] = entry.load()
+        return tracker_class
     except ImportError as error:
         raise BackendNotInstalledError(
             f"Tracker {name!r} is registered by {entry.value} but could not be imported ({error}). "

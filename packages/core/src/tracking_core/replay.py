@@ -14,6 +14,7 @@ import sys
 import time
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from .dispatcher import Dispatcher
 from .journal import read_header, read_journal, resolve_journal
@@ -67,16 +68,16 @@ class Progress:
 ProgressBar = Progress
 
 
-def journal_config(journal: str | os.PathLike) -> dict:
+def journal_config(journal: str | os.PathLike[str]) -> dict[str, Any]:
     """The configuration a journal recorded (what ``init_trackers`` of a replay should get)."""
-    config: dict = {}
+    config: dict[str, Any] = {}
     for record in read_journal(resolve_journal(journal)):
         if record["type"] == "config":
             config.update(record.get("values") or {})
     return config
 
 
-def replay_into(run: Dispatcher, journal: str | os.PathLike, progress: bool | None = None) -> int:
+def replay_into(run: Dispatcher, journal: str | os.PathLike[str], progress: bool | None = None) -> int:
     """Send the records of ``journal`` to an initialised dispatcher, as new records; returns how many."""
     path = resolve_journal(journal)
     entries = [entry for entry in read_journal(path) if entry["type"] not in ("header", "config", "finish")]
@@ -102,7 +103,7 @@ def replay_into(run: Dispatcher, journal: str | os.PathLike, progress: bool | No
     return len(entries)
 
 
-def _targets(to: str | Iterable[str] | None, header: dict) -> list[str]:
+def _targets(to: str | Iterable[str] | None, header: dict[str, Any]) -> list[str]:
     if to is None:
         source = str(header.get("source", ""))
         if source.startswith("spill:"):
@@ -112,10 +113,10 @@ def _targets(to: str | Iterable[str] | None, header: dict) -> list[str]:
 
 
 def replay(
-    journal: str | os.PathLike,
+    journal: str | os.PathLike[str],
     to: str | Iterable[str] | None = None,
     *,
-    logging_dir: str | os.PathLike | None = None,
+    logging_dir: str | os.PathLike[str] | None = None,
     project: str | None = None,
     progress: bool | None = None,
     new_run: bool = False,
@@ -166,9 +167,9 @@ def replay(
 
 def _replay_into_new_run(
     path: Path,
-    header: dict,
+    header: dict[str, Any],
     targets: list[str],
-    logging_dir: str | os.PathLike | None,
+    logging_dir: str | os.PathLike[str] | None,
     project: str | None,
     progress: bool | None,
 ) -> FinishReport:

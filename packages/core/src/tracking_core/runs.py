@@ -12,6 +12,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .journal import JOURNAL_NAME
 from .manifest import MANIFEST_NAME
@@ -36,17 +37,17 @@ class RunInfo:
 
 def _run_dirs(root: Path) -> list[Path]:
     """Run folders at ``root`` itself, in a project folder (``root/<run>``) or a logging dir (``root/<project>/<run>``)."""
-    found = set()
+    found: set[Path] = set()
     for pattern in ("", "*/", "*/*/"):
         for name in (MANIFEST_NAME, JOURNAL_NAME):
             found.update(path.parent for path in root.glob(pattern + name))
     return sorted(found)
 
 
-def _journal_ends(journal: Path) -> tuple[dict, dict | None]:
+def _journal_ends(journal: Path) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """The header record and the last whole record of a journal (``{}``/``None`` when unreadable)."""
-    header: dict = {}
-    last = None
+    header: dict[str, Any] = {}
+    last: Any = None
     try:
         with open(journal, "rb") as handle:
             first = handle.readline()
@@ -65,9 +66,9 @@ def _journal_ends(journal: Path) -> tuple[dict, dict | None]:
     return (header if isinstance(header, dict) else {}), (last if isinstance(last, dict) else None)
 
 
-def _spilled(run_dir: Path, progress: dict) -> dict[str, int]:
+def _spilled(run_dir: Path, progress: dict[str, Any]) -> dict[str, int]:
     """Records each backend still owes: those in its spill journal past its cursor (recovered ones are not)."""
-    counts = {}
+    counts: dict[str, int] = {}
     for spill in run_dir.glob(spill_name("*")):
         backend = spill.stem[len("spill-") :]
         entry = progress.get(backend)
@@ -84,7 +85,7 @@ def _spilled(run_dir: Path, progress: dict) -> dict[str, int]:
     return counts
 
 
-def _started(header: dict, run_dir: Path) -> str:
+def _started(header: dict[str, Any], run_dir: Path) -> str:
     created = header.get("created")
     try:
         moment = _dt.datetime.fromisoformat(created) if created else None
@@ -98,7 +99,7 @@ def _started(header: dict, run_dir: Path) -> str:
 def describe_run(run_dir: Path) -> RunInfo:
     """Project, id, start time, steps, status and per-backend state of one run folder."""
     info = RunInfo(run_dir, run_dir.parent.name, run_dir.name)
-    manifest: dict = {}
+    manifest: dict[str, Any] = {}
     if (run_dir / MANIFEST_NAME).is_file():
         try:
             manifest = json.loads((run_dir / MANIFEST_NAME).read_text(encoding="utf-8"))
@@ -111,12 +112,14 @@ def describe_run(run_dir: Path) -> RunInfo:
     last_step = manifest.get("last_step")
     if isinstance(last_step, int) and last_step >= 0:
         info.steps = str(last_step + 1)
-    elif isinstance(last and last.get("step"), int):
+    elif last is not None and isinstance(last.get("step"), int):
         info.steps = str(last["step"] + 1)
     if last is not None and info.status == "-":
         info.status = "finished" if last.get("type") == "finish" else "not finished"
-    states = manifest.get("backends") if isinstance(manifest.get("backends"), dict) else {}
-    progress = manifest.get("progress") if isinstance(manifest.get("progress"), dict) else {}
+    states = manifest.get("backends")
+    states = states if isinstance(states, dict) else {}
+    progress = manifest.get("progress")
+    progress = progress if isinstance(progress, dict) else {}
     spilled = _spilled(run_dir, progress)
     for name in sorted(set(states) | set(spilled)):
         state = "resumable" if states.get(name) else ("started" if name in states else "not started")
@@ -126,7 +129,7 @@ def describe_run(run_dir: Path) -> RunInfo:
     return info
 
 
-def find_runs(root: str | os.PathLike) -> list[RunInfo]:
+def find_runs(root: str | os.PathLike[str]) -> list[RunInfo]:
     """Every run under ``root``, oldest first."""
     root = Path(root)
     if not root.is_dir():

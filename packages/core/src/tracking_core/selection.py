@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 from .registry import LoggerType, get_available_trackers, resolve_tracker_class
 from .tracker import GeneralTracker
 
 DEFAULT_LOGGING_DIR = "runs"
-TrackerSpec = str | LoggerType | GeneralTracker | type
+TrackerSpec = str | LoggerType | GeneralTracker | type[GeneralTracker]
 
 
 def _names(log_with: Any) -> list[Any]:
@@ -20,7 +21,7 @@ def _names(log_with: Any) -> list[Any]:
     return list(log_with)
 
 
-def _accepted_keywords(cls: type) -> set[str]:
+def _accepted_keywords(cls: type[GeneralTracker]) -> set[str]:
     import inspect  # only at init_trackers: keeps `import tracking_core` fast
 
     try:
@@ -30,13 +31,15 @@ def _accepted_keywords(cls: type) -> set[str]:
     return {name for name, p in parameters.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
 
 
-def resolve_specs(log_with: Any, logging_dir: str | os.PathLike | None) -> list[type | GeneralTracker]:
+def resolve_specs(
+    log_with: Any, logging_dir: str | os.PathLike[str] | None
+) -> list[type[GeneralTracker] | GeneralTracker]:
     """The tracker classes (or ready instances) ``log_with`` names, once each; ``"all"`` adds every available one.
 
     A name whose package is missing raises, naming the package; a class that needs a logging
     directory raises when there is none.
     """
-    specs: list[type | GeneralTracker] = []
+    specs: list[type[GeneralTracker] | GeneralTracker] = []
     requested = _names(log_with) or ["jsonl"]
     if any(str(getattr(item, "value", item)) == LoggerType.ALL.value for item in requested if isinstance(item, str)):
         requested = [
@@ -45,6 +48,7 @@ def resolve_specs(log_with: Any, logging_dir: str | os.PathLike | None) -> list[
         requested += get_available_trackers()
     seen: set[str] = set()
     for item in requested:
+        spec: type[GeneralTracker] | GeneralTracker
         if isinstance(item, GeneralTracker):
             spec, name = item, item.name
         elif isinstance(item, type):
@@ -68,15 +72,19 @@ def resolve_specs(log_with: Any, logging_dir: str | os.PathLike | None) -> list[
     return specs
 
 
-def construct_tracker(cls: type, project_name: str, logging_dir: str | None, kwargs: dict | None) -> GeneralTracker:
+def construct_tracker(
+    cls: type[GeneralTracker], project_name: str, logging_dir: str | None, kwargs: dict[str, Any] | None
+) -> GeneralTracker:
     """``cls(project, logging_dir, **kwargs)`` or ``cls(project, **kwargs)`` as in accelerate.
 
     A tracker that does not require a logging directory but accepts a ``logging_dir`` keyword
     gets the run's, so embedded defaults land in the same place for every backend.
     """
     kwargs = dict(kwargs or {})
+    # Each backend's constructor has its own signature (accelerate's), not the base class's `_blank` one.
+    build: Callable[..., GeneralTracker] = cls
     if cls.requires_logging_directory:
-        return cls(project_name, kwargs.pop("logging_dir", logging_dir), **kwargs)
+        return build(project_name, kwargs.pop("logging_dir", logging_dir), **kwargs)
     if "logging_dir" not in kwargs and "logging_dir" in _accepted_keywords(cls):
         kwargs["logging_dir"] = logging_dir if logging_dir is not None else DEFAULT_LOGGING_DIR
-    return cls(project_name, **kwargs)
+    return build(project_name, **kwargs)

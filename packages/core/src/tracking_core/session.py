@@ -128,7 +128,7 @@ class RunSession:
         return last_seq, last_step
 
     # -- per backend --------------------------------------------------------------------------
-    def resume_state(self, backend: str) -> dict | None:
+    def resume_state(self, backend: str) -> dict[str, Any] | None:
         return self.manifest.backends.get(backend) if self.resumed else None
 
     def cursor(self, backend: str) -> int:

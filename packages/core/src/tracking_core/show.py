@@ -32,7 +32,7 @@ def _fmt(value: object) -> str:
 class RunMedia:
     """The tables, images and figures a journal lists (paths absolute: the journal stores them relative)."""
 
-    tables: list[dict] = field(default_factory=list)
+    tables: list[dict[str, Any]] = field(default_factory=list)
     images: list[tuple[str, Any, Path]] = field(default_factory=list)  # (key, step, file)
     figures: list[tuple[str, Any, Path]] = field(default_factory=list)
 
@@ -125,7 +125,9 @@ def describe(summary: JournalSummary, media: RunMedia, rows: int = 5) -> str:
 
 
 def show(
-    journals: str | os.PathLike | list[str | os.PathLike], plot: str | os.PathLike | None = None, rows: int = 5
+    journals: str | os.PathLike[str] | list[str | os.PathLike[str]],
+    plot: str | os.PathLike[str] | None = None,
+    rows: int = 5,
 ) -> str:
     """The text ``tracking show`` prints for one journal (or run folder) or several; ``plot`` also writes a PNG."""
     paths = [journals] if isinstance(journals, (str, os.PathLike)) else list(journals)

@@ -129,11 +129,7 @@ def backlog(
     (in ``seq`` order) joins the merge: what a dead delivery process may not have delivered.
     """
     streams = [_numbered_records(path, after, before) for path in paths if path.is_file()]
-    streams.append(
-        (record.seq, record)
-        for record in records
-        if record.seq is not None and after < record.seq < before  # type: ignore[operator]
-    )
+    streams.append((record.seq, record) for record in records if record.seq is not None and after < record.seq < before)
     last = after
     for seq, record in heapq.merge(*streams, key=lambda item: item[0]):
         if seq > last:

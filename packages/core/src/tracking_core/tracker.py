@@ -6,7 +6,7 @@ import functools
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, TypeVar
 
 from .distributed import is_main_process
 from .errors import PartialDelivery
@@ -25,7 +25,7 @@ def on_main_process(function: F) -> F:
     """
 
     @functools.wraps(function)
-    def wrapper(self, *args, **kwargs):
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
         if getattr(self, "main_process_only", False) and not is_main_process():
             return None
         return function(self, *args, **kwargs)
@@ -48,7 +48,7 @@ class RunContext(NamedTuple):
     run_id: str
     run_dir: Path
     logging_dir: Path
-    resume: dict | None = None
+    resume: dict[str, Any] | None = None
     #: global rank of this process and the job's process count
     rank: int = 0
     world_size: int = 1
@@ -94,6 +94,12 @@ class GeneralTracker:
     durable_on_return: ClassVar[bool | None] = None
     run_context: RunContext | None = None
 
+    if TYPE_CHECKING:  # declared for the checker only: __init__ looks for each subclass's own `tracker`
+
+        @property
+        def tracker(self) -> Any:
+            """The SDK object (run, writer, ...) behind this tracker."""
+
     def __init__(self, _blank: bool = False) -> None:
         if _blank:
             return
@@ -112,13 +118,13 @@ class GeneralTracker:
     def start(self) -> None:
         """Create the SDK run. Called once, before anything else is sent."""
 
-    def store_init_configuration(self, values: dict) -> None:
+    def store_init_configuration(self, values: dict[str, Any]) -> None:
         """Record the run's hyper-parameters (a sanitised deep copy, see ``tracking_core.config``)."""
 
-    def log(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
+    def log(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:
         """Record a flat dict of numbers and strings at ``step``."""
 
-    def log_batch(self, entries: Sequence[tuple[dict, int | None, dict]]) -> None:
+    def log_batch(self, entries: Sequence[tuple[dict[str, Any], int | None, dict[str, Any]]]) -> None:
         """Record several ``(values, step, kwargs)`` entries; override when the SDK has a batch API.
 
         An override that can fail part-way raises :class:`~tracking_core.PartialDelivery` saying how
@@ -167,7 +173,7 @@ class GeneralTracker:
         """
         raise NotImplementedError(f"tracker {getattr(self, 'name', type(self).__name__)!r} cannot read images back")
 
-    def resume_state(self) -> dict | None:
+    def resume_state(self) -> dict[str, Any] | None:
         """What a later process needs to continue this run in the SDK (JSON-serialisable), or ``None``.
 
         Called in the worker right after ``start()``; the dispatcher keeps it in the run's
@@ -201,12 +207,12 @@ class GeneralTracker:
             manager.wait_started()
 
     # -- optional capabilities ---------------------------------------------------------------
-    def _unsupported(self, capability: str):
+    def _unsupported(self, capability: str) -> NotImplementedError:
         return NotImplementedError(
             f"tracker {getattr(self, 'name', type(self).__name__)!r} does not support {capability}"
         )
 
-    def log_images(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
+    def log_images(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:
         """Record images: ``{key: image or list of images}`` (numpy HW/HWC arrays, PIL images)."""
         raise self._unsupported("log_images")
 
@@ -234,11 +240,11 @@ class GeneralTracker:
         """
         self.log(histogram_summary(name, histogram), step=step, **kwargs)
 
-    def log_artifact(self, local_path: str | os.PathLike, artifact_path: str | None = None) -> None:
+    def log_artifact(self, local_path: str | os.PathLike[str], artifact_path: str | None = None) -> None:
         """Store a copy of one file, under ``artifact_path`` when given."""
         raise self._unsupported("log_artifact")
 
-    def log_artifacts(self, local_dir: str | os.PathLike, artifact_path: str | None = None) -> None:
+    def log_artifacts(self, local_dir: str | os.PathLike[str], artifact_path: str | None = None) -> None:
         """Store a copy of every file under a folder, under ``artifact_path`` when given."""
         raise self._unsupported("log_artifacts")
 

@@ -95,7 +95,7 @@ def _text(value: str) -> str:
 
 
 def flatten_values(
-    values: Mapping, rejected: dict[str, str], prefix: str = "", seen: frozenset[int] = frozenset()
+    values: Mapping[Any, Any], rejected: dict[str, str], prefix: str = "", seen: frozenset[int] = frozenset()
 ) -> dict[str, Any]:
     """Flatten nested mappings to ``a/b`` keys and make every leaf a Python number or str.
 
@@ -157,7 +157,7 @@ _known_keys: set[str] = set()  # non-empty UTF-8 str keys already seen: checked 
 _MAX_KNOWN_KEYS = 100_000
 
 
-def _plain_keys(values: dict) -> bool:
+def _plain_keys(values: dict[Any, Any]) -> bool:
     """True when every key is a non-empty ``str`` of valid UTF-8; remembers them so the next call is a C-level check."""
     if not all(type(key) is str and key and (key.isascii() or key_problem(key) is None) for key in values):
         return False
@@ -167,7 +167,7 @@ def _plain_keys(values: dict) -> bool:
     return True
 
 
-def snapshot(values: Mapping) -> tuple[dict[str, Any], dict[str, str] | None]:
+def snapshot(values: Mapping[Any, Any]) -> tuple[dict[str, Any], dict[str, str] | None]:
     """The caller-side copy ``log`` hands to the backends.
 
     The common case, a dict of floats under keys seen before, is checked and copied at C speed (set
@@ -194,19 +194,20 @@ def snapshot(values: Mapping) -> tuple[dict[str, Any], dict[str, str] | None]:
     return out, rejected or None
 
 
-def _small(values: dict) -> bool:
+def _small(values: dict[Any, Any]) -> bool:
     """Every number's magnitude is below 2**63, in one C-level pass (a sum of absolute values cannot cancel).
 
     False also for NaN, inf, an int too big for a float (``OverflowError``) and sums that merely add up
     past 2**63: those take the slow path, which decides per value.
     """
     try:
-        return sum(map(abs, values.values())) < _INT64_LIMIT
+        total: float = sum(map(abs, values.values()))
+        return total < _INT64_LIMIT
     except OverflowError:
         return False
 
 
-def _strings_are_plain(values: dict) -> bool:
+def _strings_are_plain(values: dict[Any, Any]) -> bool:
     """No string needs a change (ASCII or valid UTF-8, nothing secret-shaped) and no number is out of range."""
     for value in values.values():
         if type(value) is str:

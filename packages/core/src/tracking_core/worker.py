@@ -18,7 +18,7 @@ from typing import Any
 
 from .delivery import MAX_BATCH, Delivery
 from .notices import logger, warn_once
-from .record import CONTROL_KINDS, Record
+from .record import CONTROL_KINDS, Record, RecordTuple
 from .record import new_record as as_record
 from .report import BackendReport
 from .tracker import GeneralTracker
@@ -39,10 +39,10 @@ MANAGED_METHODS = (
     "finish",
 )
 #: route(worker, method name, the tracker's own bound method, args, kwargs) -> what the call returns
-Router = Callable[["ManagedMixin", str, Callable[..., Any], tuple, dict], Any]
+Router = Callable[["ManagedMixin", str, Callable[..., Any], tuple[Any, ...], dict[str, Any]], Any]
 
 
-def direct_arguments(own: Callable[..., Any], args: tuple, kwargs: dict) -> dict[str, Any]:
+def direct_arguments(own: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
     """The call's arguments by parameter name, in order (defaults filled, ``**kwargs`` under ``"**"``).
 
     Raises the ``TypeError`` the method itself would raise for a wrong call, at the call.
@@ -118,7 +118,7 @@ class BackendWorker(ManagedMixin):
         self.name = tracker.name
         self.report = BackendReport(self.name)
         self.delivery = delivery_for(tracker, self.report)
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[RecordTuple] = queue.SimpleQueue()
         self._maxsize = queue_size
         self._drop_when_full = on_full == "drop"
         self._room = threading.Event()
@@ -146,14 +146,14 @@ class BackendWorker(ManagedMixin):
         self._thread = threading.Thread(target=self._run, name=f"tracking-{self.name}", daemon=True)
         self._thread.start()
 
-    def _make_put(self) -> Callable[[Record], None]:
+    def _make_put(self) -> Callable[[RecordTuple], None]:
         """The caller's enqueue, as a closure: the hot path pays no attribute lookups."""
         if self._blocking:
             delivery = self.delivery
 
             inline = self._inline
 
-            def put_inline(record: Record) -> None:
+            def put_inline(record: RecordTuple) -> None:
                 with self._inline_lock:
                     inline.active = True
                     try:
@@ -166,7 +166,7 @@ class BackendWorker(ManagedMixin):
         queue_size, queue_put, maxsize = self._queue.qsize, self._queue.put, self._maxsize
         put_when_full = self._put_when_full
 
-        def put(record: Record) -> None:
+        def put(record: RecordTuple) -> None:
             if queue_size() >= maxsize:
                 put_when_full(record)
             else:
@@ -174,7 +174,7 @@ class BackendWorker(ManagedMixin):
 
         return put
 
-    def _put_when_full(self, record: Record) -> None:
+    def _put_when_full(self, record: RecordTuple) -> None:
         if record[0] not in CONTROL_KINDS:
             if self._drop_when_full:
                 self.report.dropped += 1

@@ -92,7 +92,7 @@ def _parse_tags(raw: Any, source: str) -> dict[str, str]:
     return {str(key): stringify(value) for key, value in raw.items()}
 
 
-def _merged(old: dict, new: dict) -> dict:
+def _merged(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     """``new`` merged into ``old``, nested dicts key by key (a later ``log_config`` adds or replaces keys)."""
     merged = dict(old)
     for key, value in new.items():
@@ -123,7 +123,7 @@ def _artifact_path(key: str) -> str:
     return "/".join(parts) or "_"
 
 
-def _chunks(items: list, size: int) -> Iterator[list]:
+def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
     for start in range(0, len(items), max(1, size)):
         yield items[start : start + size]
 
@@ -212,7 +212,7 @@ class MLflowTracker(GeneralTracker):
     def __init__(
         self,
         experiment_name: str | None = None,
-        logging_dir: str | os.PathLike | None = None,
+        logging_dir: str | os.PathLike[str] | None = None,
         run_id: str | None = None,
         tags: dict[str, Any] | str | None = None,
         nested_run: bool = False,
@@ -244,7 +244,7 @@ class MLflowTracker(GeneralTracker):
         self._key_ok: Any = None
         self._keys: dict[str, str] = {}
         self._params: dict[str, str] = {}  # params in the run: MLflow keeps a param's first value for good
-        self._config: dict = {}  # the merged config, written whole to config.json at each store
+        self._config: dict[str, Any] = {}  # the merged config, written whole to config.json at each store
         self._image_time = 0  # last log_image timestamp (ms): strictly increasing keeps the images' order
 
     @staticmethod
@@ -398,8 +398,10 @@ class MLflowTracker(GeneralTracker):
     def _experiment_id(self, client: Any, embedded: bool) -> str:
         from mlflow.exceptions import MlflowException
 
+        experiment_id: str  # MLflow's ids are strings
         if self.experiment_id:
-            return client.get_experiment(self.experiment_id).experiment_id  # raises when it does not exist
+            experiment_id = client.get_experiment(self.experiment_id).experiment_id  # raises when it does not exist
+            return experiment_id
         # No name: MLflow's Default experiment -- except in the embedded store, whose Default experiment
         # keeps artifacts in the current directory.
         name = self.experiment_name or (_EMBEDDED_EXPERIMENT if embedded else "Default")
@@ -409,14 +411,16 @@ class MLflowTracker(GeneralTracker):
             if location is None and embedded:
                 location = Path(self.logging_dir, "mlartifacts").as_uri()
             try:
-                return client.create_experiment(name, artifact_location=location)
+                experiment_id = client.create_experiment(name, artifact_location=location)
+                return experiment_id
             except MlflowException as error:
                 if getattr(error, "error_code", None) != "RESOURCE_ALREADY_EXISTS":
                     raise
                 experiment = client.get_experiment_by_name(name)  # another process created it meanwhile
         if experiment.lifecycle_stage != "active":
             raise ValueError(f"MLflow experiment {name!r} is deleted; restore it or choose another experiment name")
-        return experiment.experiment_id
+        experiment_id = experiment.experiment_id
+        return experiment_id
 
     def _resume(self, client: Any, run_id: str) -> Any:
         run = client.get_run(run_id)  # raises when the run does not exist
@@ -474,7 +478,7 @@ class MLflowTracker(GeneralTracker):
         return self._run.info.run_id if self._run is not None else None
 
     # -- config -----------------------------------------------------------------------------------
-    def store_init_configuration(self, values: dict) -> None:
+    def store_init_configuration(self, values: dict[str, Any]) -> None:
         """Params (flattened, stringified) plus the exact config as ``config.json``.
 
         Called again (``log_config``, or a resumed run), only new keys become params: MLflow keeps a
@@ -550,10 +554,10 @@ class MLflowTracker(GeneralTracker):
         return text
 
     # -- metrics and text -------------------------------------------------------------------------
-    def log(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
+    def log(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:
         self.log_batch([(values, step, kwargs)])
 
-    def log_batch(self, entries: Sequence[tuple[dict, int | None, dict]]) -> None:
+    def log_batch(self, entries: Sequence[tuple[dict[str, Any], int | None, dict[str, Any]]]) -> None:
         from mlflow.entities import Metric
 
         now = int(time.time() * 1000)
@@ -587,7 +591,7 @@ class MLflowTracker(GeneralTracker):
             stored += len(chunk)
 
     # -- media ------------------------------------------------------------------------------------
-    def log_images(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
+    def log_images(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:
         """``log_image(key=..., step=...)`` per image (HW/HWC/CHW arrays, batches, PIL), as uint8 HW/HWC."""
         step = 0 if step is None else int(step)
         for key, images in values.items():
@@ -630,7 +634,9 @@ class MLflowTracker(GeneralTracker):
             dataframe = pd.DataFrame(rows, columns=names)
         self._client.log_table(self.active_run_id, data=dataframe, artifact_file=artifact_file)
 
-    def log_figure(self, figure: Any, artifact_file: str, step: int | None = None, **save_kwargs: Any) -> None:
+    def log_figure(  # type: ignore[override]  # accelerate's MLflowTracker calls the name `artifact_file`
+        self, figure: Any, artifact_file: str, step: int | None = None, **save_kwargs: Any
+    ) -> None:
         """The figure as the PNG artifact ``artifact_file`` (``.png`` added or replacing another suffix).
 
         ``save_kwargs`` go to ``savefig`` (``dpi=...``), also when given as ``save_kwargs={...}`` the way
@@ -643,10 +649,10 @@ class MLflowTracker(GeneralTracker):
         self._client.log_image(self.active_run_id, figure_to_array(figure, **save_kwargs), artifact_file=name)
 
     # -- artifacts --------------------------------------------------------------------------------
-    def log_artifact(self, local_path: str | os.PathLike, artifact_path: str | None = None) -> None:
+    def log_artifact(self, local_path: str | os.PathLike[str], artifact_path: str | None = None) -> None:
         self._client.log_artifact(self.active_run_id, os.fspath(local_path), artifact_path)
 
-    def log_artifacts(self, local_dir: str | os.PathLike, artifact_path: str | None = None) -> None:
+    def log_artifacts(self, local_dir: str | os.PathLike[str], artifact_path: str | None = None) -> None:
         self._client.log_artifacts(self.active_run_id, os.fspath(local_dir), artifact_path)
 
     # -- finish -----------------------------------------------------------------------------------
@@ -657,7 +663,7 @@ class MLflowTracker(GeneralTracker):
         self._finished = True
 
     # -- resume and read-back ---------------------------------------------------------------------
-    def resume_state(self) -> dict | None:
+    def resume_state(self) -> dict[str, Any] | None:
         """The run id plus the store holding it: the embedded store's path depends on ``logging_dir``.
 
         ``experiment_id`` is informational. A password in the tracking URI is left out (the state is

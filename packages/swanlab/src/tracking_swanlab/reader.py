@@ -58,14 +58,14 @@ class SwanLabRunData:
         return tables
 
 
-def find_run_file(run_dir: str | os.PathLike) -> Path:
+def find_run_file(run_dir: str | os.PathLike[str]) -> Path:
     files = sorted(Path(run_dir).glob("run-*.swanlab"))
     if len(files) != 1:
         raise FileNotFoundError(f"expected one run-*.swanlab file in {run_dir}, found {len(files)}")
     return files[0]
 
 
-def read_run(run_dir: str | os.PathLike) -> SwanLabRunData:
+def read_run(run_dir: str | os.PathLike[str]) -> SwanLabRunData:
     from swanlab.proto.swanlab.record.v1 import record_pb2
     from swanlab.sdk.internal.core_python.store import DataStoreReader
 
@@ -87,8 +87,8 @@ def read_run(run_dir: str | os.PathLike) -> SwanLabRunData:
                 media = record.media
                 column = media.DESCRIPTOR.fields_by_name["type"].enum_type.values_by_number[media.type].name
                 files = [_media_file(run_dir, item.filename) for item in media.value.items]
-                point = MediaPoint(media.step, column.removeprefix("COLUMN_TYPE_").lower(), files)
-                data.media.setdefault(media.key, []).append(point)
+                media_point = MediaPoint(media.step, column.removeprefix("COLUMN_TYPE_").lower(), files)
+                data.media.setdefault(media.key, []).append(media_point)
             elif kind == "save" and record.save.name not in ("config", "metadata"):
                 data.saved_files.append(record.save.name)
             elif kind == "finish":

@@ -29,9 +29,9 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from tracking_core import GeneralTracker, notice, warn_once
+from tracking_core import GeneralTracker, RunContext, notice, warn_once
 from tracking_core.adapters import figure_to_png, image_list, probe_http, table_rows, to_hwc_uint8
 from tracking_core.notices import logger
 from tracking_core.paths import check_optional_name
@@ -67,19 +67,20 @@ def _plain(cell: Any) -> Any:
     return item() if callable(item) and not isinstance(cell, (str, bytes)) and getattr(cell, "ndim", 0) == 0 else cell
 
 
-def _as_dict(settings: Any) -> dict:
+def _as_dict(settings: Any) -> dict[str, Any]:
     if settings is None:
         return {}
     if isinstance(settings, Mapping):
         return dict(settings)
-    return settings.model_dump(exclude_unset=True)
+    dumped: dict[str, Any] = settings.model_dump(exclude_unset=True)
+    return dumped
 
 
-def _settings_sources(swanlab: Any, user_settings: dict) -> list:
+def _settings_sources(swanlab: Any, user_settings: dict[str, Any]) -> list[Any]:
     """Where a user can have chosen a setting: their ``settings`` kwarg, SwanLab's environment and
     config files (a fresh ``swanlab.Settings()`` records which fields they set), and
     ``swanlab.merge_settings`` (a full Settings object: a value differing from the default counts)."""
-    sources: list = [user_settings, swanlab.Settings()]
+    sources: list[Any] = [user_settings, swanlab.Settings()]
     global_settings = _global_settings()
     if global_settings is not None:
         sources.append(("non-default", global_settings))
@@ -94,7 +95,7 @@ def _global_settings() -> Any:
     return get_global_settings()
 
 
-def _effective_settings(swanlab: Any, user_settings: dict, mode: Any) -> Any:
+def _effective_settings(swanlab: Any, user_settings: dict[str, Any], mode: Any) -> Any:
     """The settings ``swanlab.init`` will resolve (environment, files, merge_settings, the user's)."""
     effective = swanlab.Settings()
     global_settings = _global_settings()
@@ -108,7 +109,7 @@ def _effective_settings(swanlab: Any, user_settings: dict, mode: Any) -> Any:
     return effective
 
 
-def _chosen(path: str, sources: list) -> bool:
+def _chosen(path: str, sources: list[Any]) -> bool:
     for source in sources:
         if isinstance(source, tuple):
             _, settings = source
@@ -159,14 +160,14 @@ def _field_default(cls: Any, path: str) -> Any:
     return field.get_default(call_default_factory=True)
 
 
-def _set_path(target: dict, path: str, value: Any) -> None:
+def _set_path(target: dict[str, Any], path: str, value: Any) -> None:
     *parents, leaf = path.split(".")
     for part in parents:
         target = target.setdefault(part, {})
     target[leaf] = value
 
 
-def _deep_merge(base: dict, update: dict) -> dict:
+def _deep_merge(base: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
     merged = dict(base)
     for key, value in update.items():
         if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
@@ -183,7 +184,8 @@ def _has_credentials(effective: Any) -> bool:
         from swanlab.sdk.internal.core_python import client
     except ImportError:
         return False
-    return client.exists()
+    logged_in: bool = client.exists()
+    return logged_in
 
 
 class SwanLabTracker(GeneralTracker):
@@ -228,7 +230,7 @@ class SwanLabTracker(GeneralTracker):
         self,
         run_name: str,
         *,
-        logging_dir: str | os.PathLike | None = None,
+        logging_dir: str | os.PathLike[str] | None = None,
         online_check_timeout: float = DEFAULT_ONLINE_CHECK_TIMEOUT,
         **kwargs: Any,
     ) -> None:
@@ -267,7 +269,7 @@ class SwanLabTracker(GeneralTracker):
         if self.logging_dir is not None and not ({"log_dir", "logdir"} & kwargs.keys()):
             if not _chosen("log_dir", sources) and not os.environ.get("SWANLAB_LOGDIR"):
                 kwargs["log_dir"] = str(self.logging_dir / "swanlog")
-        settings = {}
+        settings: dict[str, Any] = {}
         for path, value in _QUIET_DEFAULTS.items():
             if not _chosen(path, sources):
                 _set_path(settings, path, value)
@@ -313,7 +315,7 @@ class SwanLabTracker(GeneralTracker):
         else:
             notice(self._start_notice())
 
-    def _name_rank(self, kwargs: dict, sources: list) -> None:
+    def _name_rank(self, kwargs: dict[str, Any], sources: list[Any]) -> None:
         """Per-rank mode: this rank's run joins the job's SwanLab group, named after its rank."""
         context = self.run_context
         if context is None or context.group is None:
@@ -323,7 +325,7 @@ class SwanLabTracker(GeneralTracker):
         base = kwargs.pop("experiment_name", None) or kwargs.get("name") or context.group
         kwargs["name"] = f"{base}-rank{context.rank}"
 
-    def _continue_saved_run(self, kwargs: dict, sources: list) -> None:
+    def _continue_saved_run(self, kwargs: dict[str, Any], sources: list[Any]) -> None:
         """Point ``swanlab.init`` at the run saved by ``resume_state`` in an earlier process.
 
         ``resume="allow"``: offline SwanLab does not check the id, and online the run may so far exist only as
@@ -351,7 +353,7 @@ class SwanLabTracker(GeneralTracker):
         self.earlier_run_dirs = existing
         kwargs["id"], kwargs["resume"] = run_id, "allow"
         name = saved.get("name")
-        if self.run_context.group is not None:
+        if cast(RunContext, self.run_context).group is not None:  # a saved run comes from run_context
             kwargs.pop("name", None)  # the saved name already says which rank it is
         if isinstance(name, str) and name and not ({"name", "experiment_name"} & kwargs.keys()):
             if not _chosen("experiment.name", sources):
@@ -377,7 +379,7 @@ class SwanLabTracker(GeneralTracker):
         hint = (
             f"upload it with `swanlab sync {self.run_dir}`"
             if self.mode == "offline"
-            else f"view it with `swanlab watch {self.run_dir.parent}`"
+            else f"view it with `swanlab watch {cast(Path, self.run_dir).parent}`"  # set by start()
         )
         return f"swanlab: {where}; {hint}"
 
@@ -401,12 +403,12 @@ class SwanLabTracker(GeneralTracker):
         return [*self.earlier_run_dirs, *current]
 
     # -- config and metrics -------------------------------------------------------------------
-    def store_init_configuration(self, values: dict) -> None:
+    def store_init_configuration(self, values: dict[str, Any]) -> None:
         # SwanLab 0.10.3 stores a top-level None as {} (it parses each value as a config mapping);
         # the string keeps the value readable instead of turning it into an empty group.
         self._run.config.update({key: "None" if value is None else value for key, value in values.items()})
 
-    def log(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
+    def log(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:
         payload = {}
         for key, value in values.items():
             kind = "text" if isinstance(value, str) else "scalar"
@@ -445,7 +447,7 @@ class SwanLabTracker(GeneralTracker):
         return cleaned or "_"
 
     # -- media --------------------------------------------------------------------------------
-    def log_images(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
+    def log_images(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:
         """``{key: image or list of images}`` as ``swanlab.Image`` lists; ``kwargs`` go to ``swanlab.Image``
         (``caption``, ``size``, ``file_type``...), since SwanLab's ``run.log`` takes none."""
         payload = {}
@@ -456,7 +458,15 @@ class SwanLabTracker(GeneralTracker):
         if payload:
             self._run.log(payload, step=step)
 
-    def log_table(self, table_name, columns=None, data=None, dataframe=None, step=None, **kwargs) -> None:
+    def log_table(
+        self,
+        table_name: str,
+        columns: list[str] | None = None,
+        data: list[list[Any]] | None = None,
+        dataframe: Any = None,
+        step: int | None = None,
+        **kwargs: Any,
+    ) -> None:
         columns, rows = table_rows(columns, data, dataframe)
         if len(set(columns)) != len(columns):
             raise ValueError(f"SwanLab stores table rows as column -> value maps; duplicate column names in {columns}")
@@ -475,13 +485,13 @@ class SwanLabTracker(GeneralTracker):
                 self._run.log({key: self._swanlab.Image(rendered.copy())}, step=step)
 
     # -- artifacts ----------------------------------------------------------------------------
-    def log_artifact(self, local_path: str | os.PathLike, artifact_path: str | None = None) -> None:
+    def log_artifact(self, local_path: str | os.PathLike[str], artifact_path: str | None = None) -> None:
         path = Path(local_path).resolve()
         if not path.is_file():
             raise FileNotFoundError(f"log_artifact: {path} is not a file")
         self._save(str(path), path.parent, artifact_path)
 
-    def log_artifacts(self, local_dir: str | os.PathLike, artifact_path: str | None = None) -> None:
+    def log_artifacts(self, local_dir: str | os.PathLike[str], artifact_path: str | None = None) -> None:
         folder = Path(local_dir).resolve()
         if not folder.is_dir():
             raise NotADirectoryError(f"log_artifacts: {folder} is not a directory")
@@ -512,7 +522,7 @@ class SwanLabTracker(GeneralTracker):
             self._run.finish()
 
     # -- resume, read-back, notes ----------------------------------------------------------------
-    def resume_state(self) -> dict | None:
+    def resume_state(self) -> dict[str, Any] | None:
         """The run's id, project and name, and every local folder it has so far (this process's last)."""
         if self.run_id is None or self.mode == "disabled":
             return None

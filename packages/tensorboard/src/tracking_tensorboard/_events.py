@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 from tensorboard.compat.proto import event_pb2, summary_pb2, tensor_pb2, tensor_shape_pb2, types_pb2
 from tensorboard.plugins.hparams import api_pb2
@@ -31,7 +31,7 @@ from tracking_core.adapters import figure_to_png, to_hwc_uint8
 from tracking_core.appendfile import AppendFile
 from tracking_core.png import encode_png
 
-Value = summary_pb2.Summary.Value
+Value: TypeAlias = summary_pb2.Summary.Value  # a protobuf class: tensorboard ships no type hints
 
 _file_counter = itertools.count()
 
@@ -47,7 +47,9 @@ class EventWriter:
     what is stored. Thread-safe: the training thread may write while the tracker's worker does.
     """
 
-    def __init__(self, log_dir: str | os.PathLike, filename_suffix: str = "", purge_step: int | None = None) -> None:
+    def __init__(
+        self, log_dir: str | os.PathLike[str], filename_suffix: str = "", purge_step: int | None = None
+    ) -> None:
         self.log_dir = Path(log_dir)
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.filename_suffix = filename_suffix

@@ -58,7 +58,7 @@ def _hparam(value: Any) -> bool | float | str:
     return stringify(value)
 
 
-def _merged(old: Mapping, new: Mapping) -> dict:
+def _merged(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
     """``new`` merged into ``old``, nested dicts key by key (a later ``log_config`` adds or replaces keys)."""
     merged = dict(old)
     for key, value in new.items():
@@ -121,10 +121,10 @@ class TensorBoardTracker(GeneralTracker):
     def __init__(
         self,
         run_name: str,
-        logging_dir: str | os.PathLike,
+        logging_dir: str | os.PathLike[str],
         *,
         run_id: str | None = None,
-        log_dir: str | os.PathLike | None = None,
+        log_dir: str | os.PathLike[str] | None = None,
         comment: str = "",
         filename_suffix: str = "",
         purge_step: int | None = None,
@@ -148,8 +148,8 @@ class TensorBoardTracker(GeneralTracker):
         self.flush_secs = flush_secs
         self._writer: Any = None
         self._events: Any = None
-        self._config: dict = {}
-        self._hparams: dict = {}
+        self._config: dict[str, Any] = {}
+        self._hparams: dict[str, Any] = {}
         self._hparams_at: float | None = None  # when the hparams are written at a flush (monotonic)
         self._wrote_hparams = False
         self._last_flush = time.monotonic()
@@ -185,7 +185,7 @@ class TensorBoardTracker(GeneralTracker):
         return self.tracker
 
     # -- config ------------------------------------------------------------------------------------
-    def store_init_configuration(self, values: dict) -> None:
+    def store_init_configuration(self, values: dict[str, Any]) -> None:
         """The config as exact JSON text at once, and as the hparams plugin's session start once it settles.
 
         A later call (``log_config``) merges its keys; the JSON text is rewritten whole at step 0 (a
@@ -209,7 +209,7 @@ class TensorBoardTracker(GeneralTracker):
                 )
         self._flush_if_due()
 
-    def _flat_hparams(self) -> dict:
+    def _flat_hparams(self) -> dict[str, Any]:
         return {key: _hparam(value) for key, value in flatten_config(self._config).items()}
 
     def _write_hparams(self) -> None:
@@ -221,12 +221,12 @@ class TensorBoardTracker(GeneralTracker):
         self._wrote_hparams = True
 
     # -- metrics -------------------------------------------------------------------------------
-    def log(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
+    def log(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:
         """Numbers as scalars, strings as text, a dict of numbers as ``add_scalars``; ``step=None`` is 0,
         as in SummaryWriter (the dispatcher always passes a step)."""
         self.log_batch([(values, step, kwargs)])
 
-    def log_batch(self, entries: Sequence[tuple[dict, int | None, dict]]) -> None:
+    def log_batch(self, entries: Sequence[tuple[dict[str, Any], int | None, dict[str, Any]]]) -> None:
         try:
             self._write_batch(entries)
         except BaseException:
@@ -234,7 +234,7 @@ class TensorBoardTracker(GeneralTracker):
             raise
         self._flush_if_due()
 
-    def _write_batch(self, entries: Sequence[tuple[dict, int | None, dict]]) -> None:
+    def _write_batch(self, entries: Sequence[tuple[dict[str, Any], int | None, dict[str, Any]]]) -> None:
         events, writer = self._events, self._writer
         for values, step, kwargs in entries:
             for keyword in kwargs:
@@ -246,7 +246,7 @@ class TensorBoardTracker(GeneralTracker):
                 if isinstance(value, str):
                     summaries.append(events.text_value(key, value))
                 elif isinstance(value, numbers.Real):
-                    if _FLOAT32_MAX < abs(value) < math.inf:
+                    if _FLOAT32_MAX < abs(value) < math.inf:  # type: ignore[operator]  # typeshed: abs(Real) is unordered
                         self._beyond_float32(key)
                         continue
                     summaries.append(events.scalar_value_of(key, value))
@@ -271,7 +271,7 @@ class TensorBoardTracker(GeneralTracker):
             self._writer.write_through()  # one write per delivered batch: a killed process keeps it
 
     # -- media ---------------------------------------------------------------------------------
-    def log_images(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
+    def log_images(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:
         """``{key: image, list of images or batch}``: numpy HW/HWC/CHW arrays, NHWC/NCHW batches, PIL, tensors.
 
         Pass ``dataformats="NCHW"`` (or ``"CHW"``, ``"HWC"``, ...) for ambiguous layouts, as with
@@ -333,7 +333,7 @@ class TensorBoardTracker(GeneralTracker):
         writer.close()
 
     # -- resume / read-back ----------------------------------------------------------------------
-    def resume_state(self) -> dict:
+    def resume_state(self) -> dict[str, Any]:
         return {"log_dir": str(self.log_dir.absolute())}
 
     def _event_files(self) -> list[Path]:

@@ -42,7 +42,7 @@ import tempfile
 import threading
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from tracking_core import GeneralTracker
 from tracking_core.adapters import figure_to_png, image_list, table_rows, to_hwc_uint8
@@ -181,7 +181,7 @@ class TrackioTracker(GeneralTracker):
     requires_logging_directory = False
     main_process_only = False
 
-    def __init__(self, run_name: str, *, logging_dir: str | os.PathLike | None = None, **kwargs: Any) -> None:
+    def __init__(self, run_name: str, *, logging_dir: str | os.PathLike[str] | None = None, **kwargs: Any) -> None:
         super().__init__()
         check_optional_name(kwargs.get("name"), "name")  # Trackio saves media under media/<project>/<name>/
         self.run_name = run_name
@@ -201,7 +201,7 @@ class TrackioTracker(GeneralTracker):
     # -- start ---------------------------------------------------------------------------------
     def _in_context(self, function: Any, *args: Any, **kwargs: Any) -> Any:
         """Call into trackio inside this run's own context: its "current run" state and banner stay here."""
-        return self._context.run(function, *args, **kwargs)
+        return cast(contextvars.Context, self._context).run(function, *args, **kwargs)  # made by start()
 
     def start(self) -> None:
         import trackio
@@ -239,7 +239,7 @@ class TrackioTracker(GeneralTracker):
             command = f"{view}trackio show --project {shlex.quote(self.run_name)}"
             notice(f"trackio: {what} {self._run.name!r} in {self.storage_dir} (view: {command})")
 
-    def _name_rank(self, kwargs: dict) -> None:
+    def _name_rank(self, kwargs: dict[str, Any]) -> None:
         """Per-rank mode: this rank's run joins the job's Trackio group, named after its rank."""
         context = self.run_context
         if context is None or context.group is None:
@@ -248,10 +248,10 @@ class TrackioTracker(GeneralTracker):
             kwargs["group"] = context.group
         kwargs["name"] = f"{kwargs.get('name') or context.group}-rank{context.rank}"
 
-    def _saved_run(self) -> dict | None:
+    def _saved_run(self) -> dict[str, Any] | None:
         """The earlier process's run to continue (``run_context.resume``), unless the user chose a run themselves."""
         context = getattr(self, "run_context", None)
-        saved = getattr(context, "resume", None)
+        saved: dict[str, Any] | None = getattr(context, "resume", None)
         if saved is None:
             return None
         if "name" in self.init_kwargs or "resume" in self.init_kwargs:
@@ -259,7 +259,7 @@ class TrackioTracker(GeneralTracker):
             return None
         return saved
 
-    def _resume(self, trackio: Any, kwargs: dict, saved: dict) -> Any:
+    def _resume(self, trackio: Any, kwargs: dict[str, Any], saved: dict[str, Any]) -> Any:
         """Reopen the saved run with Trackio's own ``resume="must"``; None (and a report note) when it is gone."""
         name, project = saved.get("name"), saved.get("project", self.run_name)
         if not isinstance(name, str) or not name:
@@ -313,7 +313,7 @@ class TrackioTracker(GeneralTracker):
         return self._run
 
     # -- config and metrics ---------------------------------------------------------------------
-    def store_init_configuration(self, values: dict) -> None:
+    def store_init_configuration(self, values: dict[str, Any]) -> None:
         """Merged into the run's config dict; called again later (``log_config``), changed values win.
 
         Trackio writes the config with the run's next metrics row (INSERT OR REPLACE).
@@ -326,7 +326,7 @@ class TrackioTracker(GeneralTracker):
         self._run.config.update(values)
         self._config_pending = True
 
-    def log(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
+    def log(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:
         self._run.log(values, step=step, **kwargs)
         self._config_pending = False
         self._last_step = step if step is not None else getattr(self._run, "_next_step", 1) - 1
@@ -341,7 +341,7 @@ class TrackioTracker(GeneralTracker):
         return f"{key}_" if key in reserved else key
 
     # -- media -----------------------------------------------------------------------------------
-    def log_images(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
+    def log_images(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:
         """One ``trackio.Image`` per image (``caption=`` in ``kwargs`` is each one's caption); a list under
         ``key`` is stored as ``key``, ``key/1``, ``key/2``, ..."""
         import trackio
@@ -388,11 +388,11 @@ class TrackioTracker(GeneralTracker):
         self._run.log({name: value}, step=step, **kwargs)
 
     # -- artifacts -------------------------------------------------------------------------------
-    def log_artifact(self, local_path: str | os.PathLike, artifact_path: str | None = None) -> None:
+    def log_artifact(self, local_path: str | os.PathLike[str], artifact_path: str | None = None) -> None:
         """A versioned Trackio artifact named after the file; ``artifact_path`` is the folder inside it."""
         self._log_artifact(Path(local_path), artifact_path, is_dir=False)
 
-    def log_artifacts(self, local_dir: str | os.PathLike, artifact_path: str | None = None) -> None:
+    def log_artifacts(self, local_dir: str | os.PathLike[str], artifact_path: str | None = None) -> None:
         """A versioned Trackio artifact named after the folder, holding every file under it."""
         self._log_artifact(Path(local_dir), artifact_path, is_dir=True)
 
@@ -450,10 +450,10 @@ class TrackioTracker(GeneralTracker):
             self._in_context(run.finish)
             self._raise_sdk_failures(run)
         finally:
-            _release_storage(self.storage_dir)
+            _release_storage(cast(Path, self.storage_dir))  # set by start()
 
     # -- resume, read-back, notes ----------------------------------------------------------------
-    def resume_state(self) -> dict | None:
+    def resume_state(self) -> dict[str, Any] | None:
         """What a restarted job passes back (``run_context.resume``) so ``start`` reopens this Trackio run."""
         if self._run is None:
             return None
@@ -492,18 +492,18 @@ class TrackioTracker(GeneralTracker):
             in_row = {key for key, item in metrics.items() if _is_image(item)}
             for key, item in metrics.items():
                 if _is_image(item):
-                    with Image.open(self.storage_dir / "media" / item["file_path"]) as stored:
+                    with Image.open(cast(Path, self.storage_dir) / "media" / item["file_path"]) as stored:
                         images.setdefault(_list_key(key, in_row), []).append((step, to_hwc_uint8(stored)))
         return images
 
-    def _rows(self) -> list[tuple[int, dict]]:
+    def _rows(self) -> list[tuple[int, dict[str, Any]]]:
         """``(step, metrics)`` of this run's rows in Trackio's project database, decoded by Trackio."""
         import json
         import sqlite3
 
         from trackio.utils import canonical_project_name, deserialize_values
 
-        database = self.storage_dir / f"{canonical_project_name(self.run_name)}.db"
+        database = cast(Path, self.storage_dir) / f"{canonical_project_name(self.run_name)}.db"
         run_id = getattr(self._run, "id", None) or getattr(self._run, "run_id", None)
         column, value = ("run_id", run_id) if run_id else ("run_name", self._run.name)
         with sqlite3.connect(database) as connection:

@@ -98,7 +98,7 @@ def _wandb_is_set_up() -> bool:
         return True
 
 
-def _chosen_fields(settings: Any, kwargs: dict) -> set[str]:
+def _chosen_fields(settings: Any, kwargs: dict[str, Any]) -> set[str]:
     """Settings fields the user chose: init keywords, their Settings, WANDB_* variables, settings files."""
     chosen = set(settings.model_fields_set)
     chosen.update(field for key, field in _KWARG_FIELDS.items() if kwargs.get(key) is not None)
@@ -111,12 +111,15 @@ def _chosen_fields(settings: Any, kwargs: dict) -> set[str]:
     return chosen
 
 
-def _chosen_mode(kwargs: dict, settings: Any) -> str | None:
+def _chosen_mode(kwargs: dict[str, Any], settings: Any) -> str | None:
     """The mode the user chose (keyword, their Settings, WANDB_MODE or a settings file), if any."""
+    chosen: str | None
     if kwargs.get("mode") is not None:
-        return kwargs["mode"]
+        chosen = kwargs["mode"]
+        return chosen
     if "mode" in settings.model_fields_set:
-        return settings.mode
+        chosen = settings.mode
+        return chosen
     try:
         resolved = _global_settings()
         return resolved.mode if "mode" in resolved.model_fields_set else None
@@ -229,7 +232,7 @@ class WandBTracker(GeneralTracker):
     requires_logging_directory = False
     main_process_only = False
 
-    def __init__(self, run_name: str, *, logging_dir: str | os.PathLike | None = None, **kwargs: Any) -> None:
+    def __init__(self, run_name: str, *, logging_dir: str | os.PathLike[str] | None = None, **kwargs: Any) -> None:
         super().__init__()
         check_optional_name(kwargs.get("id"), "id")  # W&B names the run folder after it
         self.run_name = run_name
@@ -284,7 +287,7 @@ class WandBTracker(GeneralTracker):
         self._flush_wait = min(interval + 0.1, MAX_FLUSH_WAIT) if interval and interval > 0 else 0.0
         self._announce()
 
-    def _name_rank(self, kwargs: dict, settings: Any, chosen: set[str]) -> None:
+    def _name_rank(self, kwargs: dict[str, Any], settings: Any, chosen: set[str]) -> None:
         """Per-rank mode: this rank's run joins the job's W&B group, named after its rank."""
         context = self.run_context
         if context is None or context.group is None:
@@ -294,7 +297,7 @@ class WandBTracker(GeneralTracker):
         base = kwargs.get("name") or settings.run_name or os.environ.get("WANDB_NAME") or context.group
         kwargs["name"] = f"{base}-rank{context.rank}"  # the keyword wins over a Settings or WANDB_NAME name
 
-    def _continue_saved_run(self, kwargs: dict, chosen: set[str]) -> None:
+    def _continue_saved_run(self, kwargs: dict[str, Any], chosen: set[str]) -> None:
         """Point ``wandb.init`` at the run saved by ``resume_state`` in an earlier process (``run_context.resume``).
 
         ``resume="allow"``: offline W&B cannot check that the run exists, and online it may exist only as the
@@ -330,7 +333,7 @@ class WandBTracker(GeneralTracker):
         self.add_note(message)
         warn_once(self.name, "resume", message, reason="resume")
 
-    def _init(self, wandb: Any, kwargs: dict, settings: Any) -> None:
+    def _init(self, wandb: Any, kwargs: dict[str, Any], settings: Any) -> None:
         deadline = time.monotonic() + RUN_IN_USE_WAIT
         while True:
             try:
@@ -344,7 +347,7 @@ class WandBTracker(GeneralTracker):
                 time.sleep(1.0)
         self.mode = "disabled" if self._run.disabled else "offline" if self._run.offline else "online"
 
-    def _init_offline(self, wandb: Any, kwargs: dict, settings: Any) -> None:
+    def _init_offline(self, wandb: Any, kwargs: dict[str, Any], settings: Any) -> None:
         kwargs = {key: value for key, value in kwargs.items() if key != "mode"}
         settings.mode = "offline"
         self._init(wandb, kwargs, settings)
@@ -403,17 +406,17 @@ class WandBTracker(GeneralTracker):
         return [*self.earlier_run_dirs, current] if current is not None else list(self.earlier_run_dirs)
 
     # -- config and metrics ---------------------------------------------------------------------
-    def store_init_configuration(self, values: dict) -> None:
+    def store_init_configuration(self, values: dict[str, Any]) -> None:
         """Merged into the run's config; called again later (``log_config``), changed values win."""
         self._run.config.update(values, allow_val_change=True)
         self._dirty = True
 
-    def log(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
+    def log(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:
         self._run.log(values, step=step, **kwargs)
         self._dirty = True
 
     # -- media -----------------------------------------------------------------------------------
-    def log_images(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
+    def log_images(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:
         """``{key: image or list of images}``: each key a list of ``wandb.Image``, all keys in one ``run.log``."""
         import wandb
 
@@ -461,14 +464,14 @@ class WandBTracker(GeneralTracker):
         self.log({name: value}, step=step, **kwargs)
 
     # -- artifacts -------------------------------------------------------------------------------
-    def log_artifact(self, local_path: str | os.PathLike, artifact_path: str | None = None) -> None:
+    def log_artifact(self, local_path: str | os.PathLike[str], artifact_path: str | None = None) -> None:
         """A new version of the artifact named ``artifact_path`` (default: the file's name)."""
         artifact = self._artifact(artifact_path or Path(local_path).name)
         artifact.add_file(os.fspath(local_path))
         self._run.log_artifact(artifact)
         self._dirty = True
 
-    def log_artifacts(self, local_dir: str | os.PathLike, artifact_path: str | None = None) -> None:
+    def log_artifacts(self, local_dir: str | os.PathLike[str], artifact_path: str | None = None) -> None:
         """The directory's files as a new version of the artifact ``artifact_path`` (default: its name)."""
         artifact = self._artifact(artifact_path or Path(local_dir).resolve().name)
         artifact.add_dir(os.fspath(local_dir))
@@ -505,7 +508,7 @@ class WandBTracker(GeneralTracker):
                 logger.warning("wandb: %s was not complete %.0f s after finish()", log_file, FINISH_WRITE_TIMEOUT)
 
     # -- resume, read-back, notes ----------------------------------------------------------------
-    def resume_state(self) -> dict | None:
+    def resume_state(self) -> dict[str, Any] | None:
         """The run's id, project and entity, and every local folder it has so far (this process's last)."""
         if self._run is None or self.mode == "disabled":
             return None

@@ -111,7 +111,7 @@ def wait_until_written(path: str | Path, timeout: float) -> bool:
     return True
 
 
-def _put(target: dict, item: Any) -> None:
+def _put(target: dict[str, Any], item: Any) -> None:
     path = [item.key] if item.key else list(item.nested_key)
     for part in path[:-1]:
         target = target.setdefault(part, {})

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import warnings
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,7 @@ class ContractRun:
 @dataclasses.dataclass
 class _OptimizerConfig:
     name: str = "adamw"
-    betas: tuple = (0.9, 0.999)
+    betas: tuple[float, ...] = (0.9, 0.999)
 
 
 class _Opaque:
@@ -104,7 +105,7 @@ class TrackerContract:
 
     # -- machinery ----------------------------------------------------------------------------
     @pytest.fixture(autouse=True)
-    def _contract_environment(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    def _contract_environment(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         for key, value in self.env(tmp_path).items():
             monkeypatch.setenv(key, value)
         monkeypatch.chdir(tmp_path)  # an SDK that writes into the CWD writes into the test's folder
@@ -147,21 +148,23 @@ class TrackerContract:
         cls = resolve_tracker_class(self.backend_name)
         logging_dir = tmp_path / "logs"
         kwargs = dict(self.init_kwargs(tmp_path))
+        build: Callable[..., GeneralTracker] = cls  # a backend's constructor, not the base class's
         tracker = (
-            cls("contract", logging_dir, **kwargs) if cls.requires_logging_directory else cls("contract", **kwargs)
+            build("contract", logging_dir, **kwargs) if cls.requires_logging_directory else build("contract", **kwargs)
         )
         assert tracker.name == self.backend_name
         assert not logging_dir.exists() or not any(logging_dir.rglob("*")), "constructing a tracker wrote files"
 
     def test_scalars_round_trip(self, tmp_path: Path) -> None:
         run = self.start_run(tmp_path)
-        expected = {"train/loss": {}, "train/acc": {}, "lr": {}}
+        expected: dict[str, dict[int, float]] = {"train/loss": {}, "train/acc": {}, "lr": {}}
         for step in range(40):
             values = {"train/loss": 1.0 / (step + 1), "train/acc": step / 40, "lr": 0.001 * 0.99**step}
             run.dispatcher.log(values, step=step)
             for key, value in values.items():
                 expected[key][step] = value
         metrics = self.read_metrics(self.finish(run))
+        assert run.report is not None
         assert run.report.backends[self.backend_name].delivered >= 40
         for key, series in expected.items():
             assert key in metrics, f"{key} missing; stored keys: {sorted(metrics)}"
@@ -202,6 +205,7 @@ class TrackerContract:
             assert sum(f"{key!r}" in message for message in messages) == 1, (key, messages)
         metrics = self.read_metrics(run)
         self.assert_series(metrics["good"], {0: 1.0, 1: 2.0, 2: 3.0}, "good")
+        assert run.report is not None
         backend = run.report.backends[self.backend_name]
         for key in ("nan", "inf"):  # stored faithfully, or skipped with a warning and in the report
             assert key in metrics or key in backend.skipped_values, (key, sorted(metrics), backend.skipped_values)

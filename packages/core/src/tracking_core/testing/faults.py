@@ -30,10 +30,10 @@ class SwitchedJournal(JsonlTracker):
         if (self.run_dir / DOWN_FILE).exists():
             raise ConnectionError("connection refused (the test switched this backend off)")
 
-    def log(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
+    def log(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:
         self._refuse_while_down()
         super().log(values, step, **kwargs)
 
-    def log_batch(self, entries: Sequence[tuple[dict, int | None, dict]]) -> None:
+    def log_batch(self, entries: Sequence[tuple[dict[str, Any], int | None, dict[str, Any]]]) -> None:
         self._refuse_while_down()
         super().log_batch(entries)

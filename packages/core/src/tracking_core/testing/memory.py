@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, cast
 
 from ..tracker import GeneralTracker
 
@@ -21,10 +21,10 @@ class MemoryTracker(GeneralTracker):
         self.init_kwargs = kwargs
         self.started = False
         self.finished = 0
-        self.config: dict | None = None
-        self.metrics: list[tuple[int | None, dict]] = []
-        self.images: list[tuple[int | None, dict]] = []
-        self.tables: list[tuple[str, list, list, int | None]] = []
+        self.config: dict[str, Any] | None = None
+        self.metrics: list[tuple[int | None, dict[str, Any]]] = []
+        self.images: list[tuple[int | None, dict[str, Any]]] = []
+        self.tables: list[tuple[str, list[str], list[list[Any]], int | None]] = []
         self.figures: list[tuple[str, int | None, Any]] = []
         self.flushes = 0
         self.threads: set[str] = set()
@@ -38,24 +38,32 @@ class MemoryTracker(GeneralTracker):
     def start(self) -> None:
         self.started = True
 
-    def store_init_configuration(self, values: dict) -> None:
+    def store_init_configuration(self, values: dict[str, Any]) -> None:
         # Called again by ``Dispatcher.log_config``: later keys join (and override) the earlier ones.
         self.config = {**(self.config or {}), **values}
         self.config_calls = getattr(self, "config_calls", 0) + 1
 
-    def log(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
+    def log(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:
         with self._lock:
             self.threads.add(threading.current_thread().name)
             self.metrics.append((step, values))
 
-    def log_images(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
+    def log_images(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:
         self.images.append((step, values))
 
-    def log_table(self, table_name, columns=None, data=None, dataframe=None, step=None, **kwargs) -> None:
+    def log_table(
+        self,
+        table_name: str,
+        columns: list[str] | None = None,
+        data: list[list[Any]] | None = None,
+        dataframe: Any = None,
+        step: int | None = None,
+        **kwargs: Any,
+    ) -> None:
         from ..jsonl import table_rows
 
-        columns, rows = table_rows(columns, data, dataframe)
-        self.tables.append((table_name, columns, rows, step))
+        names, rows = table_rows(columns, data, dataframe)
+        self.tables.append((table_name, names, rows, step))
 
     def log_figure(self, figure: Any, name: str, step: int | None = None, **kwargs: Any) -> None:
         self.figures.append((name, step, figure))
@@ -70,8 +78,8 @@ class MemoryTracker(GeneralTracker):
         series: dict[str, dict[int, Any]] = {}
         for step, values in self.metrics:
             for key, value in values.items():
-                series.setdefault(key, {})[step] = value
+                series.setdefault(key, {})[cast(int, step)] = value  # the dispatcher numbers every record
         return series
 
     def series(self, key: str) -> dict[int, Any]:
-        return {step: values[key] for step, values in self.metrics if key in values}
+        return {cast(int, step): values[key] for step, values in self.metrics if key in values}

@@ -15,11 +15,14 @@ import textwrap
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
-FIGURES: list[dict] = []
+FIGURES: list[dict[str, Any]] = []
 
 
-def tally(scenario: str, backend: str, sent: Iterable[int], stored: Iterable[int], spilled: Iterable[int] = ()) -> dict:
+def tally(
+    scenario: str, backend: str, sent: Iterable[int], stored: Iterable[int], spilled: Iterable[int] = ()
+) -> dict[str, Any]:
     """Compare the steps sent with the steps stored (and still waiting in a spill journal).
 
     ``lost``: sent, neither stored nor spilled. ``duplicated``: stored more than once, or both
@@ -29,7 +32,7 @@ def tally(scenario: str, backend: str, sent: Iterable[int], stored: Iterable[int
     stored_count = Counter(stored)
     spilled_count = Counter(spilled)
     expected = set(sent_steps)
-    figures = {
+    figures: dict[str, Any] = {
         "scenario": scenario,
         "backend": backend,
         "sent": len(sent_steps),
@@ -44,7 +47,7 @@ def tally(scenario: str, backend: str, sent: Iterable[int], stored: Iterable[int
     return figures
 
 
-def table(rows: list[dict] | None = None) -> str:
+def table(rows: list[dict[str, Any]] | None = None) -> str:
     rows = FIGURES if rows is None else rows
     columns = ("scenario", "backend", "sent", "delivered", "spilled", "lost", "duplicated")
     cells = [columns] + [tuple(str(row[column]) for column in columns) for row in rows]
@@ -54,7 +57,7 @@ def table(rows: list[dict] | None = None) -> str:
     return "\n".join(lines)
 
 
-def run_script(code: str, *args: str, cwd: str | Path, timeout: float = 300) -> subprocess.CompletedProcess:
+def run_script(code: str, *args: str, cwd: str | Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     """Run ``python -c code *args`` (``code`` dedented) in ``cwd`` to its end, its stdout and stderr captured
     as text."""
     return subprocess.run(
@@ -62,7 +65,7 @@ def run_script(code: str, *args: str, cwd: str | Path, timeout: float = 300) -> 
     )
 
 
-def start_in_own_session(code: str, *args: str, cwd: str | Path) -> subprocess.Popen:
+def start_in_own_session(code: str, *args: str, cwd: str | Path) -> subprocess.Popen[str]:
     """Start ``python -c code *args`` in a session of its own, so ``os.killpg(process.pid, SIGKILL)`` ends it
     and every process its SDK started; its stdout is a text pipe to read progress from, its stderr dropped."""
     return subprocess.Popen(
@@ -75,6 +78,7 @@ def start_in_own_session(code: str, *args: str, cwd: str | Path) -> subprocess.P
     )
 
 
-def last_json_line(output: str) -> dict:
+def last_json_line(output: str) -> dict[str, Any]:
     """The JSON a script printed last (an SDK may print its own lines before it)."""
-    return json.loads(output.strip().splitlines()[-1])
+    printed: dict[str, Any] = json.loads(output.strip().splitlines()[-1])
+    return printed

@@ -12,7 +12,7 @@ import json
 import signal
 import subprocess
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -48,7 +48,7 @@ def log_loss(tracker: GeneralTracker, steps: Iterable[int]) -> None:
 def started_tracker(
     tracker_class: type[T],
     logging_dir: str | Path,
-    resume_state: dict | None = None,
+    resume_state: dict[str, Any] | None = None,
     *,
     project: str = "resume",
     **kwargs: Any,
@@ -56,7 +56,8 @@ def started_tracker(
     """A started tracker as the dispatcher sets it up, in run ``run-1`` of ``project``; ``resume_state``
     (what an earlier ``resume_state()`` returned) goes through JSON as it does through ``run.json``."""
     logging_dir = Path(logging_dir)
-    tracker = tracker_class(project, logging_dir=logging_dir, **kwargs)
+    build: Callable[..., T] = tracker_class  # a backend's constructor, not the base class's
+    tracker = build(project, logging_dir=logging_dir, **kwargs)
     resume = json.loads(json.dumps(resume_state)) if resume_state is not None else None
     tracker.run_context = RunContext(project, "run-1", logging_dir / project / "run-1", logging_dir, resume=resume)
     tracker.start()
@@ -67,10 +68,10 @@ def finished_run(
     tracker_class: type[T],
     logging_dir: str | Path,
     steps: Iterable[int],
-    resume_state: dict | None = None,
+    resume_state: dict[str, Any] | None = None,
     *,
     project: str = "resume",
-    config: dict | None = None,
+    config: dict[str, Any] | None = None,
     **kwargs: Any,
 ) -> T:
     """A tracker from :func:`started_tracker` that stored ``config`` (if given), logged ``loss`` at ``steps``
@@ -91,7 +92,7 @@ def state_of_a_killed_run(
     env: Mapping[str, str] | None = None,
     steps: int = 10,
     timeout: float = 150,
-) -> dict:
+) -> dict[str, Any]:
     """Run a process that starts ``tracker_class`` with :func:`started_tracker`, logs ``loss`` at steps
     ``0 .. steps - 1``, flushes and kills itself with SIGKILL; return the resume state it printed first.
 
