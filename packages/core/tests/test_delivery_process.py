@@ -238,3 +238,24 @@ def test_a_script_without_finish_delivers_everything_through_the_delivery_proces
     figures = tally(f"no finish(), {how} exit (delivery process)", "jsonl", range(300), _points(run_dir))
     assert figures["lost"] == 0 and figures["duplicated"] == 0, figures
     assert JournalSummary(run_dir).finished
+
+
+def test_on_error_raise_reports_a_failure_in_the_delivery_process(tmp_path):
+    from tracking_core import TrackingError, register_tracker_class
+    from tracking_core.testing.faults import DOWN_FILE, SwitchedJournal
+
+    register_tracker_class(SwitchedJournal)
+    run = Dispatcher(
+        log_with=["switched"], logging_dir=tmp_path, delivery="process", on_error="raise", retry_backoff=(60, 60)
+    )
+    run.init_trackers("p")
+    run.flush(30)
+    (run.run_dir / DOWN_FILE).touch()
+    run.log({"loss": 1.0}, step=0)
+    with pytest.raises(TrackingError, match="switched"):
+        run.flush(30)
+        run.log({"loss": 2.0}, step=1)  # the failure arrives asynchronously: the next call raises it
+        time.sleep(1.0)
+        run.flush(30)
+    (run.run_dir / DOWN_FILE).unlink()
+    run.finish()

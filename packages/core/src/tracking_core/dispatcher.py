@@ -37,7 +37,7 @@ from .session import RunSession, choose_job_run_id, rank_folder
 from .spill import SpillJournal, spill_name
 from .tracker import GeneralTracker, RunContext, has_capability
 from .values import image_problem, key_problem, snapshot, snapshot_media
-from .worker import BackendWorker, direct_arguments
+from .worker import BackendWorker, ManagedMixin, direct_arguments
 
 if TYPE_CHECKING:
     from .delivery_link import DeliveryLink
@@ -149,9 +149,9 @@ class Dispatcher:
         ] = {}  # backend -> (class path, init kwargs)
         self._finishing = False
         self._specs = resolve_specs(log_with, self.logging_dir)
-        self._workers: list[BackendWorker] = []  # emptied by finish()
+        self._workers: list[ManagedMixin] = []  # emptied by finish()
         self._puts: list[Callable[[Any], None]] = []  # the workers' enqueue functions; emptied by finish()
-        self._all_workers: list[BackendWorker] = []
+        self._all_workers: list[ManagedMixin] = []
         self._skipped: dict[str, NoOpTracker] = {}
         self._step = -1
         self._seq = -1
@@ -335,7 +335,7 @@ class Dispatcher:
             queue_size=self.queue_size,
             on_started=self._remote_started,
             on_progress=session.progress,
-            on_error=lambda name, message: self._store_error(TrackingError(f"backend {name!r} failed: {message}")),
+            on_error=lambda name, message: self._store_error(TrackingError(name, message.removeprefix(f"[{name}] "))),
             on_death=self._delivery_died,
         )
         for tracker in trackers:
@@ -366,7 +366,7 @@ class Dispatcher:
             taken = sorted(link.take_over(), key=lambda item: item[0].seq if item[0].seq is not None else -1)
             numbered = [seq for record, _ in taken if (seq := record.seq) is not None]
             before = max(numbered) + 1 if numbered else self._seq + 1
-            replacements: dict[Any, BackendWorker] = {}
+            replacements: dict[ManagedMixin, ManagedMixin] = {}
             for remote in [w for w in self._all_workers if isinstance(w, RemoteWorker) and not w.finished.is_set()]:
                 name = remote.name
                 path, kwargs = self._remote[name]
@@ -393,8 +393,8 @@ class Dispatcher:
                     worker.put(Record("finish", None, None, _EMPTY, None, None))
                 remote.replacement = worker
                 replacements[remote] = worker
-            self._workers = [replacements.get(w, w) for w in self._workers]  # type: ignore[misc]
-            self._all_workers = [replacements.get(w, w) for w in self._all_workers]  # type: ignore[misc]
+            self._workers = [replacements.get(w, w) for w in self._workers]
+            self._all_workers = [replacements.get(w, w) for w in self._all_workers]
             self._puts = [worker.put for worker in self._workers]
             self._link = None
 
@@ -752,7 +752,7 @@ class Dispatcher:
 
     # -- methods called on a managed tracker -------------------------------------------------
     def _direct_call(
-        self, worker: BackendWorker, method: str, own: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+        self, worker: ManagedMixin, method: str, own: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
         """``tracker.<method>(...)`` called by the script on a tracker this dispatcher manages.
 
@@ -800,7 +800,7 @@ class Dispatcher:
             self._only.worker = None
         return None
 
-    def _log_to(self, worker: BackendWorker, values: dict[str, Any], step: int | None, kwargs: dict[str, Any]) -> None:
+    def _log_to(self, worker: ManagedMixin, values: dict[str, Any], step: int | None, kwargs: dict[str, Any]) -> None:
         """``log`` for one backend (a direct call on its tracker): the dispatcher's step and value rules."""
         flat, rejected = snapshot(values)
         if rejected:
@@ -813,7 +813,7 @@ class Dispatcher:
         if self._pending_error is not None:
             self._raise_pending()
 
-    def _finish_one(self, worker: BackendWorker) -> None:
+    def _finish_one(self, worker: ManagedMixin) -> None:
         """``tracker.finish()`` on a managed tracker: close that backend now; the others carry on."""
         with self._lock:
             self._workers = [other for other in self._workers if other is not worker]
@@ -862,7 +862,7 @@ class Dispatcher:
             self._raise_pending()
         return self._flush_workers(self._workers, timeout)
 
-    def _flush_workers(self, workers: list[BackendWorker], timeout: float | None) -> bool:
+    def _flush_workers(self, workers: list[ManagedMixin], timeout: float | None) -> bool:
         events = []
         for worker in workers:
             event = threading.Event()

@@ -23,6 +23,7 @@ from .notices import notice
 from .record import record_from_entry
 from .report import FinishReport
 from .spill import numbered
+from .worker import BackendWorker
 
 
 class Progress:
@@ -150,7 +151,8 @@ def replay(
     owed = {name: sum(seq > (manifest.cursor(name) or -1) for seq in seqs) for name in targets}
     label = f"replay {path.name} -> {','.join(targets)}"
     bar = Progress(max(owed.values(), default=0), label, enabled=progress)
-    workers = list(run._all_workers)
+    # a replay delivers in this process (never through a delivery process): every worker is a BackendWorker
+    workers = [worker for worker in run._all_workers if isinstance(worker, BackendWorker)]
     for worker in workers:
         worker.started.wait()
     while not all(worker.delivery.mode == "live" or worker.delivery.finished for worker in workers):

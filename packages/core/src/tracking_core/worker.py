@@ -63,11 +63,25 @@ def direct_arguments(own: Callable[..., Any], args: tuple[Any, ...], kwargs: dic
 
 
 class ManagedMixin:
-    """What a worker does for the tracker object the script holds (see :meth:`manage`)."""
+    """What the dispatcher needs of a backend's worker, in this process (:class:`BackendWorker`) or
+    standing for one in the delivery process; and what it does for the tracker object the script holds."""
 
     tracker: GeneralTracker
     name: str
+    report: BackendReport
     started: threading.Event
+    #: the caller's enqueue (the hot path)
+    put: Callable[[Any], None]
+
+    def launch(self) -> None:
+        raise NotImplementedError
+
+    def join(self, timeout: float | None) -> bool:
+        """True when the backend finished within ``timeout``."""
+        raise NotImplementedError
+
+    def abandon(self) -> None:
+        raise NotImplementedError
 
     def manage(self, route: Router) -> None:
         """Send the tracker's own methods, called from outside this worker, through ``route``.
