@@ -161,8 +161,8 @@ def test_the_type_check_covers_every_package():
     import tomllib
 
     mypy = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]
-    for project in ROOT.glob("packages/*/pyproject.toml"):
-        src = project.parent / "src"
+    for folder in check_dists.package_folders():  # backends and framework integrations alike
+        src = folder / "src"
         (package,) = [p for p in src.iterdir() if (p / "py.typed").exists()]
         assert package.relative_to(ROOT).as_posix() in mypy["files"], package
         assert src.relative_to(ROOT).as_posix() in mypy["mypy_path"], src

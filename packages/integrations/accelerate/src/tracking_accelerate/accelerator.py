@@ -29,7 +29,9 @@ class Accelerator(accelerate.Accelerator):
     ``log_images``, ``log_table``, ``log_figure``, ``log_artifact`` and ``flush``.
     """
 
-    def __init__(self, *args: Any, log_with: Any = None, tracking_options: dict | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, log_with: Any = None, tracking_options: dict[str, Any] | None = None, **kwargs: Any
+    ) -> None:
         self._tracking: Dispatcher | None = None
         super().__init__(*args, log_with=None, **kwargs)  # accelerate's own check would refuse tracking's trackers
         self.log_with = tracking_specs(log_with)
@@ -62,7 +64,9 @@ class Accelerator(accelerate.Accelerator):
         """The run's :class:`~tracking_core.Dispatcher` (None without ``log_with``)."""
         return self._tracking
 
-    def init_trackers(self, project_name: str, config: dict | None = None, init_kwargs: dict | None = None) -> None:
+    def init_trackers(
+        self, project_name: str, config: dict[str, Any] | None = None, init_kwargs: dict[str, Any] | None = None
+    ) -> None:
         """Start every tracker of ``log_with`` in its worker and store ``config``; returns at once.
 
         ``init_kwargs={"mlflow": {...}}`` goes to that tracker's constructor, as in accelerate. On ranks
@@ -82,7 +86,7 @@ class Accelerator(accelerate.Accelerator):
             return stand_in.tracker if unwrap else stand_in
         return _unwrapped(self._tracking.get_tracker(name, unwrap=unwrap))
 
-    def log(self, values: dict, step: int | None = None, log_kwargs: dict | None = None) -> None:
+    def log(self, values: dict[str, Any], step: int | None = None, log_kwargs: dict[str, Any] | None = None) -> None:
         """Queue ``values`` at ``step`` for every tracker (``step=None``: the previous step + 1)."""
         if self._tracking is not None:
             self._tracking.log(values, step=step, log_kwargs=log_kwargs)

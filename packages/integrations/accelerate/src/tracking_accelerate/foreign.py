@@ -33,10 +33,10 @@ class AccelerateTracker(GeneralTracker):
         if start is not None:
             start()
 
-    def store_init_configuration(self, values: dict) -> None:
+    def store_init_configuration(self, values: dict[str, Any]) -> None:
         self.wrapped.store_init_configuration(values)
 
-    def log(self, values: dict, step: int | None = None, **kwargs: Any) -> None:
+    def log(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:
         self.wrapped.log(values, step=step, **kwargs)
 
     def finish(self) -> None:
@@ -47,7 +47,7 @@ def adapter_class(accelerate_class: type) -> type[AccelerateTracker]:
     """A tracking tracker class built like ``accelerate_class`` (same name and constructor arguments)."""
 
     class Adapted(AccelerateTracker):
-        name = accelerate_class.name
+        name = str(accelerate_class.name)  # accelerate's GeneralTracker subclasses all set it
         requires_logging_directory = bool(getattr(accelerate_class, "requires_logging_directory", False))
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:

@@ -29,7 +29,8 @@ def _accelerate_class(name: str) -> type | None:
         return None
     from accelerate.tracking import LOGGER_TYPE_TO_CLASS
 
-    return LOGGER_TYPE_TO_CLASS.get(name)
+    found: type | None = LOGGER_TYPE_TO_CLASS.get(name)
+    return found
 
 
 def tracking_specs(log_with: Any) -> list[Any]:

@@ -37,10 +37,10 @@ class TrackingLogger(Logger):
         self,
         log_with: Any = "jsonl",
         project: str = DEFAULT_PROJECT,
-        logging_dir: str | os.PathLike = "runs",
+        logging_dir: str | os.PathLike[str] = "runs",
         *,
         config: Mapping[str, Any] | None = None,
-        init_kwargs: dict | None = None,
+        init_kwargs: dict[str, Any] | None = None,
         **options: Any,
     ) -> None:
         super().__init__()

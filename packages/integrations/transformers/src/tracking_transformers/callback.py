@@ -42,10 +42,10 @@ class TrackingCallback(TrainerCallback):
         self,
         log_with: Any = "jsonl",
         project: str | None = None,
-        logging_dir: str | os.PathLike | None = None,
+        logging_dir: str | os.PathLike[str] | None = None,
         *,
-        config: dict | None = None,
-        init_kwargs: dict | None = None,
+        config: dict[str, Any] | None = None,
+        init_kwargs: dict[str, Any] | None = None,
         log_checkpoints: bool = False,
         **options: Any,
     ) -> None:
@@ -63,10 +63,10 @@ class TrackingCallback(TrainerCallback):
         self.trackers: list[tracking_core.GeneralTracker] = []
 
     # -- the run ---------------------------------------------------------------------------------
-    def _logging_dir(self, args: Any) -> str | os.PathLike:
+    def _logging_dir(self, args: Any) -> str | os.PathLike[str]:
         return self.logging_dir if self.logging_dir is not None else os.path.join(args.output_dir, "runs")
 
-    def _start(self, args: Any, config: dict | None, resume: bool | str = False) -> tracking_core.Dispatcher:
+    def _start(self, args: Any, config: dict[str, Any] | None, resume: bool | str = False) -> tracking_core.Dispatcher:
         self.run = tracking_core.init(
             self.project,
             log_with=_fresh(self.log_with) if resume else self.log_with,
@@ -101,7 +101,7 @@ class TrackingCallback(TrainerCallback):
         else:  # train() again with the run still open (a run of yours, or an interrupted train)
             self.run.log_config(self.run_config(args, model))
 
-    def on_log(self, args: Any, state: Any, control: Any, logs: dict | None = None, **kwargs: Any) -> None:
+    def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kwargs: Any) -> None:
         if not state.is_world_process_zero or not logs:
             return
         run = self.run
