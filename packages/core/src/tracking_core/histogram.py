@@ -31,20 +31,24 @@ class Histogram(NamedTuple):
 
     @property
     def mean(self) -> float:
+        """The values' mean (NaN for an empty histogram)."""
         return self.total / self.count if self.count else math.nan
 
     @property
     def std(self) -> float:
+        """The values' population standard deviation (NaN for an empty histogram)."""
         if not self.count:
             return math.nan
         variance = self.sum_squares / self.count - self.mean**2
         return math.sqrt(max(variance, 0.0))
 
     def to_json(self) -> dict[str, Any]:
+        """The fields as a dict, as the journal stores them."""
         return self._asdict()
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Histogram:
+        """The histogram a journal line stored."""
         return cls(**{field: data[field] for field in cls._fields})
 
 
