@@ -43,11 +43,11 @@ class AccelerateTracker(GeneralTracker):
         self.wrapped.finish()
 
 
-def adapter_class(accelerate_class: type) -> type[AccelerateTracker]:
+def adapter_class(accelerate_class: type[Any]) -> type[AccelerateTracker]:
     """A tracking tracker class built like ``accelerate_class`` (same name and constructor arguments)."""
 
     class Adapted(AccelerateTracker):
-        name = str(accelerate_class.name)  # accelerate's GeneralTracker subclasses all set it
+        name = accelerate_class.name
         requires_logging_directory = bool(getattr(accelerate_class, "requires_logging_directory", False))
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
