@@ -255,9 +255,10 @@ class Dispatcher:
         )
         self.run_id = check_name(self.run_id, "run id")
         job_dir, folder = project_dir / self.run_id, rank_folder(self.rank)
-        if self.resume and not (job_dir / folder / MANIFEST_NAME).is_file():
+        earlier = (job_dir / folder / MANIFEST_NAME).is_file()
+        if self.resume and not earlier:
             notice(f"resume: rank {self.rank} has no earlier run in {job_dir}; starting a new one")
-        resume = folder if self.resume and (job_dir / folder / MANIFEST_NAME).is_file() else False
+        resume = folder if self.resume and earlier else False
         logger.debug("per-rank run %s (id from %s), rank %d of %d", self.run_id, channel, self.rank, self.world_size)
         return RunSession(job_dir, str(self.project_name), resume, writes=True, run_id=folder)
 
@@ -333,7 +334,7 @@ class Dispatcher:
         link = DeliveryLink(
             setup,
             queue_size=self.queue_size,
-            on_started=self._remote_started,
+            on_started=session.backend_started,  # the state comes from the delivery process
             on_progress=session.progress,
             on_error=lambda name, message: self._store_error(TrackingError(name, message.removeprefix(f"[{name}] "))),
             on_death=self._delivery_died,
@@ -344,10 +345,6 @@ class Dispatcher:
             self._workers.append(worker)
         self._link = link
         self._puts.append(link.put_all)
-
-    def _remote_started(self, name: str, state: Any) -> None:
-        if self._session is not None and self._session.writes:
-            self._session.backend_started(name, state)
 
     def _delivery_died(self, link: Any, why: str) -> None:
         """The delivery process is gone: its backends go on in threads here, from where each one stopped."""
