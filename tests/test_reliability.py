@@ -168,3 +168,45 @@ def test_what_a_sigkill_costs_a_backend_on_its_own(tmp_path):
     figures["duplicated"] += sum(step >= out["first"] for step in kept)  # steps the resumed run logs again
     assert figures["duplicated"] == 0, (figures, out["first"])
     assert out["after"] == list(range(out["first"], out["first"] + 20))
+
+
+BEHIND = """
+import json, sys, tracking_core
+cell, mode, steps = sys.argv[1], sys.argv[2], int(sys.argv[3])
+timeout = 0.01 if mode == "new" else 120.0
+run = tracking_core.init("behind", log_with=[cell], logging_dir="runs", resume=mode != "new", finish_timeout=timeout)
+if mode == "new":
+    run.get_tracker(cell, unwrap=True)  # the backend is up: the timeout falls in the middle of delivery
+    for step in range(steps):
+        run.log({**{f"layer{i:02d}/norm": i + step / steps for i in range(50)}, "train/loss": 1.0 / (step + 1)},
+                step=step)
+report = run.finish()
+entry = report.backends[cell]
+out = {"state": entry.state, "delivered": entry.delivered, "spilled": entry.spilled, "run_dir": str(run.run_dir)}
+if mode == "read":
+    out["points"] = [s for s, _ in run.get_tracker(cell).read_back_history().get("train/loss", [])]
+print(json.dumps(out), flush=True)
+"""
+
+
+def test_a_backend_behind_at_the_finish_timeout_spills_the_rest_exactly_once(tmp_path):
+    """``finish()`` gives up on a backend still delivering: what it did not store is spilled, and
+    replaying the spill completes the original run with every point once."""
+    steps = 5000
+    result = run_script(BEHIND, CELL, "new", str(steps), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    first = last_json_line(result.stdout)
+    assert first["state"] == "timed_out", first
+    assert first["spilled"] > 0 and first["delivered"] + first["spilled"] >= steps, first
+    run_dir = tmp_path / first["run_dir"]
+    spill = str(run_dir / f"spill-{CELL}.jsonl")
+    replayed = run_script(
+        "import sys, tracking_core.cli; sys.exit(tracking_core.cli.main(['replay', sys.argv[1]]))", spill, cwd=tmp_path
+    )
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    read = last_json_line(run_script(BEHIND, CELL, "read", "0", cwd=tmp_path).stdout)
+    manifest = json.loads((run_dir / "run.json").read_text())
+    if manifest["backends"].get(CELL) is None:  # the backend cannot reopen its run: nothing to read back there
+        pytest.skip(f"{CELL} does not reopen a run, so a spill cannot complete the original one")
+    figures = tally("finish timed out mid-delivery, spill replayed", CELL, range(steps), read["points"])
+    assert figures["lost"] == 0 and figures["duplicated"] == 0, figures

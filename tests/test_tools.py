@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -182,6 +183,8 @@ def test_the_loop_benchmark_runs_and_prints_its_table():
             "30",
             "--rounds",
             "1",
+            "--settle",
+            "0",
         ],
         capture_output=True,
         text=True,
@@ -189,8 +192,9 @@ def test_the_loop_benchmark_runs_and_prints_its_table():
     )
     assert result.returncode == 0, result.stderr
     rows = {line.rsplit("  ", 1)[0]: line for line in result.stdout.splitlines()}
-    thread = next(line for line in result.stdout.splitlines() if line.startswith("tracking (threads)  jsonl"))
-    process = next(line for line in result.stdout.splitlines() if line.startswith("tracking (process)  jsonl"))
+    cells = [re.split(r"\s{2,}", line) for line in result.stdout.splitlines()]
+    thread = next("  ".join(row) for row in cells if row[:2] == ["tracking (threads)", "jsonl"])
+    process = next("  ".join(row) for row in cells if row[:2] == ["tracking (process)", "jsonl"])
     assert any(line.startswith("no tracking") for line in rows.values()), result.stdout
     for line in (thread, process):
         assert "x /" in line and "(+" in line, line

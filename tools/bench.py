@@ -12,7 +12,7 @@ a dict copy plus a queue put handed to a draining thread.
 
 Rows per backend: ``direct`` (the SDK's own per-step call, tools/bench_direct/<name>.py),
 ``reference`` (accelerate's tracker, when ``accelerate`` is installed) and ``dispatcher``
-(this project, async). Columns: caller-side p50/p99/max per call, time from the first call until
+(this project: ``async``, its backends in threads, and ``process``, in a delivery process). Columns: caller-side p50/p99/max per call, time from the first call until
 ``finish()`` returned with everything durable (``loop+finish``), the SDK's start-up (``start``: before
 the loop for the direct and reference rows, in the backend's worker for the dispatcher), the part of
 the time-to-durable that start-up does not explain (``durable after start``: for the dispatcher, from
@@ -107,7 +107,8 @@ def _slow_tracker_class():
     return Sleepy
 
 
-def case_core(steps: int, logging_dir: Path, backend: str, blocking: bool) -> dict:
+def case_core(steps: int, logging_dir: Path, backend: str, mode: str) -> dict:
+    """``mode``: ``async`` (threads), ``blocking`` or ``process`` (``delivery="process"``)."""
     import tracking_core
 
     log_with = backend
@@ -116,7 +117,12 @@ def case_core(steps: int, logging_dir: Path, backend: str, blocking: bool) -> di
         tracking_core.register_tracker_class(log_with)
         log_with = "sleepy"
     started = time.perf_counter()
-    run = tracking_core.Dispatcher(log_with=log_with, logging_dir=logging_dir, blocking=blocking)
+    run = tracking_core.Dispatcher(
+        log_with=log_with,
+        logging_dir=logging_dir,
+        blocking=mode == "blocking",
+        delivery="process" if mode == "process" else "thread",
+    )
     run.init_trackers("bench")
     init = time.perf_counter() - started
     loop_began = time.monotonic()
@@ -278,7 +284,7 @@ def main() -> int:
         if kind == "floor":
             result = case_floor(args.steps, args.logging_dir)
         elif kind == "core":
-            result = case_core(args.steps, args.logging_dir, rest[0], rest[1] == "blocking")
+            result = case_core(args.steps, args.logging_dir, rest[0], rest[1])
         elif kind == "direct":
             result = case_direct(args.steps, args.logging_dir, rest[0])
         else:
@@ -314,7 +320,8 @@ def main() -> int:
                         floor,
                     )
                 )
-            rows.append(_row(backend, "dispatcher async", _run_case(["core", backend, "async"], args.steps), floor))
+            for mode in ("async", "process"):
+                rows.append(_row(backend, f"dispatcher {mode}", _run_case(["core", backend, mode], args.steps), floor))
     _print_table(rows)
     return 0
 

@@ -4,11 +4,14 @@ The loop is pure Python (each step ~1.2 ms of arithmetic that holds the GIL, as 
 interpreted model step does), logging 8 scalars per step. Cases: no tracking, each backend and all of
 them through this library (``delivery="thread"`` and ``delivery="process"``), and the same through
 Accelerate's trackers (when ``accelerate`` is
-installed). Every case runs in a fresh process; rounds interleave the cases so that a busy moment of
-the machine hits all of them alike. Printed per case, over the rounds: the loop's time against the
-no-tracking loop of the same round (min / median / max), the time from the loop's end until
-``finish()`` returned, from creating the run until ``finish()`` returned, and the peak RSS of the
-training process.
+installed). Every case runs in a fresh process, once the machine is idle again, right after a
+no-tracking run it is compared with; rounds interleave the cases so that a busy moment of the
+machine hits all of them alike. Printed per case, over the rounds: the loop's time against that
+no-tracking loop (min / median / max; the "no tracking (again)" row shows how far two identical loops
+differ on this machine), the largest share of the loop its thread spent not running (waiting for the
+GIL or the CPU: wall time minus the thread's CPU time), the time from the loop's end until
+``finish()`` returned, from creating the run until ``finish()`` returned, and the training process's
+peak RSS.
 
     python tools/bench.py --loop                        # every installed backend, 3 rounds
     python tools/bench.py --loop --backends tensorboard,mlflow,aim --rounds 5 --steps 2000
@@ -66,11 +69,15 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
+_LOOP_CPU: list[float] = []
+
+
 def _loop(log, steps: int, units: int) -> float:
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.thread_time()
     for step in range(steps):
         busy(units)
         log(values_for(step), step)
+    _LOOP_CPU.append(time.thread_time() - cpu)  # the loop thread's own CPU time: the rest it spent waiting
     return time.perf_counter() - started
 
 
@@ -95,6 +102,7 @@ def case_ours(steps: int, units: int, logging_dir: Path, backends: list[str], de
         "total": finished - created,
         "rss": _peak_rss_mb(),
         "ok": report.ok,
+        "not_ok": [f"{name}: {entry.state}" for name, entry in report.backends.items() if not entry.ok],
     }
 
 
@@ -149,7 +157,28 @@ def case_process(steps: int, units: int, logging_dir: Path, backends: list[str])
 CASES = {"none": case_none, "ours": case_ours, "process": case_process, "accelerate": case_accelerate}
 
 
-def _run(kind: str, backends: list[str], steps: int, units: int, timeout: float = 1800) -> dict:
+def _cpu_idle_fraction(window: float = 0.5) -> float:
+    """Share of the machine's CPU time that was idle over ``window`` seconds (1.0 where /proc is absent)."""
+    try:
+        before = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+        time.sleep(window)
+        after = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except (OSError, ValueError):
+        return 1.0
+    spent = [b - a for a, b in zip(before, after)]
+    return (spent[3] + spent[4]) / max(1, sum(spent))  # idle + iowait
+
+
+def _settle(limit: float = 20.0) -> None:
+    """Wait until what the previous case left behind (an SDK's service process, a delivery process
+    closing its backends) has stopped using the CPU, so it does not slow the next case's loop."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline and _cpu_idle_fraction() < 0.9:
+        pass
+
+
+def _run(kind: str, backends: list[str], steps: int, units: int, settle: float, timeout: float = 1800) -> dict:
+    _settle(settle)
     with tempfile.TemporaryDirectory(prefix="tracking-bench-loop-") as tmp:
         env = {**os.environ, "HOME": os.environ.get("HOME", tmp)}
         if kind == "accelerate":
@@ -180,11 +209,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--backends", default=None, help="comma-separated (default: every installed backend)")
     parser.add_argument("--no-single", action="store_true", help="only the all-backends cases")
+    parser.add_argument(
+        "--paths", default="ours,process,accelerate", help="comma-separated: ours (threads), process, accelerate"
+    )
+    parser.add_argument(
+        "--settle", type=float, default=20.0, help="longest wait for an idle CPU before each run, seconds"
+    )
     parser.add_argument("--case", nargs=6, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.case:
         kind, backends, steps, units, logging_dir, result = args.case
         outcome = CASES[kind](int(steps), int(units), Path(logging_dir), [b for b in backends.split(",") if b])
+        outcome["stalled"] = (outcome["loop"] - _LOOP_CPU[-1]) / outcome["loop"]
         Path(result).write_text(json.dumps(outcome))
         return 0
 
@@ -198,8 +234,11 @@ def main(argv: list[str] | None = None) -> int:
     groups = [] if args.no_single else [[backend] for backend in wanted]
     if len(wanted) > 1:
         groups.append(wanted)
-    cases = [(kind, group) for group in groups for kind in ("ours", "process")]
-    if with_reference:
+    paths = args.paths.split(",")
+    # no tracking against no tracking: how far two identical loops differ on this machine
+    cases = [("none", [])]
+    cases += [(kind, group) for group in groups for kind in ("ours", "process") if kind in paths]
+    if with_reference and "accelerate" in paths:
         cases += [("accelerate", group) for group in groups]
     print(
         f"tracking loop bench: {args.steps} steps of ~{WORK_SECONDS * 1000:.1f} ms pure-Python work ({units} units), "
@@ -208,44 +247,54 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[tuple[str, str], list[dict]] = {}
     baseline: list[float] = []
     for round_index in range(args.rounds):
-        none = _run("none", [], args.steps, units)
-        baseline.append(none["loop"])
-        results.setdefault(("none", "-"), []).append({**none, "ratio": 1.0})
         for kind, group in cases:
-            outcome = _run(kind, group, args.steps, units)
+            # Each case is paired with a no-tracking run just before it: the ratio compares two loops
+            # that met the same moment of a busy machine.
+            none = _run("none", [], args.steps, units, args.settle)
+            baseline.append(none["loop"])
+            outcome = _run(kind, group, args.steps, units, args.settle)
             if "error" not in outcome:
                 outcome["ratio"] = outcome["loop"] / none["loop"]
-            label = "+".join(group) if len(group) < len(wanted) or len(wanted) == 1 else f"all {len(group)}"
+            if not group:
+                label = "-"
+            elif len(group) < len(wanted) or len(wanted) == 1:
+                label = "+".join(group)
+            else:
+                label = f"all {len(group)}"
             results.setdefault((kind, label), []).append(outcome)
         print(f"  round {round_index + 1}/{args.rounds} done", file=sys.stderr)
     header = [
         "path",
         "backends",
         "loop vs none (min/med/max)",
+        "loop stalled % (max)",
         "finish after loop s",
         "create->finish s",
         "peak RSS MB",
         "note",
     ]
     rows = []
-    rss_none = statistics.median(r["rss"] for r in results[("none", "-")])
+    rss_none = statistics.median(o["rss"] for o in results[("none", "-")])
     for (kind, label), outcomes in results.items():
         good = [o for o in outcomes if "error" not in o]
         errors = [o["error"] for o in outcomes if "error" in o]
         rss = statistics.median(o["rss"] for o in good) if good else None
         note = (errors[0][:60] if errors else "") or (
-            "report not ok" if any(not o.get("ok", True) for o in good) else ""
+            "not ok: " + ", ".join(sorted({item for o in good for item in o.get("not_ok", [])}))
+            if any(not o.get("ok", True) for o in good)
+            else ""
         )
         rows.append(
             [
                 {
-                    "none": "no tracking",
+                    "none": "no tracking (again)",
                     "ours": "tracking (threads)",
                     "process": "tracking (process)",
                     "accelerate": "accelerate",
                 }[kind],
                 label,
                 _spread([o["ratio"] for o in good], "{:.3f}x"),
+                f"{max(o['stalled'] for o in good) * 100:.1f}" if good else "-",
                 _spread([o["finish"] for o in good], "{:.2f}"),
                 _spread([o["total"] for o in good], "{:.2f}"),
                 f"{rss:.0f} (+{rss - rss_none:.0f})" if rss is not None else "-",
@@ -258,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
         if index == 0:
             print("  ".join("-" * width for width in widths))
-    print(f"no-tracking loop: {_spread(baseline, '{:.2f}')} s")
+    print(f"no-tracking loop (the run before each case): {_spread(baseline, '{:.2f}')} s")
     return 0
 
 

@@ -62,6 +62,8 @@ def case_ours(backend: str, steps: int, logging_dir: Path, delivery: str) -> dic
         "seconds": finished - max(began, ready),
         "ok": report.ok,
         "spilled": entry.spilled,
+        "delivered": entry.delivered,
+        "state": entry.state,
         "within_timeout": finished - began < tracking_core.dispatcher.DEFAULT_FINISH_TIMEOUT,
     }
 
@@ -126,7 +128,13 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             rate = points / outcome["seconds"]
             cells += [f"{rate:,.0f}", f"{rate / direct_rate:.2f}x" if direct_rate else "-"]
-            verdicts.append(f"{mode}: {'yes' if outcome['within_timeout'] and outcome['ok'] else 'no'}")
+            if outcome["within_timeout"] and outcome["ok"]:
+                verdicts.append(f"{mode}: yes")
+            else:  # what finish() did with the rest: every step either delivered or spilled, once
+                verdicts.append(
+                    f"{mode}: no ({outcome['state']}, {outcome['delivered']:,} delivered + "
+                    f"{outcome['spilled']:,} spilled of {args.steps:,})"
+                )
         rows.append([*cells, ", ".join(verdicts)])
     table = [header, *rows]
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]

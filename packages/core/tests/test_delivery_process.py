@@ -42,6 +42,22 @@ def test_backends_run_in_the_delivery_process_and_deliver_everything(tmp_path):
         run.get_tracker("jsonl", unwrap=True)
 
 
+@pytest.mark.parametrize(("setting", "lowered_by"), [(None, 10), ("19", 19), ("0", 0)])
+def test_the_delivery_process_yields_the_cpu_to_the_training_loop(tmp_path, monkeypatch, setting, lowered_by):
+    if setting is None:
+        monkeypatch.delenv("TRACKING_DELIVERY_NICE", raising=False)
+    else:
+        monkeypatch.setenv("TRACKING_DELIVERY_NICE", setting)
+    run = Dispatcher(log_with=["jsonl"], logging_dir=tmp_path, delivery="process")
+    run.init_trackers("p")
+    try:
+        assert run._link is not None and run._link.wait_ready()
+        ours = os.getpriority(os.PRIO_PROCESS, 0)
+        assert os.getpriority(os.PRIO_PROCESS, run._link.process.pid) == min(19, ours + lowered_by)
+    finally:
+        assert run.finish().ok
+
+
 def test_trackers_it_cannot_import_stay_in_threads_here(memory, tmp_path):
     from tracking_core import register_tracker_class
 
@@ -259,3 +275,16 @@ def test_on_error_raise_reports_a_failure_in_the_delivery_process(tmp_path):
         run.flush(30)
     (run.run_dir / DOWN_FILE).unlink()
     run.finish()
+
+
+def test_the_environment_chooses_the_delivery_when_the_code_does_not(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRACKING_DELIVERY", "process")
+    run = Dispatcher(log_with=["jsonl"], logging_dir=tmp_path)
+    run.init_trackers("p")
+    assert run.delivery == "process" and run._link is not None
+    assert run.finish().ok
+    explicit = Dispatcher(log_with=["jsonl"], logging_dir=tmp_path, delivery="thread")
+    assert explicit.delivery == "thread"  # what the code says wins
+    monkeypatch.setenv("TRACKING_DELIVERY", "fork")
+    with pytest.raises(ValueError, match="TRACKING_DELIVERY"):
+        Dispatcher(log_with=["jsonl"], logging_dir=tmp_path)

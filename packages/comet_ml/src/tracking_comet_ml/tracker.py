@@ -490,9 +490,14 @@ class CometMLTracker(GeneralTracker):
         return images
 
     def _local_archives(self) -> list[Path]:
+        # A resumed run reads what earlier processes archived before its own archive exists: the
+        # dispatcher asks how far the earlier run got, so that what it stored is not delivered twice.
+        archives = self.archives()
+        if archives:
+            return archives
         if self.archive_path is None:
             raise NotImplementedError("comet_ml: only an offline archive can be read back locally")
-        return self.archives() or [self.archive_path]
+        return [self.archive_path]
 
     def report_notes(self) -> list[str]:
         notes = super().report_notes()

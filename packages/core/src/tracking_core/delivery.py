@@ -22,6 +22,7 @@ under a lock). It decides, record by record:
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 import traceback
@@ -113,6 +114,14 @@ class Delivery:
         self._confirms_at_flush = (
             not durable if durable is not None else type(tracker).flush is not GeneralTracker.flush
         )
+        #: Held by the delivering thread except while it waits on the SDK: ``abandon`` takes it, so at
+        #: that moment every record still owed sits in one of this object's lists (or the queue),
+        #: never only in a thread's local variables.
+        self.handover = threading.Lock()
+        self._owner: int | None = None
+        #: the batch the worker took off its queue, and how far into it delivery has got
+        self._held: list[Record] = []
+        self._held_next = 0
         self.mode = LIVE
         self.started = False
         self.abandoned = False
@@ -185,15 +194,35 @@ class Delivery:
         if stored is None:
             handed = self._earlier_handed
             return (record for record in records if record.seq is None or record.seq > handed)
-        return (record for record in records if record.step is None or record.step > stored)
+        last, keys_at_last = stored
+        sanitize = self.tracker.sanitize_key
 
-    def _last_stored_step(self) -> int | None:
+        def missing(record: Record) -> Record | None:
+            if record.step is None or record.step > last:
+                return record
+            if record.step == last and record.kind == "log":
+                # The process died while the SDK was writing this step: some of its keys may be
+                # stored, others not. Deliver only the ones its storage does not have.
+                rest = {
+                    key: value
+                    for key, value in record.payload.items()
+                    if key not in keys_at_last and sanitize(key) not in keys_at_last
+                }
+                return record._replace(payload=rest) if rest else None
+            return None
+
+        return (kept for record in records if (kept := missing(record)) is not None)
+
+    def _last_stored_step(self) -> tuple[int, set[str]] | None:
+        """The last step the backend's storage holds and the keys stored at it; ``None`` when it cannot say."""
         try:
-            history = self.tracker.read_back_history()
+            with self._in_backend():
+                history = self.tracker.read_back_history()
         except Exception as error:
             logger.info("backend %r cannot say how far its earlier run got (%r)", self.name, error)
             return None
-        return max((step for points in history.values() for step, _ in points), default=-1)
+        last = max((step for points in history.values() for step, _ in points), default=-1)
+        return last, {key for key, points in history.items() if any(step == last for step, _ in points)}
 
     def _start_with_import_retry(self) -> None:
         """``start()``, retried when it lost an import race with another thread.
@@ -203,7 +232,8 @@ class Delivery:
         """
         for attempt in range(IMPORT_RETRIES + 1):
             try:
-                self.tracker.start()
+                with self._in_backend():
+                    self.tracker.start()
                 return
             except (ImportError, AttributeError) as error:
                 text = str(error)
@@ -214,8 +244,34 @@ class Delivery:
                 time.sleep(IMPORT_RETRY_DELAY)
 
     # -- records -----------------------------------------------------------------------------
+    def own(self) -> None:
+        """The calling thread delivers from now on: it holds ``handover`` outside SDK calls."""
+        self.handover.acquire()
+        self._owner = threading.get_ident()
+
+    def disown(self) -> None:
+        self._owner = None
+        self.handover.release()
+
+    @contextlib.contextmanager
+    def _in_backend(self) -> Iterator[None]:
+        """Around a call into the SDK, which may hang: ``abandon`` must not wait for it."""
+        if self._owner != threading.get_ident():
+            yield
+            return
+        self.disown()
+        try:
+            yield
+        finally:
+            self.own()
+
+    def hold(self, batch: list[Record]) -> None:
+        """The worker took ``batch`` off its queue (it may still grow): owed until ``handle`` takes it."""
+        self._held, self._held_next = batch, 0
+
     def handle(self, batch: list[Record]) -> None:
         """Deliver (or spill) a drained batch in order, grouping consecutive metric records."""
+        self.hold(batch)
         index = 0
         while index < len(batch) and not self.abandoned:
             record = batch[index]
@@ -224,10 +280,14 @@ class Delivery:
                 end = index + 1
                 while end < len(batch) and batch[end].kind == "log":
                     end += 1
-                self._take(batch[index:end])
+                self._held_next = end
+                self.in_flight = batch[index:end]
+                self._take(self.in_flight)
+                self.in_flight = []
                 index = end
                 continue
             index += 1
+            self._held_next = index
             if kind == "flush":
                 self.flush()
                 record.payload.set()
@@ -237,6 +297,8 @@ class Delivery:
                 if kind == "config":
                     self._remember_config(record)
                 self._take([record])
+        if not self.abandoned:
+            self._held, self._held_next = [], 0
 
     def safe_seq(self) -> int:
         """The highest ``seq`` up to which every record is durable in the backend or in its spill.
@@ -282,6 +344,7 @@ class Delivery:
             done, error = self._attempt(tracker.log_batch, entries)
         self.in_flight = []
         if self.abandoned:
+            self._stored_after_abandon(records if error is None else records[:done])
             return
         if error is None:
             self._stored(records)
@@ -351,6 +414,7 @@ class Delivery:
         _, error = self._attempt(deliver, self.tracker, record)
         self.in_flight = []
         if self.abandoned:
+            self._stored_after_abandon([record] if error is None else [])
             return
         if error is None:
             self._stored([record])
@@ -365,7 +429,8 @@ class Delivery:
     def _attempt(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[int, BaseException | None]:
         """Call into the backend; returns (entries stored before a failure, the failure or None)."""
         try:
-            function(*args, **kwargs)
+            with self._in_backend():
+                function(*args, **kwargs)
         except PartialDelivery as partial:
             return partial.delivered, partial.__cause__ or partial
         except BaseException as error:
@@ -407,6 +472,23 @@ class Delivery:
             if record.kind == "log" and record.step is not None and record.step > self.durable_step:
                 self.durable_step = record.step
         self._write_cursor()
+
+    def _stored_after_abandon(self, records: list[Record]) -> None:
+        """A call ``abandon`` gave up on came back. What it stored is in the spill as well: the cursor
+        says the backend holds it, so replaying the spill (or resuming) does not deliver it twice."""
+        for record in records:
+            if record.seq is not None:
+                self.handed_seq = max(self.handed_seq, record.seq)
+                if not self._confirms_at_flush:
+                    self.cursor = max(self.cursor, record.seq)
+            if record.kind == "log" and record.step is not None:
+                self.handed_step = max(self.handed_step, record.step)
+                if not self._confirms_at_flush:
+                    self.durable_step = max(self.durable_step, record.step)
+        if self._cursor_file is not None:
+            self._write_cursor()
+            self._cursor_file.close()
+            self._cursor_file = None
 
     def _write_cursor(self) -> None:
         if self._cursor_file is not None:
@@ -651,7 +733,8 @@ class Delivery:
         """The backend did not finish in time: everything it has not stored goes to the spill."""
         self.abandoned = True
         self.report.state = "timed_out"
-        owed = [*self._unconfirmed, *self.in_flight, *pending]
+        held = self._held[self._held_next :]
+        owed = list({id(record): record for record in [*self._unconfirmed, *self.in_flight, *held, *pending]}.values())
         self._unconfirmed = []
         numbered = sorted(
             (record for record in owed if record.seq is not None), key=lambda record: cast(int, record.seq)
@@ -663,12 +746,13 @@ class Delivery:
                 continue
             self._spill_record(record)
         self._collect_notes()
-        self._close_spill()
+        # a call still in the SDK may yet store its records: the cursor file stays open to say so
+        self._close_spill(keep_cursor=bool(self.in_flight))
         self.publish_progress()
 
-    def _close_spill(self) -> None:
+    def _close_spill(self, keep_cursor: bool = False) -> None:
         with self._spill_lock:
             self._spill.close()
-        if self._cursor_file is not None:
+        if self._cursor_file is not None and not keep_cursor:
             self._cursor_file.close()
             self._cursor_file = None

@@ -29,6 +29,9 @@ from .tracker import GeneralTracker, RunContext
 from .worker import BackendWorker
 
 SAFE_EVERY = 0.2  # seconds between "how far is safe" events
+#: the delivery process's niceness: background work yields the CPU to the training loop when both want it
+NICE_ENV = "TRACKING_DELIVERY_NICE"
+DEFAULT_NICE = 10
 _EMPTY: dict[str, Any] = {}
 
 
@@ -193,9 +196,26 @@ def _resume_state(tracker: GeneralTracker) -> Any:
         return None
 
 
+def lower_priority() -> None:
+    """Yield the CPU to the training loop: SDK imports and encoding never compete with it as equals."""
+    import os
+
+    try:
+        nice = int(os.environ.get(NICE_ENV, DEFAULT_NICE))
+    except ValueError:
+        nice = DEFAULT_NICE
+    if nice > 0 and hasattr(os, "nice"):
+        try:
+            os.nice(nice)
+        except OSError:
+            pass
+
+
 def main(connection: Connection, setup: dict[str, Any]) -> None:
     """Entry point of the delivery process."""
     import sys
+
+    lower_priority()
 
     sys.path[:] = [*setup.get("sys_path", ()), *[path for path in sys.path if path not in setup.get("sys_path", ())]]
     for module in setup.get("modules", ()):

@@ -34,6 +34,9 @@ from .worker import START_WAIT_SECONDS, ManagedMixin
 
 BATCH = 512
 READY_TIMEOUT = 60.0
+#: how long the feeder lets records gather after the first: one wake-up (and one moment holding the
+#: GIL) per batch rather than per ``log`` call
+LINGER_SECONDS = 0.02
 
 
 class RemoteWorker(ManagedMixin):
@@ -174,6 +177,8 @@ class DeliveryLink:
         stopping = False
         while not stopping:
             items = [get()]
+            if items[0] is not None and items[0][1] != "control" and size() < BATCH:
+                time.sleep(LINGER_SECONDS)
             while len(items) < BATCH and size():
                 items.append(get())
             if None in items:  # the stop marker: what came before it is still sent, what came after waits

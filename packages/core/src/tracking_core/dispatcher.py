@@ -46,6 +46,8 @@ _EMPTY: dict[str, Any] = {}
 _now = time.time
 DEFAULT_FINISH_TIMEOUT = 120.0
 DEFAULT_FLUSH_INTERVAL = 1.0
+#: chooses ``delivery`` when the code does not pass it
+DELIVERY_ENV = "TRACKING_DELIVERY"
 UNWRAP_TIMEOUT = 120.0
 
 
@@ -86,7 +88,8 @@ class Dispatcher:
     after the last step the earlier process flushed. Pass explicit steps (the checkpoint's global
     step) when points after the checkpoint were logged before the restart.
 
-    ``delivery="process"`` runs the backends in a delivery process started at ``init_trackers``
+    ``delivery="process"`` (or ``TRACKING_DELIVERY=process`` in the environment, when the code
+    passes no ``delivery``) runs the backends in a delivery process started at ``init_trackers``
     (a fresh interpreter, never a fork), so SDK work never takes the training loop's GIL; the
     training process keeps the snapshot, one queue and one feeder thread. Trackers given as
     instances, or defined in the script itself, stay in threads here. If the delivery process dies,
@@ -113,8 +116,12 @@ class Dispatcher:
         retry_backoff: tuple[float, float] = (1.0, 300.0),
         resume: bool | str = False,
         per_rank: bool = False,
-        delivery: str = "thread",
+        delivery: str | None = None,
     ) -> None:
+        if delivery is None:  # a script run under a framework can still choose, from outside
+            delivery = os.environ.get(DELIVERY_ENV, "").strip() or "thread"
+            if delivery not in ("thread", "process"):
+                raise ValueError(f"{DELIVERY_ENV} must be 'thread' or 'process', got {delivery!r}")
         if on_full not in ("block", "drop"):
             raise ValueError(f"on_full must be 'block' or 'drop', got {on_full!r}")
         if on_error not in ("warn", "raise"):

@@ -24,6 +24,10 @@ from .report import BackendReport
 from .tracker import GeneralTracker
 
 LINGER_SECONDS = 0.005
+#: the longest the worker waits on its queue at a time while holding the handover lock
+HANDOVER_SLICE = 0.2
+#: how long ``abandon`` waits for the worker to let go of the handover lock
+ABANDON_WAIT_SECONDS = 5.0
 START_WAIT_SECONDS = 120.0
 #: the contract's methods a training script may call on a tracker the dispatcher manages
 MANAGED_METHODS = (
@@ -214,13 +218,19 @@ class BackendWorker(ManagedMixin):
 
     def abandon(self) -> None:
         """Give up on a backend that did not finish in time; spill what it still holds."""
-        pending = []
-        while True:
-            try:
-                pending.append(as_record(Record, self._queue.get_nowait()))
-            except queue.Empty:
-                break
-        self.delivery.abandon(pending)
+        # The worker lets go of the lock within a slice, or at once when it is inside the SDK.
+        owned = self.delivery.handover.acquire(timeout=ABANDON_WAIT_SECONDS)
+        try:
+            pending = []
+            while True:
+                try:
+                    pending.append(as_record(Record, self._queue.get_nowait()))
+                except queue.Empty:
+                    break
+            self.delivery.abandon(pending)
+        finally:
+            if owned:
+                self.delivery.handover.release()
         self._room.set()
 
     def add_note(self, note: str) -> None:
@@ -240,23 +250,33 @@ class BackendWorker(ManagedMixin):
 
     def _run(self) -> None:
         self._thread_id = threading.get_ident()
-        self._start()
         delivery, get, size = self.delivery, self._queue.get, self._queue.qsize
-        while not (delivery.finished or delivery.abandoned):
-            wait = delivery.wait_time()
-            try:
-                first = get(timeout=wait) if wait is None or wait > 0 else self._queue.get_nowait()
-            except queue.Empty:
-                first = None
-            if first is not None:
-                if first[0] == "log" and size() < MAX_BATCH and delivery.mode == "live":
-                    # Let a few records gather: one batch per wake-up instead of one per record keeps
-                    # this thread off the GIL while the training loop is logging.
-                    time.sleep(LINGER_SECONDS)
-                batch = [as_record(Record, first)]
-                while len(batch) < MAX_BATCH and size():
-                    batch.append(as_record(Record, get()))
-                delivery.handle(batch)
-                self._room.set()
-            delivery.tick()
-        self._thread_id = None  # the id may be reused by a later thread, which is not this worker
+        # Outside SDK calls this thread holds the delivery's handover lock, waiting on the queue
+        # included (in short slices): a record it took is always where abandon() looks for it.
+        delivery.own()
+        try:
+            self._start()
+            while not (delivery.finished or delivery.abandoned):
+                wait = delivery.wait_time()
+                try:
+                    if wait is not None and wait <= 0:
+                        first = self._queue.get_nowait()
+                    else:
+                        first = get(timeout=HANDOVER_SLICE if wait is None else min(wait, HANDOVER_SLICE))
+                except queue.Empty:
+                    first = None
+                if first is not None:
+                    batch = [as_record(Record, first)]
+                    delivery.hold(batch)
+                    if first[0] == "log" and size() < MAX_BATCH and delivery.mode == "live":
+                        # Let a few records gather: one batch per wake-up instead of one per record keeps
+                        # this thread off the GIL while the training loop is logging.
+                        time.sleep(LINGER_SECONDS)
+                    while len(batch) < MAX_BATCH and size():
+                        batch.append(as_record(Record, get()))
+                    delivery.handle(batch)
+                    self._room.set()
+                delivery.tick()
+        finally:
+            delivery.disown()
+            self._thread_id = None  # the id may be reused by a later thread, which is not this worker

@@ -79,6 +79,9 @@ def start_in_own_session(code: str, *args: str, cwd: str | Path) -> subprocess.P
 
 
 def last_json_line(output: str) -> dict[str, Any]:
-    """The JSON a script printed last (an SDK may print its own lines before it)."""
-    printed: dict[str, Any] = json.loads(output.strip().splitlines()[-1])
-    return printed
+    """The JSON object a script printed last (an SDK may print its own lines before or after it)."""
+    for line in reversed(output.strip().splitlines()):
+        if line.startswith("{"):
+            printed: dict[str, Any] = json.loads(line)
+            return printed
+    raise ValueError(f"the script printed no JSON object:\n{output[-2000:]}")
