@@ -178,7 +178,7 @@ run = tracking_core.init("behind", log_with=[cell], logging_dir="runs", resume=m
 if mode == "new":
     run.get_tracker(cell, unwrap=True)  # the backend is up: the timeout falls in the middle of delivery
     for step in range(steps):
-        run.log({**{f"layer{i:02d}/norm": i + step / steps for i in range(50)}, "train/loss": 1.0 / (step + 1)},
+        run.log({**{f"layer{i:02d}/norm": i + step / steps for i in range(20)}, "train/loss": 1.0 / (step + 1)},
                 step=step)
 report = run.finish()
 entry = report.backends[cell]
@@ -192,7 +192,7 @@ print(json.dumps(out), flush=True)
 def test_a_backend_behind_at_the_finish_timeout_spills_the_rest_exactly_once(tmp_path):
     """``finish()`` gives up on a backend still delivering: what it did not store is spilled, and
     replaying the spill completes the original run with every point once."""
-    steps = 5000
+    steps = 3000
     result = run_script(BEHIND, CELL, "new", str(steps), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     first = last_json_line(result.stdout)

@@ -9,6 +9,7 @@ run finished within the default finish timeout with nothing spilled.
 
     python tools/bench.py --throughput                            # every installed backend
     python tools/bench.py --throughput --backends mlflow,aim --steps 10000
+    python tools/bench.py --throughput --steps 10000 --direct-steps 1000   # the SDKs' own calls on fewer steps
 """
 
 from __future__ import annotations
@@ -90,6 +91,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=10_000)
     parser.add_argument("--backends", default=None, help="comma-separated (default: every installed backend)")
+    parser.add_argument(
+        "--direct-steps",
+        type=int,
+        default=None,
+        help="steps for the SDK-direct case (default: --steps); its rate is steady, and slow SDKs take long",
+    )
     parser.add_argument("--case", nargs=6, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.case:
@@ -102,7 +109,8 @@ def main(argv: list[str] | None = None) -> int:
         else [b for b in BACKENDS if importlib.util.find_spec(f"tracking_{b}")]
     )
     print(
-        f"tracking throughput bench: {args.steps} steps x {METRICS} metrics per case, python {sys.version.split()[0]}"
+        f"tracking throughput bench: {args.steps} steps x {METRICS} metrics per case "
+        f"(SDK direct: {args.direct_steps or args.steps} steps), python {sys.version.split()[0]}"
     )
     header = [
         "backend",
@@ -116,9 +124,10 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for backend in wanted:
         points = args.steps * METRICS
-        direct = _run("direct", backend, args.steps) if (HERE / "bench_direct" / f"{backend}.py").exists() else {}
+        direct_steps = args.direct_steps or args.steps
+        direct = _run("direct", backend, direct_steps) if (HERE / "bench_direct" / f"{backend}.py").exists() else {}
         results = {mode: _run("ours", backend, args.steps, mode) for mode in ("thread", "process")}
-        direct_rate = points / direct["seconds"] if "seconds" in direct else None
+        direct_rate = direct_steps * METRICS / direct["seconds"] if "seconds" in direct else None
         cells = [backend, f"{direct_rate:,.0f}" if direct_rate else direct.get("error", "-")[:40]]
         verdicts = []
         for mode in ("thread", "process"):
