@@ -448,11 +448,7 @@ class Delivery:
             return
         self._failures = 0
         self._dirty = True
-        for record in records:  # what the backend may hold from now on, even before it confirms
-            if record.seq is not None and record.seq > self.handed_seq:
-                self.handed_seq = record.seq
-            if record.kind == "log" and record.step is not None and record.step > self.handed_step:
-                self.handed_step = record.step
+        self._advance_handed(records)
         if self._confirms_at_flush:
             self._unconfirmed.extend(records)
             self._write_cursor()
@@ -463,28 +459,34 @@ class Delivery:
         report, spilled_through = self.report, self._spill.last_seq
         report.delivered += len(records)
         for record in records:
-            if record.seq is not None:
-                if self._spill.first_seq <= record.seq <= spilled_through:
-                    report.spilled -= 1
-                    report.recovered += 1
-                if record.seq > self.cursor:
-                    self.cursor = record.seq
+            if record.seq is not None and self._spill.first_seq <= record.seq <= spilled_through:
+                report.spilled -= 1
+                report.recovered += 1
+        self._advance_durable(records)
+        self._write_cursor()
+
+    def _advance_handed(self, records: list[Record]) -> None:
+        """What the backend may hold from now on, even before it confirms."""
+        for record in records:
+            if record.seq is not None and record.seq > self.handed_seq:
+                self.handed_seq = record.seq
+            if record.kind == "log" and record.step is not None and record.step > self.handed_step:
+                self.handed_step = record.step
+
+    def _advance_durable(self, records: list[Record]) -> None:
+        """What the backend holds where a dead training process cannot lose it."""
+        for record in records:
+            if record.seq is not None and record.seq > self.cursor:
+                self.cursor = record.seq
             if record.kind == "log" and record.step is not None and record.step > self.durable_step:
                 self.durable_step = record.step
-        self._write_cursor()
 
     def _stored_after_abandon(self, records: list[Record]) -> None:
         """A call ``abandon`` gave up on came back. What it stored is in the spill as well: the cursor
         says the backend holds it, so replaying the spill (or resuming) does not deliver it twice."""
-        for record in records:
-            if record.seq is not None:
-                self.handed_seq = max(self.handed_seq, record.seq)
-                if not self._confirms_at_flush:
-                    self.cursor = max(self.cursor, record.seq)
-            if record.kind == "log" and record.step is not None:
-                self.handed_step = max(self.handed_step, record.step)
-                if not self._confirms_at_flush:
-                    self.durable_step = max(self.durable_step, record.step)
+        self._advance_handed(records)
+        if not self._confirms_at_flush:
+            self._advance_durable(records)
         if self._cursor_file is not None:
             self._write_cursor()
             self._cursor_file.close()
