@@ -74,8 +74,18 @@ class Process:
     killed: bool = False  # still running at the deadline: a hang
 
     def summaries(self) -> list[dict]:
-        """The JSON lines ``train.py`` printed at its end (one per rank this process ran)."""
-        return [json.loads(line) for line in self.stdout.splitlines() if line.startswith('{"rank"')]
+        """The JSON objects ``train.py`` printed at its end (one per rank this process ran).
+
+        A launcher that relays its ranks' output can join two ranks' lines into one, so every
+        object is read wherever it starts.
+        """
+        decoder, found = json.JSONDecoder(), []
+        start = self.stdout.find('{"rank"')
+        while start != -1:
+            summary, end = decoder.raw_decode(self.stdout, start)
+            found.append(summary)
+            start = self.stdout.find('{"rank"', end)
+        return found
 
 
 @dataclass
