@@ -41,8 +41,12 @@ def test_only_the_cells_backend_is_importable(backend):
 
 
 def test_entry_points_match_the_cell():
-    names = {entry.name for entry in importlib.metadata.entry_points(group="tracking.backends")}
-    assert names == {"jsonl"} | ({CELL} if CELL else set())
+    from tracking_core.registry import BUILT_IN_CLASSES
+
+    entries = {entry.name: entry.value for entry in importlib.metadata.entry_points(group="tracking.backends")}
+    assert set(entries) == {"jsonl"} | ({CELL} if CELL else set())
+    # the registry resolves built-in names from its own table, without reading entry points: they must agree
+    assert entries == {name: BUILT_IN_CLASSES[name] for name in entries}
 
 
 def test_core_declares_no_third_party_dependency():

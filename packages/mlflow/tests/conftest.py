@@ -32,10 +32,18 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "mlflow_server: starts a real `mlflow server` on 127.0.0.1 (needs full mlflow)")
 
 
+@pytest.fixture(scope="session")
+def schema_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("schema-cache")
+
+
 @pytest.fixture(autouse=True)
-def clean_mlflow_env(monkeypatch: pytest.MonkeyPatch):
+def clean_mlflow_env(monkeypatch: pytest.MonkeyPatch, schema_cache_dir: Path):
     for variable in _MLFLOW_ENV:
         monkeypatch.delenv(variable, raising=False)
+    # migrated empty stores are cached here rather than in the user's ~/.cache (schema_cache.py)
+    monkeypatch.setenv("TRACKING_CACHE_DIR", str(schema_cache_dir))
+    monkeypatch.delenv("TRACKING_MLFLOW_SCHEMA_CACHE", raising=False)
     # The tracker sets this itself when unset; keep that change from leaking past the test.
     monkeypatch.setenv("MLFLOW_DISABLE_TELEMETRY", os.environ.get("MLFLOW_DISABLE_TELEMETRY", "true"))
     reset_warnings()  # trackers used directly (no dispatcher) warn once per process otherwise

@@ -18,6 +18,19 @@ if TYPE_CHECKING:
     from .tracker import GeneralTracker
 
 ENTRY_POINT_GROUP = "tracking.backends"
+#: the entry points the project's own packages declare: resolving a built-in name imports its module
+#: directly instead of reading the metadata of every installed distribution (~40 ms at start-up)
+BUILT_IN_CLASSES = {
+    "jsonl": "tracking_core.jsonl:JsonlTracker",
+    "tensorboard": "tracking_tensorboard:TensorBoardTracker",
+    "wandb": "tracking_wandb:WandBTracker",
+    "trackio": "tracking_trackio:TrackioTracker",
+    "comet_ml": "tracking_comet_ml:CometMLTracker",
+    "aim": "tracking_aim:AimTracker",
+    "mlflow": "tracking_mlflow:MLflowTracker",
+    "clearml": "tracking_clearml:ClearMLTracker",
+    "swanlab": "tracking_swanlab:SwanLabTracker",
+}
 
 
 class LoggerType(str, enum.Enum):
@@ -116,11 +129,32 @@ def get_available_trackers() -> list[str]:
     return sorted(set(_entry_points()) | set(_registered))
 
 
+def _built_in_class(name: str) -> type[GeneralTracker] | None:
+    """The project's own class for ``name`` when its package is importable; None sends the caller to the
+    entry points (which also explain a broken install)."""
+    if name not in BUILT_IN_CLASSES:
+        return None
+    import importlib
+    import importlib.util
+
+    module_name, _, attribute = BUILT_IN_CLASSES[name].partition(":")
+    try:
+        if importlib.util.find_spec(module_name) is None:
+            return None
+        tracker_class: type[GeneralTracker] = getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError):
+        return None
+    return tracker_class
+
+
 def resolve_tracker_class(name: str) -> type[GeneralTracker]:
     """The class behind ``name``, importing its module; errors say what to install."""
     name = str(name.value if isinstance(name, LoggerType) else name)
     if name in _registered:
         return _registered[name]
+    built_in = _built_in_class(name)
+    if built_in is not None:
+        return built_in
     entry = _entry_points().get(name)
     if entry is None:
         known = [member.value for member in LoggerType if member is not LoggerType.ALL]

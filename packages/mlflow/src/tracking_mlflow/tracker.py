@@ -44,6 +44,8 @@ from tracking_core.adapters import figure_to_array, image_list, table_rows, to_h
 from tracking_core.errors import PartialDelivery
 from tracking_core.filelock import file_lock
 
+from .schema_cache import seed_store, unseed
+
 # The SDK's limits (mlflow 3.x values); start() reads the installed SDK's own from mlflow.utils.validation.
 _FALLBACK_LIMITS = {
     "MAX_PARAM_VAL_LENGTH": 6000,
@@ -299,8 +301,16 @@ class MLflowTracker(GeneralTracker):
         # Opening a sqlite store creates and migrates it; ranks of a per-rank job opening one fresh
         # store at once would race in the migrations, so the first creates it and the others wait.
         with file_lock(store.with_name(f".{store.name}.lock")):
-            client = MlflowClient(tracking_uri=uri)
-            client.search_experiments(max_results=1)  # the store is created here, inside the lock
+            seeded = seed_store(store)
+            try:
+                client = MlflowClient(tracking_uri=uri)
+                client.search_experiments(max_results=1)  # the store is created here, inside the lock
+            except Exception:
+                if not seeded:
+                    raise
+                unseed(store, uri)  # MLflow refused the copy: let it make the store itself
+                client = MlflowClient(tracking_uri=uri)
+                client.search_experiments(max_results=1)
         return client
 
     def _saved_run(self) -> tuple[str, str | None] | None:

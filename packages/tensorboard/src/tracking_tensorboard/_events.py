@@ -1,4 +1,4 @@
-"""TensorBoard event files built from tensorboard's own protos and record framing.
+"""TensorBoard event files built from tensorboard's own protos, framed as TFRecords (`._records`).
 
 Importing this module imports the tensorboard SDK, so only ``TensorBoardTracker.start()`` does it.
 Nothing here touches ``tensorboard.compat.tf``: that lazy module resolves to the real TensorFlow
@@ -21,15 +21,15 @@ from typing import Any, TypeAlias
 
 from tensorboard.compat.proto import event_pb2, summary_pb2, tensor_pb2, tensor_shape_pb2, types_pb2
 from tensorboard.plugins.hparams import api_pb2
-from tensorboard.plugins.hparams import metadata as hparams_metadata
 from tensorboard.plugins.hparams import plugin_data_pb2 as hparams_data
 from tensorboard.plugins.image import metadata as image_metadata
 from tensorboard.plugins.scalar import metadata as scalar_metadata
 from tensorboard.plugins.text import metadata as text_metadata
-from tensorboard.summary.writer.record_writer import RecordWriter
 from tracking_core.adapters import figure_to_png, to_hwc_uint8
 from tracking_core.appendfile import AppendFile
 from tracking_core.png import encode_png
+
+from ._records import framed
 
 Value: TypeAlias = summary_pb2.Summary.Value  # a protobuf class: tensorboard ships no type hints
 
@@ -57,7 +57,6 @@ class EventWriter:
         name = f"events.out.tfevents.{int(time.time()):010d}.{socket.gethostname()}.{os.getpid()}.{next(_file_counter)}"
         self.path = self.log_dir / (name + filename_suffix)
         self._file = AppendFile(self.path)
-        self._records = RecordWriter(self._file)
         self._lock = threading.Lock()
         self._children: dict[str, EventWriter] = {}  # add_scalars / add_hparams(run_name=...) sub-runs
         self.add_event(event_pb2.Event(wall_time=time.time(), file_version="brain.Event:2"))
@@ -79,7 +78,7 @@ class EventWriter:
         if walltime is not None:
             event.wall_time = float(walltime)
         with self._lock:
-            self._records.write(event.SerializeToString())
+            self._file.write(framed(event.SerializeToString()))
 
     def add_summary(self, values: Iterable[Value], step: int | None = None, wall_time: float | None = None) -> None:
         """One event holding ``values`` at ``step`` (``None``: 0, as in SummaryWriter) and ``wall_time``."""
@@ -400,8 +399,24 @@ def histogram_value(tag: str, histogram: Any) -> Value:
     return Value(tag=tag, histo=proto)
 
 
+# The hparams plugin's tags and summary form, as ``tensorboard.plugins.hparams.metadata`` defines them; that
+# module is not imported because it pulls in the TensorFlow stub (``tensor_util``) for its empty tensor.
+HPARAMS_PLUGIN = "hparams"
+HPARAMS_DATA_VERSION = 0
+EXPERIMENT_TAG = "_hparams_/experiment"
+SESSION_START_INFO_TAG = "_hparams_/session_start_info"
+SESSION_END_INFO_TAG = "_hparams_/session_end_info"
+
+
+def _empty_float_tensor() -> tensor_pb2.TensorProto:
+    shape = tensor_shape_pb2.TensorShapeProto(dim=[tensor_shape_pb2.TensorShapeProto.Dim(size=0)])
+    return tensor_pb2.TensorProto(dtype=types_pb2.DT_FLOAT, tensor_shape=shape)
+
+
 def _hparams_value(tag: str, data: hparams_data.HParamsPluginData) -> Value:
-    return Value(tag=tag, metadata=hparams_metadata.create_summary_metadata(data), tensor=hparams_metadata.NULL_TENSOR)
+    data.version = HPARAMS_DATA_VERSION
+    plugin = summary_pb2.SummaryMetadata.PluginData(plugin_name=HPARAMS_PLUGIN, content=data.SerializeToString())
+    return Value(tag=tag, metadata=summary_pb2.SummaryMetadata(plugin_data=plugin), tensor=_empty_float_tensor())
 
 
 def hparams_start_value(hparams: Mapping[str, bool | float | str], start_time: float) -> Value:
@@ -414,9 +429,7 @@ def hparams_start_value(hparams: Mapping[str, bool | float | str], start_time: f
             info.hparams[key].number_value = value
         else:
             info.hparams[key].string_value = str(value)
-    return _hparams_value(
-        hparams_metadata.SESSION_START_INFO_TAG, hparams_data.HParamsPluginData(session_start_info=info)
-    )
+    return _hparams_value(SESSION_START_INFO_TAG, hparams_data.HParamsPluginData(session_start_info=info))
 
 
 def hparams_experiment_value(
@@ -438,9 +451,9 @@ def hparams_experiment_value(
     experiment = api_pb2.Experiment(
         hparam_infos=infos, metric_infos=[api_pb2.MetricInfo(name=api_pb2.MetricName(tag=key)) for key in metrics]
     )
-    return _hparams_value(hparams_metadata.EXPERIMENT_TAG, hparams_data.HParamsPluginData(experiment=experiment))
+    return _hparams_value(EXPERIMENT_TAG, hparams_data.HParamsPluginData(experiment=experiment))
 
 
 def hparams_end_value(end_time: float) -> Value:
     info = hparams_data.SessionEndInfo(status=api_pb2.STATUS_SUCCESS, end_time_secs=end_time)
-    return _hparams_value(hparams_metadata.SESSION_END_INFO_TAG, hparams_data.HParamsPluginData(session_end_info=info))
+    return _hparams_value(SESSION_END_INFO_TAG, hparams_data.HParamsPluginData(session_end_info=info))
