@@ -41,9 +41,9 @@ def schema_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def clean_mlflow_env(monkeypatch: pytest.MonkeyPatch, schema_cache_dir: Path):
     for variable in _MLFLOW_ENV:
         monkeypatch.delenv(variable, raising=False)
-    # migrated empty stores are cached here rather than in the user's ~/.cache (schema_cache.py)
+    # migrated empty stores are cached here rather than in the user's ~/.cache (tracking_core.store_cache)
     monkeypatch.setenv("TRACKING_CACHE_DIR", str(schema_cache_dir))
-    monkeypatch.delenv("TRACKING_MLFLOW_SCHEMA_CACHE", raising=False)
+    monkeypatch.delenv("TRACKING_STORE_CACHE", raising=False)
     # The tracker sets this itself when unset; keep that change from leaking past the test.
     monkeypatch.setenv("MLFLOW_DISABLE_TELEMETRY", os.environ.get("MLFLOW_DISABLE_TELEMETRY", "true"))
     reset_warnings()  # trackers used directly (no dispatcher) warn once per process otherwise

@@ -61,13 +61,13 @@ def test_second_new_store_runs_no_migrations_and_is_mlflows_own(tmp_path, monkey
         assert sorted(e.name for e in experiments) == ["Default", "cached"]  # nothing carried over
     default = Reader.of(second).client.get_experiment("0")
     assert default.creation_time >= int(opened * 1000)  # made by MLflow when it opened the copy
-    assert len(list((tmp_path / "cache").glob("mlflow-*.db"))) == 1
+    assert [p.name for p in (tmp_path / "cache").iterdir()] == [schema_cache._key()]
 
 
 def test_a_cached_store_mlflow_refuses_gives_way_to_one_mlflow_makes(tmp_path, monkeypatch, migrations):
     monkeypatch.setenv("TRACKING_CACHE_DIR", str(tmp_path / "cache"))
-    (tmp_path / "cache").mkdir()
-    (tmp_path / "cache" / f"{schema_cache._schema_key()}.db").write_bytes(b"not a database" * 100)
+    (tmp_path / "cache" / schema_cache._key()).mkdir(parents=True)
+    (tmp_path / "cache" / schema_cache._key() / "mlflow.db").write_bytes(b"not a database" * 100)
     tracker = _run(tmp_path / "a", [1.0, 2.0])
     assert Reader.of(tracker).metrics() == {"loss": {0: 1.0, 1: 2.0}}
     _verify_schema(tracker)
@@ -76,12 +76,12 @@ def test_a_cached_store_mlflow_refuses_gives_way_to_one_mlflow_makes(tmp_path, m
 
 
 def test_a_copy_mlflow_refuses_gives_way_to_a_store_mlflow_makes(tmp_path, monkeypatch, migrations):
-    monkeypatch.setattr(schema_cache, "_schema_key", lambda: "stale")
-    (tmp_path / "cache").mkdir()
+    monkeypatch.setattr(schema_cache, "_key", lambda: "stale")
+    (tmp_path / "cache" / "stale").mkdir(parents=True)
     monkeypatch.setenv("TRACKING_CACHE_DIR", str(tmp_path / "cache"))
     import sqlite3
 
-    with sqlite3.connect(tmp_path / "cache" / "stale.db") as stale:  # migrated by an older MLflow
+    with sqlite3.connect(tmp_path / "cache" / "stale" / "mlflow.db") as stale:  # migrated by an older MLflow
         stale.execute("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL)")
         stale.execute("INSERT INTO alembic_version VALUES ('0123456789ab')")
     tracker = _run(tmp_path / "a", [1.0, 2.0])
@@ -92,7 +92,7 @@ def test_a_copy_mlflow_refuses_gives_way_to_a_store_mlflow_makes(tmp_path, monke
 
 def test_the_cache_can_be_turned_off(tmp_path, monkeypatch, migrations):
     monkeypatch.setenv("TRACKING_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("TRACKING_MLFLOW_SCHEMA_CACHE", "0")
+    monkeypatch.setenv("TRACKING_STORE_CACHE", "0")
     tracker = _run(tmp_path / "a", [1.0])
     assert Reader.of(tracker).metrics() == {"loss": {0: 1.0}}
     assert not (tmp_path / "cache").exists()

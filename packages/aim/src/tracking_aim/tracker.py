@@ -31,6 +31,8 @@ from tracking_core.paths import check_artifact_path
 
 from tracking_aim.series_writer import SeriesWriter
 
+from .repo_cache import seed_repo, unseed
+
 #: Run settings that cost threads or capture data nobody asked for; explicit kwargs still win.
 _QUIET_RUN_DEFAULTS = {
     "system_tracking_interval": None,  # else a sampler thread and __system__* metrics every 10 s
@@ -216,7 +218,14 @@ class AimTracker(GeneralTracker):
             # Ranks of a per-rank job start together: the first creates the repo, the others wait for it
             # (a half-created repo reads as "out of date" and fails the Run).
             with file_lock(Path(repo, ".tracking-aim.lock")):
-                run = self._resumed_run(sdk, kwargs) or sdk.Run(**kwargs)
+                seeded = seed_repo(Path(repo))
+                try:
+                    run = self._resumed_run(sdk, kwargs) or sdk.Run(**kwargs)
+                except Exception:
+                    if not seeded:
+                        raise
+                    unseed(Path(repo))  # Aim refused the copy: let it make the repo itself
+                    run = self._resumed_run(sdk, kwargs) or sdk.Run(**kwargs)
         else:
             run = self._resumed_run(sdk, kwargs) or sdk.Run(**kwargs)
         self._run, self.run_hash = run, run.hash
