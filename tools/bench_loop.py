@@ -4,7 +4,8 @@ The loop is pure Python (each step ~1.2 ms of arithmetic that holds the GIL, as 
 interpreted model step does), logging 8 scalars per step. Cases: no tracking, each backend and all of
 them through this library (``delivery="thread"`` and ``delivery="process"``), and the same through
 Accelerate's trackers (when ``accelerate`` is
-installed). Every case runs in a fresh process, once the machine is idle again, right after a
+installed). Every case runs in a fresh process that has imported torch first (when installed: a training
+script has, and the deltas of memory and time then belong to tracking alone), once the machine is idle again, right after a
 no-tracking run it is compared with; rounds interleave the cases so that a busy moment of the
 machine hits all of them alike. Printed per case, over the rounds: the loop's time against that
 no-tracking loop (min / median / max; the "no tracking (again)" row shows how far two identical loops
@@ -34,7 +35,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bench import BACKENDS, REFERENCE_ENV, values_for  # noqa: E402 - tools/ is not a package
+from bench import BACKENDS, REFERENCE_ENV, load_training_stack, values_for  # noqa: E402 - tools/ is not a package
 
 WORK_SECONDS = 0.0012
 
@@ -230,6 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.case:
         kind, backends, steps, units, logging_dir, result = args.case
+        load_training_stack()
         outcome = CASES[kind](int(steps), int(units), Path(logging_dir), [b for b in backends.split(",") if b])
         Path(result).write_text(json.dumps(outcome))
         return 0
