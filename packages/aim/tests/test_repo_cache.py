@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from tracking_aim import AimTracker, repo_cache
+from tracking_core.testing.resume import finished_run, loss
 
 _spec = importlib.util.spec_from_file_location("_tracking_aim_readback", Path(__file__).with_name("aim_readback.py"))
 readback = importlib.util.module_from_spec(_spec)
@@ -31,21 +32,20 @@ def migrations(monkeypatch, tmp_path):
     return calls
 
 
-def _run(logging_dir: Path, values: list[float]) -> AimTracker:
-    tracker = AimTracker("cached", logging_dir=logging_dir)
-    tracker.start()
-    for step, value in enumerate(values):
-        tracker.log({"loss": value}, step=step)
-    tracker.finish()
-    return tracker
+def _run(logging_dir, steps: int):
+    return finished_run(AimTracker, logging_dir, range(steps), project="cached")
+
+
+def _losses(steps: int) -> dict[int, float]:
+    return {step: loss(step) for step in range(steps)}
 
 
 def test_second_new_repo_runs_no_migrations_and_is_aims_own(tmp_path, migrations):
-    first = _run(tmp_path / "a", [0.5, 0.25])
-    assert len(migrations) == 1 and "cache" in migrations[0]  # the cached repo, made once
-    second = _run(tmp_path / "b", [0.75])
+    first = _run(tmp_path / "a", 2)
+    assert len(migrations) == 1 and str(tmp_path / "cache") in migrations[0]  # the cached repo, made once
+    second = _run(tmp_path / "b", 1)
     assert len(migrations) == 1, "the second new repo ran the migrations again"
-    for tracker, folder, expected in ((first, "a", {0: 0.5, 1: 0.25}), (second, "b", {0: 0.75})):
+    for tracker, folder, expected in ((first, "a", _losses(2)), (second, "b", _losses(1))):
         run = readback.get_run(tmp_path / folder, tracker.run_hash)
         assert readback.metrics(run) == {"loss": expected}
         assert run.experiment == "cached"
@@ -57,22 +57,22 @@ def test_a_damaged_cached_repo_is_made_again(tmp_path, migrations):
     damaged.mkdir(parents=True)
     (damaged / "run_metadata.sqlite").write_bytes(b"not a database" * 100)
     (damaged / "VERSION").write_text("1.3\n")
-    tracker = _run(tmp_path / "a", [1.0, 2.0])
-    assert readback.metrics(readback.get_run(tmp_path / "a", tracker.run_hash)) == {"loss": {0: 1.0, 1: 2.0}}
-    assert len(migrations) == 1 and "cache" in migrations[0]
+    tracker = _run(tmp_path / "a", 2)
+    assert readback.metrics(readback.get_run(tmp_path / "a", tracker.run_hash)) == {"loss": _losses(2)}
+    assert len(migrations) == 1 and str(tmp_path / "cache") in migrations[0]
 
 
 def test_the_cache_can_be_turned_off(tmp_path, migrations, monkeypatch):
     monkeypatch.setenv("TRACKING_STORE_CACHE", "0")
-    tracker = _run(tmp_path / "a", [1.0])
-    assert readback.metrics(readback.get_run(tmp_path / "a", tracker.run_hash)) == {"loss": {0: 1.0}}
+    tracker = _run(tmp_path / "a", 1)
+    assert readback.metrics(readback.get_run(tmp_path / "a", tracker.run_hash)) == {"loss": _losses(1)}
     assert not (tmp_path / "cache").exists()
     assert len(migrations) == 1
 
 
 def test_an_existing_repo_is_never_replaced(tmp_path, migrations):
-    first = _run(tmp_path / "a", [1.0])
-    second = _run(tmp_path / "a", [2.0])
-    assert readback.metrics(readback.get_run(tmp_path / "a", first.run_hash)) == {"loss": {0: 1.0}}
-    assert readback.metrics(readback.get_run(tmp_path / "a", second.run_hash)) == {"loss": {0: 2.0}}
+    first = _run(tmp_path / "a", 1)
+    second = _run(tmp_path / "a", 3)
+    assert readback.metrics(readback.get_run(tmp_path / "a", first.run_hash)) == {"loss": _losses(1)}
+    assert readback.metrics(readback.get_run(tmp_path / "a", second.run_hash)) == {"loss": _losses(3)}
     assert len(migrations) == 1
