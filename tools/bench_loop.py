@@ -83,13 +83,7 @@ def _loop(log, steps: int, units: int) -> tuple[float, float]:
 def case_none(steps: int, units: int, logging_dir: Path, backends: list[str]) -> dict:
     created = time.perf_counter()
     loop, stalled = _loop(lambda values, step: None, steps, units)
-    return {
-        "loop": loop,
-        "stalled": stalled,
-        "finish": 0.0,
-        "total": time.perf_counter() - created,
-        "rss": _peak_rss_mb(),
-    }
+    return _timings(loop, stalled, created, time.perf_counter())
 
 
 def case_ours(steps: int, units: int, logging_dir: Path, backends: list[str], delivery: str = "thread") -> dict:
@@ -100,6 +94,15 @@ def case_ours(steps: int, units: int, logging_dir: Path, backends: list[str], de
     loop, stalled = _loop(lambda values, step: run.log(values, step=step), steps, units)
     ended = time.perf_counter()
     report = run.finish(timeout=600)
+    return {
+        **_timings(loop, stalled, created, ended),
+        "ok": report.ok,
+        "not_ok": [f"{name}: {entry.state}" for name, entry in report.backends.items() if not entry.ok],
+    }
+
+
+def _timings(loop: float, stalled: float, created: float, ended: float) -> dict:
+    """A case's figures, taken as ``finish()`` has just returned."""
     finished = time.perf_counter()
     return {
         "loop": loop,
@@ -107,8 +110,6 @@ def case_ours(steps: int, units: int, logging_dir: Path, backends: list[str], de
         "finish": finished - ended,
         "total": finished - created,
         "rss": _peak_rss_mb(),
-        "ok": report.ok,
-        "not_ok": [f"{name}: {entry.state}" for name, entry in report.backends.items() if not entry.ok],
     }
 
 
@@ -152,14 +153,7 @@ def case_accelerate(steps: int, units: int, logging_dir: Path, backends: list[st
     ended = time.perf_counter()
     for tracker in trackers:
         tracker.finish()
-    finished = time.perf_counter()
-    return {
-        "loop": loop,
-        "stalled": stalled,
-        "finish": finished - ended,
-        "total": finished - created,
-        "rss": _peak_rss_mb(),
-    }
+    return _timings(loop, stalled, created, ended)
 
 
 def case_process(steps: int, units: int, logging_dir: Path, backends: list[str]) -> dict:

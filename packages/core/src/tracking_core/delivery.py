@@ -467,19 +467,11 @@ class Delivery:
 
     def _advance_handed(self, records: list[Record]) -> None:
         """What the backend may hold from now on, even before it confirms."""
-        for record in records:
-            if record.seq is not None and record.seq > self.handed_seq:
-                self.handed_seq = record.seq
-            if record.kind == "log" and record.step is not None and record.step > self.handed_step:
-                self.handed_step = record.step
+        self.handed_seq, self.handed_step = _highest(records, self.handed_seq, self.handed_step)
 
     def _advance_durable(self, records: list[Record]) -> None:
         """What the backend holds where a dead training process cannot lose it."""
-        for record in records:
-            if record.seq is not None and record.seq > self.cursor:
-                self.cursor = record.seq
-            if record.kind == "log" and record.step is not None and record.step > self.durable_step:
-                self.durable_step = record.step
+        self.cursor, self.durable_step = _highest(records, self.cursor, self.durable_step)
 
     def _stored_after_abandon(self, records: list[Record]) -> None:
         """A call ``abandon`` gave up on came back. What it stored is in the spill as well: the cursor
@@ -758,3 +750,13 @@ class Delivery:
         if self._cursor_file is not None and not keep_cursor:
             self._cursor_file.close()
             self._cursor_file = None
+
+
+def _highest(records: list[Record], seq: int, step: int) -> tuple[int, int]:
+    """The highest record number and metric step among ``records``, and ``seq`` / ``step`` themselves."""
+    for record in records:
+        if record.seq is not None and record.seq > seq:
+            seq = record.seq
+        if record.kind == "log" and record.step is not None and record.step > step:
+            step = record.step
+    return seq, step

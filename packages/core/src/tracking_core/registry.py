@@ -75,7 +75,7 @@ def _entry_points() -> dict[str, EntryPoint]:
         if "jsonl" not in found:  # core used from a source tree without installed metadata
             from importlib.metadata import EntryPoint
 
-            found["jsonl"] = EntryPoint("jsonl", "tracking_core.jsonl:JsonlTracker", ENTRY_POINT_GROUP)
+            found["jsonl"] = EntryPoint("jsonl", BUILT_IN_CLASSES["jsonl"], ENTRY_POINT_GROUP)
         _entry_points_cache = found
     return _entry_points_cache
 
