@@ -66,7 +66,12 @@ def _timed_loop(log, steps: int) -> list[float]:
 # --- cases, each run in its own process --------------------------------------------------------
 
 
-def case_floor(steps: int, logging_dir: Path) -> dict:
+def case_floor(steps: int, logging_dir: Path, checks: bool = False) -> dict:
+    """The floor: a dict copy plus a queue put handed to a draining thread.
+
+    ``checks``: the floor with the dispatcher's value checks (``tracking_core.values.snapshot``, which
+    also makes the copy) in place of the plain copy, so that one run shows what they add.
+    """
     import queue
     import threading
 
@@ -79,7 +84,12 @@ def case_floor(steps: int, logging_dir: Path) -> dict:
         done.set()
 
     threading.Thread(target=drain, daemon=True).start()
-    latencies = _timed_loop(lambda values, step: q.put((dict(values), step)), steps)
+    if checks:
+        from tracking_core.values import snapshot
+
+        latencies = _timed_loop(lambda values, step: q.put((snapshot(values), step)), steps)
+    else:
+        latencies = _timed_loop(lambda values, step: q.put((dict(values), step)), steps)
     started = time.perf_counter()
     q.put(None)
     done.wait()
@@ -268,11 +278,18 @@ def load_training_stack() -> None:
     Every case does this before its clocks start. Otherwise the reference rows would get those imports
     free (``import accelerate`` imports torch) while every other row paid for the parts its SDK shares
     with them (numpy, protobuf...), and the memory figures would charge Accelerate for torch itself.
+
+    Then one full garbage collection, as building a model and a data pipeline would have caused: right
+    after torch's import (170,000 new objects) the collector's oldest generation is due, and whichever
+    case allocated next paid a 70-90 ms pause that says nothing about it.
     """
+    import gc
+
     try:
         import torch  # noqa: F401
     except ImportError:
         pass
+    gc.collect()
 
 
 def compile_project_sources() -> None:
@@ -314,7 +331,7 @@ def main() -> int:
         load_training_stack()
         kind, *rest = args.case
         if kind == "floor":
-            result = case_floor(args.steps, args.logging_dir)
+            result = case_floor(args.steps, args.logging_dir, checks=rest == ["checks"])
         elif kind == "core":
             result = case_core(args.steps, args.logging_dir, rest[0], rest[1])
         elif kind == "direct":
@@ -330,6 +347,7 @@ def main() -> int:
     floor_result = _run_case(["floor"], args.steps)
     floor = _summary(floor_result["latencies"])[:2]
     rows = [_row("floor", "dict copy + queue put", floor_result, None)]
+    rows.append(_row("floor", "+ value checks", _run_case(["floor", "checks"], args.steps), floor))
     for backend in ("jsonl", "sleepy-1ms"):
         for mode in ("async", "blocking"):
             rows.append(_row(backend, f"dispatcher {mode}", _run_case(["core", backend, mode], args.steps), floor))

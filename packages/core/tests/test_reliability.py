@@ -13,6 +13,7 @@ import sys
 import textwrap
 import threading
 import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -405,3 +406,72 @@ def test_the_flush_interval_is_one_second_and_configurable(tmp_path):
     assert Dispatcher().flush_interval == 1.0
     with pytest.raises(ValueError, match="flush_interval"):
         Dispatcher(flush_interval=0)
+
+
+# -- 9. when the dispatcher flushes ---------------------------------------------------------------------------
+
+
+class SlowToStart(MemoryTracker):
+    """Buffers until flush, and takes longer to start than the flush interval, as W&B or MLflow do."""
+
+    name = "slow-to-start"
+
+    def start(self):
+        time.sleep(1.1)
+        super().start()
+
+
+def test_the_flush_clock_starts_when_the_backend_is_ready(memory, tmp_path):
+    register_tracker_class(SlowToStart)
+    run = Dispatcher(log_with="slow-to-start", logging_dir=tmp_path, flush_interval=1.0)
+    run.init_trackers("p")
+    for step in range(10):
+        run.log({"loss": float(step)}, step=step)
+    tracker = MemoryTracker.runs[-1]
+    deadline = time.monotonic() + 10
+    while len(tracker.metrics) < 10 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.1)
+    # The records waited for start-up, not for a flush: the first one is due a second after start.
+    assert tracker.flushes == 0
+    report = run.finish()
+    assert tracker.flushes == 1 and report.backends["slow-to-start"].delivered == 10
+
+
+class WritesAtFinish(MemoryTracker):
+    """Its finish() waits until the SDK's writer has everything, as W&B's does."""
+
+    name = "writes-at-finish"
+    durable_at_finish = True
+    finish_fails = False
+
+    def finish(self):
+        super().finish()
+        if self.finish_fails:
+            raise OSError("the SDK's writer is gone")
+
+    def flush(self):
+        if self.finished and self.finish_fails:  # asked to settle after the failure: nothing answers
+            raise OSError("the SDK's writer is gone")
+        super().flush()
+
+
+@pytest.mark.parametrize("finish_fails", [False, True])
+def test_a_backend_whose_finish_makes_everything_durable_is_not_flushed_first(memory, tmp_path, finish_fails):
+    register_tracker_class(WritesAtFinish)
+    WritesAtFinish.finish_fails = finish_fails
+    run = Dispatcher(log_with="writes-at-finish", logging_dir=tmp_path, flush_interval=60.0)
+    run.init_trackers("p")
+    for step in range(10):
+        run.log({"loss": float(step)}, step=step)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        report = run.finish()
+    tracker = MemoryTracker.runs[-1]
+    backend = report.backends["writes-at-finish"]
+    assert tracker.flushes == 0 and tracker.finished == 1
+    spilled = _steps(run.run_dir / "spill-writes-at-finish.jsonl")
+    if finish_fails:  # nothing confirms them: every record waits in the spill for `tracking replay`
+        assert backend.state == "finish_failed" and backend.delivered == 0 and spilled == list(range(10))
+    else:
+        assert backend.state == "finished" and backend.delivered == 10 and spilled == []

@@ -114,6 +114,7 @@ class Delivery:
         self._confirms_at_flush = (
             not durable if durable is not None else type(tracker).flush is not GeneralTracker.flush
         )
+        self._finish_confirms = bool(getattr(tracker, "durable_at_finish", False))
         #: Held by the delivering thread except while it waits on the SDK: ``abandon`` takes it, so at
         #: that moment every record still owed sits in one of this object's lists (or the queue),
         #: never only in a thread's local variables.
@@ -167,6 +168,9 @@ class Delivery:
 
     def _started(self) -> None:
         self.started = True
+        # The flush clock starts with the backend: records that waited for a long start-up (an SDK's
+        # import) are delivered before the first flush, not held up by one.
+        self._last_flush = time.monotonic()
         if self.mode == LIVE:
             self.report.state = "running"
         if self._on_started is not None:
@@ -695,7 +699,7 @@ class Delivery:
             self._deliver_backlog()
         if self.abandoned:
             return
-        if self.mode == LIVE and self.started:
+        if self.mode == LIVE and self.started and not (self._finish_confirms and self._confirms_at_flush):
             self.flush()
         if self.mode == LIVE and self.started:
             _, error = self._attempt(self.tracker.finish)

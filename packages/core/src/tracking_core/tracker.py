@@ -82,6 +82,11 @@ class GeneralTracker:
       where the training process's death cannot lose them (written to a file, committed to a
       database); ``False`` when the SDK buffers them until ``flush()``. The dispatcher counts a record
       as delivered at that moment. Default (``None``): ``True`` unless the class overrides ``flush``.
+    * ``durable_at_finish`` -- ``True`` when a ``finish()`` that returns has itself made everything
+      logged durable (it waits for the SDK's writer), so the dispatcher does not ``flush()`` first: a
+      flush that waits for that writer too (W&B's) would make every run's end wait twice. Records
+      since the last flush then count as delivered when ``finish()`` returns, and go to the spill
+      if it raises.
     * ``accepts_non_finite`` -- ``False`` when the SDK mangles NaN/inf (they are then dropped with
       one warning per key instead of being stored wrongly).
     """
@@ -92,6 +97,7 @@ class GeneralTracker:
     accepts_non_finite: ClassVar[bool] = True
     wants_timestamps: ClassVar[bool] = False
     durable_on_return: ClassVar[bool | None] = None
+    durable_at_finish: ClassVar[bool] = False
     run_context: RunContext | None = None
 
     if TYPE_CHECKING:  # declared for the checker only: __init__ looks for each subclass's own `tracker`
