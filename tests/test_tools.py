@@ -198,3 +198,20 @@ def test_the_loop_benchmark_runs_and_prints_its_table():
     assert any(line.startswith("no tracking") for line in rows.values()), result.stdout
     for line in (thread, process):
         assert "x /" in line and "(+" in line, line
+
+
+def test_the_caller_benchmark_shows_the_floor_with_and_without_the_value_checks():
+    if os.environ.get("TRACKING_BACKEND"):
+        pytest.skip("runs once, in the core cell")
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "bench.py"), "--only-core", "--steps", "30"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    cells = [re.split(r"\s{2,}", line) for line in result.stdout.splitlines()]
+    paths = {(row[0], row[1]) for row in cells if len(row) > 2}
+    assert {("floor", "dict copy + queue put"), ("floor", "+ value checks"), ("jsonl", "dispatcher async")} <= paths
+    checks = next(row for row in cells if row[:2] == ["floor", "+ value checks"])
+    assert "x /" in checks[5], checks  # compared with the floor

@@ -98,6 +98,7 @@ def case_ours(steps: int, units: int, logging_dir: Path, backends: list[str], de
         **_timings(loop, stalled, created, ended),
         "ok": report.ok,
         "not_ok": [f"{name}: {entry.state}" for name, entry in report.backends.items() if not entry.ok],
+        "why": [f"{name}: {entry.last_error}" for name, entry in report.backends.items() if entry.last_error],
     }
 
 
@@ -314,6 +315,9 @@ def main(argv: list[str] | None = None) -> int:
         if index == 0:
             print("  ".join("-" * width for width in widths))
     print(f"no-tracking loop (the run before each case): {_spread(baseline, '{:.2f}')} s")
+    for (kind, label), outcomes in results.items():
+        for why in sorted({line for outcome in outcomes for line in outcome.get("why", [])}):
+            print(f"{kind} {label}: {why}")  # why a backend was not ok: the table has room for its state only
     return 0
 
 
