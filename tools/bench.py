@@ -3,7 +3,8 @@
 Every case runs in a fresh Python process (imports and SDK state do not leak between cases) that
 has imported torch, as a training script has, before its clocks start (``load_training_stack``), and
 prints one row; the table compares them side by side in one run, with the floor measured the same way:
-a dict copy plus a queue put handed to a draining thread.
+a dict copy plus a queue put handed to a draining thread (and once more with the dispatcher's value
+checks making the copy, to show what they cost on their own).
 
     python tools/bench.py                       # core cases + every installed backend
     python tools/bench.py --steps 2000 --backends mlflow,aim
