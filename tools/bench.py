@@ -86,11 +86,10 @@ def case_floor(steps: int, logging_dir: Path, checks: bool = False) -> dict:
 
     threading.Thread(target=drain, daemon=True).start()
     if checks:
-        from tracking_core.values import snapshot
-
-        latencies = _timed_loop(lambda values, step: q.put((snapshot(values), step)), steps)
+        from tracking_core.values import snapshot as copy
     else:
-        latencies = _timed_loop(lambda values, step: q.put((dict(values), step)), steps)
+        copy = dict
+    latencies = _timed_loop(lambda values, step: q.put((copy(values), step)), steps)
     started = time.perf_counter()
     q.put(None)
     done.wait()

@@ -114,7 +114,8 @@ class Delivery:
         self._confirms_at_flush = (
             not durable if durable is not None else type(tracker).flush is not GeneralTracker.flush
         )
-        self._finish_confirms = bool(getattr(tracker, "durable_at_finish", False))
+        # a backend whose finish() makes buffered records durable needs no flush just before it
+        self._flush_before_finish = not (self._confirms_at_flush and getattr(tracker, "durable_at_finish", False))
         #: Held by the delivering thread except while it waits on the SDK: ``abandon`` takes it, so at
         #: that moment every record still owed sits in one of this object's lists (or the queue),
         #: never only in a thread's local variables.
@@ -696,7 +697,7 @@ class Delivery:
             self._deliver_backlog()
         if self.abandoned:
             return
-        if self.mode == LIVE and self.started and not (self._finish_confirms and self._confirms_at_flush):
+        if self.mode == LIVE and self.started and self._flush_before_finish:
             self.flush()
         if self.mode == LIVE and self.started:
             _, error = self._attempt(self.tracker.finish)
