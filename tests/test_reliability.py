@@ -11,6 +11,7 @@ import signal
 import time
 
 import pytest
+import tracking_core
 from tracking_core.testing.reliability import last_json_line, run_script, start_in_own_session, tally
 
 CELL = os.environ.get("TRACKING_BACKEND") or "jsonl"
@@ -168,6 +169,21 @@ def test_what_a_sigkill_costs_a_backend_on_its_own(tmp_path):
     figures["duplicated"] += sum(step >= out["first"] for step in kept)  # steps the resumed run logs again
     assert figures["duplicated"] == 0, (figures, out["first"])
     assert out["after"] == list(range(out["first"], out["first"] + 20))
+
+
+def test_a_run_that_stored_nothing_yet_reads_back_empty(tmp_path):
+    """A reopened run's catch-up asks the backend's storage how far it got. A run whose SDK has written
+    nothing yet holds nothing: its reader says so (an empty history) rather than failing, which would
+    read as "cannot say" and skip the records the earlier process had handed over (lost)."""
+    run = tracking_core.init("empty", log_with=[CELL], logging_dir=tmp_path / "runs")
+    run.get_tracker(CELL, unwrap=True)  # started
+    try:
+        history = run.get_tracker(CELL).read_back_history()
+    except NotImplementedError:
+        pytest.skip(f"{CELL} has no reader")
+    finally:
+        run.finish()
+    assert {key: points for key, points in history.items() if points} == {}
 
 
 BEHIND = """

@@ -215,3 +215,24 @@ def test_the_caller_benchmark_shows_the_floor_with_and_without_the_value_checks(
     assert {("floor", "dict copy + queue put"), ("floor", "+ value checks"), ("jsonl", "dispatcher async")} <= paths
     checks = next(row for row in cells if row[:2] == ["floor", "+ value checks"])
     assert "x /" in checks[5], checks  # compared with the floor
+
+
+def test_the_closing_total_names_each_failed_test(tmp_path):
+    """CI keeps the end of the log: the total at the end names what failed, with its message's first line."""
+    report = tmp_path / "core.xml"
+    report.write_text(
+        '<testsuites><testsuite errors="1" failures="1" skipped="1" tests="4">'
+        '<testcase classname="tests.test_x" name="test_ok"/>'
+        '<testcase classname="tests.test_x" name="test_skip"><skipped message="no reader"/></testcase>'
+        '<testcase classname="tests.test_x" name="test_bad"><failure message="AssertionError: 1 == 0&#10;more"/>'
+        '</testcase><testcase classname="tests.test_y" name="test_setup"><error message="fixture broke"/></testcase>'
+        "</testsuite></testsuites>"
+    )
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "junit_total.py"), str(report)], capture_output=True, text=True
+    )
+    assert result.stdout.splitlines() == [
+        "tests: 1 passed, 2 failed, 1 skipped",
+        "  core: tests.test_x::test_bad: AssertionError: 1 == 0",
+        "  core: tests.test_y::test_setup: fixture broke",
+    ]

@@ -411,6 +411,33 @@ def test_the_flush_interval_is_one_second_and_configurable(tmp_path):
 # -- 9. when the dispatcher flushes ---------------------------------------------------------------------------
 
 
+class SlowToStart(MemoryTracker):
+    """Buffers until flush, and takes longer to start than the flush interval, as W&B or MLflow do."""
+
+    name = "slow-to-start"
+
+    def start(self):
+        time.sleep(1.1)
+        super().start()
+
+
+def test_the_flush_clock_starts_when_the_backend_is_ready(memory, tmp_path):
+    register_tracker_class(SlowToStart)
+    run = Dispatcher(log_with="slow-to-start", logging_dir=tmp_path, flush_interval=1.0)
+    run.init_trackers("p")
+    for step in range(10):
+        run.log({"loss": float(step)}, step=step)
+    tracker = MemoryTracker.runs[-1]
+    deadline = time.monotonic() + 10
+    while len(tracker.metrics) < 10 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.1)
+    # The records waited for start-up, not for a flush: the first one is due a second after start.
+    assert tracker.flushes == 0
+    report = run.finish()
+    assert tracker.flushes == 1 and report.backends["slow-to-start"].delivered == 10
+
+
 class WritesAtFinish(MemoryTracker):
     """Its finish() waits until the SDK's writer has everything, as W&B's does."""
 

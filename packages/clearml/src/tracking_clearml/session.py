@@ -135,6 +135,8 @@ class OfflineSession:
 
         ClearML keeps the last ``max_image_history`` files (100 by default) per title/series and reuses the
         names of older ones; an image whose file a later image of the same series overwrote is left out.
+        ClearML writes the files from a pool of uploader threads, so a reused name may still hold the image
+        it replaced when both writes were in flight together.
         """
         import io
 

@@ -169,6 +169,9 @@ class Delivery:
 
     def _started(self) -> None:
         self.started = True
+        # The flush clock starts with the backend: records that waited for a long start-up (an SDK's
+        # import) are delivered before the first flush, not held up by one.
+        self._last_flush = time.monotonic()
         if self.mode == LIVE:
             self.report.state = "running"
         if self._on_started is not None:

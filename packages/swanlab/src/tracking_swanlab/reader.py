@@ -12,6 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+#: SwanLab's run file starts with a 7-byte header (ident, magic, version); a shorter file holds no record.
+_FILE_HEADER_BYTES = 7
+
 
 @dataclass
 class MediaPoint:
@@ -71,8 +74,13 @@ def read_run(run_dir: str | os.PathLike[str]) -> SwanLabRunData:
 
     run_dir = Path(run_dir)
     data = SwanLabRunData(run_dir)
+    run_file = find_run_file(run_dir)
+    if run_file.stat().st_size < _FILE_HEADER_BYTES:
+        # SwanLab 0.10 writes its run file unflushed until finish(): before that (or after a kill) it
+        # may hold nothing yet, which is a run with no records, not a damaged one.
+        return _with_config(data)
     reader = DataStoreReader()
-    reader.open(str(find_run_file(run_dir)))
+    reader.open(str(run_file))
     try:
         for raw in reader:
             record = record_pb2.Record()
@@ -95,7 +103,11 @@ def read_run(run_dir: str | os.PathLike[str]) -> SwanLabRunData:
                 data.finished = True
     finally:
         reader.close()
-    config_file = run_dir / "files" / "config.yaml"
+    return _with_config(data)
+
+
+def _with_config(data: SwanLabRunData) -> SwanLabRunData:
+    config_file = data.run_dir / "files" / "config.yaml"
     if config_file.exists():
         import yaml
 

@@ -542,16 +542,14 @@ class SwanLabTracker(GeneralTracker):
         """Every scalar record of this run through SwanLab's own record reader (see :mod:`tracking_swanlab.reader`).
 
         A resumed run's folders are read oldest first, each in record order, so a step written by two
-        processes shows twice (within one process a repeated step is dropped, see ``_accepts``). An
-        earlier part whose run file is empty is skipped: SwanLab 0.10.3 writes that file unflushed until
-        ``finish()``, so a process that was killed may leave nothing in it.
+        processes shows twice (within one process a repeated step is dropped, see ``_accepts``). A part
+        whose run file is still empty holds nothing: SwanLab 0.10.3 writes that file unflushed until
+        ``finish()``, so a process that was killed (or has not finished) may have nothing in it yet.
         """
-        from .reader import find_run_file, read_run
+        from .reader import read_run
 
         history: dict[str, list[tuple[int, Any]]] = {}
         for folder in self.run_dirs:
-            if folder != self.run_dir and find_run_file(folder).stat().st_size == 0:
-                continue
             for key, points in read_run(folder).scalar_history.items():
                 history.setdefault(key, []).extend(points)
         return history

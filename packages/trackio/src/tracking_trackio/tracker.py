@@ -506,9 +506,16 @@ class TrackioTracker(GeneralTracker):
         database = cast(Path, self.storage_dir) / f"{canonical_project_name(self.run_name)}.db"
         run_id = getattr(self._run, "id", None) or getattr(self._run, "run_id", None)
         column, value = ("run_id", run_id) if run_id else ("run_name", self._run.name)
+        if not database.is_file():
+            return []  # Trackio makes its database at its first write: until then the run holds nothing
         with sqlite3.connect(database) as connection:
-            rows = connection.execute(
-                f"SELECT step, metrics FROM metrics WHERE {column} = ? ORDER BY id", (value,)
-            ).fetchall()
+            try:
+                rows = connection.execute(
+                    f"SELECT step, metrics FROM metrics WHERE {column} = ? ORDER BY id", (value,)
+                ).fetchall()
+            except sqlite3.OperationalError as error:
+                if "no such table" not in str(error):
+                    raise
+                rows = []  # a database another run made before writing any metrics
         connection.close()
         return [(step, deserialize_values(json.loads(metrics))) for step, metrics in rows]
