@@ -17,13 +17,6 @@ from tracking_core.testing.reliability import last_json_line, run_script, start_
 CELL = os.environ.get("TRACKING_BACKEND") or "jsonl"
 pytestmark = pytest.mark.reliability
 
-#: Backends whose SDK can lose, at a SIGKILL, points it had accepted but not written, in a way a
-#: resumed run cannot make good (the README's "Guarantees" section has the figures).
-LOSES_AT_SIGKILL = {
-    "swanlab": "SwanLab 0.10 writes its run file unflushed until finish(); after a kill the resumed run's "
-    "SDK does not take the missed points of the last second again",
-}
-
 # Registered before tracking_core is imported, so it runs after every other exit hook: the run
 # was finished by the library's own hook (or not at all) by then.
 FORGETFUL = """
@@ -121,10 +114,7 @@ def test_a_job_killed_with_sigkill_resumes_without_losing_or_repeating_points(tm
         sent = [*range(written), *range(out["first"], target)]
         figures = tally("SIGKILL, then resume=True", CELL, sent, out["points"])
     assert figures["duplicated"] == 0, figures
-    if CELL in LOSES_AT_SIGKILL:  # measured and printed; the README's guarantees say why
-        assert figures["lost"] <= 0.2 * figures["sent"], figures
-    else:
-        assert figures["lost"] == 0, figures
+    assert figures["lost"] == 0, figures
 
 
 ALONE = """
