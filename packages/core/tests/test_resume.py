@@ -108,3 +108,99 @@ def test_resume_after_the_process_was_killed(tmp_path):
     journal = JournalSummary(run.run_dir)
     assert journal.metrics["loss"] == [(step, float(step)) for step in range(11)]
     assert journal.finished and journal.counts["resume"] == 1, journal.counts  # nothing glued to the torn line
+
+
+FILE_STORE = '''
+import json, os, signal, time
+from pathlib import Path
+from tracking_core import GeneralTracker
+
+
+class FileStore(GeneralTracker):
+    """Writes every point before its call returns, as MLflow and TensorBoard do; reads them back."""
+
+    name = "file-store"
+    requires_logging_directory = False
+
+    def __init__(self, run_name="file-store", **kwargs):
+        super().__init__()
+        self.run_name = run_name
+
+    @property
+    def tracker(self):
+        return self
+
+    @property
+    def path(self):
+        return Path(self.run_context.run_dir) / "file-store.jsonl"
+
+    def start(self):
+        pass
+
+    def resume_state(self):
+        return {"file": str(self.path)}
+
+    def store_init_configuration(self, values):
+        pass
+
+    def log(self, values, step=None, **kwargs):
+        with open(self.path, "a") as handle:
+            handle.write(json.dumps({"step": step, **values}) + "\\n")
+        die_at = int(os.environ.get("FILE_STORE_DIE_AT", "-1"))
+        if die_at >= 0 and step >= die_at:
+            # Stored, and the process dies before the call returns: once the journal holds every step,
+            # so the resumed run has all it needs to catch up from.
+            journal = Path(self.run_context.run_dir) / "journal.jsonl"
+            deadline = time.monotonic() + 30
+            while f'"step":{die_at + 50},' not in journal.read_text() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    def read_back_history(self):
+        history = {}
+        if self.path.is_file():
+            for line in self.path.read_text().splitlines():
+                point = json.loads(line)
+                step = point.pop("step")
+                for key, value in point.items():
+                    history.setdefault(key, []).append((step, value))
+        return history
+'''
+
+
+def test_a_call_that_stored_its_points_when_the_process_died_is_not_repeated(tmp_path, monkeypatch):
+    """SIGKILL inside the SDK call, after the backend wrote the points and before the call returned: the
+    cursor file could not say so. The resumed run asks the backend's storage and delivers only the rest."""
+    (tmp_path / "file_store.py").write_text(FILE_STORE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    script = textwrap.dedent(
+        """
+        import sys
+        import tracking_core
+        from file_store import FileStore
+        tracking_core.register_tracker_class(FileStore)
+        run = tracking_core.init("proj", log_with=["file-store", "jsonl"], logging_dir=sys.argv[1])
+        for step in range(100):
+            run.log({"loss": float(step)}, step=step)
+        run.flush(timeout=60)
+        """
+    )
+    environment = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    killed = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "runs")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**environment, "FILE_STORE_DIE_AT": "40"},
+    )
+    assert killed.returncode == -9, killed.stderr
+    from file_store import FileStore
+
+    register_tracker_class(FileStore)
+    run = Dispatcher(log_with=["file-store", "jsonl"], logging_dir=tmp_path / "runs", resume=True)
+    run.init_trackers("proj")
+    for step in range(run._step + 1, 120):
+        run.log({"loss": float(step)}, step=step)
+    assert run.finish().ok
+    steps = [step for step, _ in run.get_tracker("file-store").read_back_history()["loss"]]
+    assert steps == list(range(120))

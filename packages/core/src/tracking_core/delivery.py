@@ -186,18 +186,20 @@ class Delivery:
     def _catch_up_records(self) -> Iterator[Record]:
         """What a reopened run missed: the backlog past the cursor, less what the backend already holds.
 
-        A backend that stores on return holds exactly what its cursor says. One that buffers (W&B,
-        Comet, ClearML, SwanLab, Trackio) may have written more, or less, of what it took before the
-        process died: its own storage says how far it got (the last stored step), and only records
-        past that step are delivered again. When it cannot say, records it took are not delivered
-        again (at worst lost, never stored twice).
+        A backend that stores on return holds exactly what its cursor says, unless the process died
+        inside a call (the handed position is written just before each call): the records of that call
+        may or may not be stored. One that buffers (W&B, Comet, ClearML, SwanLab, Trackio) may have
+        written more, or less, of what it took before the process died. In both cases its own storage
+        says how far it got (the last stored step), and only records past that step are delivered
+        again. When it cannot say, records it took are not delivered again (at worst lost, never
+        stored twice).
         """
         records = backlog(self._backlog_paths, self.cursor, self._backlog_before, self._backlog_records)
-        if not self._confirms_at_flush:
-            return records
+        handed, buffers = self._earlier_handed, self._confirms_at_flush
+        if not buffers and handed <= self.cursor:
+            return records  # no call was cut short: the backend holds exactly what its cursor says
         stored = self._last_stored_step()
         if stored is None:
-            handed = self._earlier_handed
             return (record for record in records if record.seq is None or record.seq > handed)
         last, keys_at_last = stored
         sanitize = self.tracker.sanitize_key
@@ -205,6 +207,8 @@ class Delivery:
         def missing(record: Record) -> Record | None:
             if record.step is None or record.step > last:
                 return record
+            if not buffers and record.seq is not None and record.seq > handed:
+                return record  # never handed over: a backend that stores on return cannot hold it
             if record.step == last and record.kind == "log":
                 # The process died while the SDK was writing this step: some of its keys may be
                 # stored, others not. Deliver only the ones its storage does not have.
@@ -341,7 +345,7 @@ class Delivery:
         entries = [
             (self.values.prepare(record.payload), record.step, call_kwargs(tracker, record)) for record in records
         ]
-        self.in_flight = records
+        self._hand_over(records)
         if len(entries) == 1:
             values, step, kwargs = entries[0]
             done, error = self._attempt(tracker.log, values, step=step, **kwargs)
@@ -415,7 +419,7 @@ class Delivery:
     def _deliver_one(self, record: Record) -> None:
         if not self._unseen([record]):
             return
-        self.in_flight = [record]
+        self._hand_over([record])
         _, error = self._attempt(deliver, self.tracker, record)
         self.in_flight = []
         if self.abandoned:
@@ -430,6 +434,20 @@ class Delivery:
             self._stored([record])  # nothing of it can be stored: retrying would fail the same way
         else:
             self._failed(error, record.kind, [record])
+
+    def _hand_over(self, records: list[Record]) -> None:
+        """Just before ``records`` go into the SDK: should the process die inside that call, after the SDK
+        stored them, the cursor file already says the backend may hold them, and a resumed run (or a
+        replay) asks the backend's storage instead of delivering them twice. A call that fails puts the
+        file back (``_failed``)."""
+        self.in_flight = records
+        if self._cursor_file is not None:
+            seq, step = _highest(records, self.handed_seq, self.handed_step)
+            if seq > self.handed_seq:
+                try:
+                    self._cursor_file.write(self.cursor, self.durable_step, seq, step)
+                except OSError:
+                    pass
 
     def _attempt(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[int, BaseException | None]:
         """Call into the backend; returns (entries stored before a failure, the failure or None)."""
@@ -513,6 +531,7 @@ class Delivery:
             self._settle_unconfirmed()
         for record in records:
             self._spill_record(record)
+        self._write_cursor()  # takes back what _hand_over announced: the spill holds those records
         self.mode = SPILLING
         self._reader = None
         self._backlog = None

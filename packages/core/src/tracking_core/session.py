@@ -42,9 +42,13 @@ class CursorFile:
 
     @staticmethod
     def read(path: Path) -> tuple[int, int, int, int] | None:
-        """``(seq, step, handed seq, handed step)``, or ``None`` when there is no readable file."""
+        """``(seq, step, handed seq, handed step)``, or ``None`` when there is no readable file.
+
+        An empty file is a backend that ran in this run and took nothing yet: every position is -1.
+        """
         try:
-            seq, step, handed_seq, handed_step = (int(field) for field in path.read_bytes().split())
+            fields = path.read_bytes().split()
+            seq, step, handed_seq, handed_step = (int(field) for field in fields) if fields else (-1, -1, -1, -1)
         except (OSError, ValueError):
             return None
         return seq, step, handed_seq, handed_step

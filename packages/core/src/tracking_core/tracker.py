@@ -166,8 +166,12 @@ class GeneralTracker:
         """Every metric point this run stored, per key, as ``(step, value)`` in storage order.
 
         Unlike :meth:`read_back_metrics`, a point stored twice appears twice: the reliability tests
-        count lost and duplicated points with it. The default derives it from ``read_back_metrics``
-        (one point per step), so override it where the SDK's reader lists every stored point.
+        count lost and duplicated points with it, and a resumed run (or a replay) asks it how far an
+        earlier process got before delivering what that process may have handed over. So a run the SDK
+        has not written anything to yet reads back as ``{}``, not as an error (an error reads as "cannot
+        say", and those records are then not delivered again). The default derives it from
+        ``read_back_metrics`` (one point per step), so override it where the SDK's reader lists every
+        stored point.
         """
         return {key: sorted(series.items()) for key, series in self.read_back_metrics().items()}
 
