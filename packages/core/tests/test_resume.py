@@ -64,6 +64,17 @@ def test_resume_continues_the_latest_run(trackers, tmp_path):
     assert len(list((tmp_path / "proj").iterdir())) == 1, "resuming created another run folder"
 
 
+@pytest.mark.parametrize("delivery", ["thread", "process"])
+def test_a_resumed_run_keeps_each_backends_last_step_until_it_delivers_more(trackers, tmp_path, delivery):
+    """The cursor's step comes back with its seq: a resumed run that logs nothing does not record -1."""
+    first, _ = run_steps(tmp_path, ["jsonl"], 5)
+    run_steps(tmp_path, ["jsonl"], 0, resume=True, delivery=delivery)
+    progress = json.loads((first.run_dir / MANIFEST_NAME).read_text())["progress"]["jsonl"]
+    assert progress == {"seq": 6, "step": 4}, progress  # seqs 0 and 6: each process's config
+    cursor_file = (first.run_dir / ".cursor-jsonl").read_bytes().split()
+    assert [int(field) for field in cursor_file] == [6, 4, 6, 4]
+
+
 def test_resume_by_id_and_the_most_recently_used_run(trackers, tmp_path):
     older, _ = run_steps(tmp_path, trackers, 2)
     time.sleep(0.01)

@@ -92,6 +92,7 @@ class Delivery:
         on_progress: Callable[[str, int, int], None] | None = None,
         cursor_file: CursorFile | None = None,
         cursor: int = -1,
+        cursor_step: int = -1,
         handed: int = -1,
         backlog_paths: Iterable[Path] = (),
         backlog_before: float = float("inf"),
@@ -129,10 +130,10 @@ class Delivery:
         self.abandoned = False
         self.finished = False
         self.cursor = cursor
-        self.durable_step = -1
+        self.durable_step = cursor_step
         #: the furthest record the backend took (a call returned), confirmed by a flush or not yet
         self.handed_seq = cursor
-        self.handed_step = -1
+        self.handed_step = cursor_step
         self.config: Any = None
         self.in_flight: list[Record] = []
         self._unconfirmed: list[Record] = []

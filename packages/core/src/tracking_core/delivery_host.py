@@ -104,6 +104,7 @@ class Host:
                 on_progress=lambda backend, seq, step: self.send(("progress", backend, seq, step)),
                 cursor_file=CursorFile(self.run_dir / cursor_name(name)),
                 cursor=backend["cursor"],
+                cursor_step=backend.get("cursor_step", -1),
                 handed=backend["handed"],
                 backlog_paths=[Path(path) for path in backend["backlog"]],
                 backlog_before=backend["backlog_before"],

@@ -331,6 +331,7 @@ class Dispatcher:
                     "init_kwargs": self._remote[tracker.name][1],
                     "resume": tracker.run_context.resume if tracker.run_context else None,
                     "cursor": session.cursor(tracker.name),
+                    "cursor_step": session.cursor_step(tracker.name),
                     "handed": session.handed(tracker.name),
                     "backlog": [str(path) for path in session.backlog(tracker.name)],
                     "backlog_before": self._seq + 1,
@@ -377,11 +378,17 @@ class Dispatcher:
                 tracker = construct_tracker(load_class(path), str(self.project_name), self.logging_dir, kwargs)
                 assert remote.tracker.run_context is not None
                 tracker.run_context = remote.tracker.run_context._replace(resume=remote.resume_state)
-                cursor, _, handed, _ = CursorFile.read(Path(str(self.run_dir)) / cursor_name(name)) or (-1, -1, -1, -1)
+                cursor, step, handed, _ = CursorFile.read(Path(str(self.run_dir)) / cursor_name(name)) or (
+                    -1,
+                    -1,
+                    -1,
+                    -1,
+                )
                 spill = Path(str(self.run_dir)) / spill_name(name)
                 delivery_for = functools.partial(
                     self._delivery_for,
                     cursor=cursor,
+                    cursor_step=step,
                     handed=handed,
                     backlog=[spill] if spill.is_file() else [],
                     before=before,
@@ -408,6 +415,7 @@ class Dispatcher:
         report: BackendReport,
         *,
         cursor: int | None = None,
+        cursor_step: int | None = None,
         handed: int | None = None,
         backlog: list[Path] | None = None,
         before: float | None = None,
@@ -433,6 +441,7 @@ class Dispatcher:
             on_progress=session.progress,
             cursor_file=session.cursor_file(name),
             cursor=session.cursor(name) if cursor is None else cursor,
+            cursor_step=session.cursor_step(name) if cursor_step is None else cursor_step,
             handed=session.handed(name) if handed is None else handed,
             backlog_paths=backlog,
             backlog_before=before,

@@ -147,6 +147,14 @@ class RunSession:
             cursor = max(cursor if cursor is not None else -1, on_file[0])
         return cursor
 
+    def cursor_step(self, backend: str) -> int:
+        """The last metric step the backend holds durably, with its cursor (``-1``: none, or not known)."""
+        if not self.resumed:
+            return -1
+        entry = self.manifest.progress.get(backend) or {}
+        on_file = CursorFile.read(self.run_dir / cursor_name(backend))
+        return max(int(entry.get("step", -1)), on_file[1] if on_file is not None else -1)
+
     def handed(self, backend: str) -> int:
         """The furthest record the backend took in the earlier process (``-1``: none, or not known)."""
         on_file = CursorFile.read(self.run_dir / cursor_name(backend)) if self.resumed else None
