@@ -358,7 +358,7 @@ class Dispatcher:
         """The delivery process is gone: its backends go on in threads here, from where each one stopped."""
         from .delivery_host import load_class
         from .delivery_link import RemoteWorker
-        from .session import CursorFile, cursor_name
+        from .session import NOWHERE, CursorFile, cursor_name
 
         warn_once(
             "dispatcher",
@@ -378,12 +378,7 @@ class Dispatcher:
                 tracker = construct_tracker(load_class(path), str(self.project_name), self.logging_dir, kwargs)
                 assert remote.tracker.run_context is not None
                 tracker.run_context = remote.tracker.run_context._replace(resume=remote.resume_state)
-                cursor, step, handed, _ = CursorFile.read(Path(str(self.run_dir)) / cursor_name(name)) or (
-                    -1,
-                    -1,
-                    -1,
-                    -1,
-                )
+                cursor, step, handed, _ = CursorFile.read(Path(str(self.run_dir)) / cursor_name(name)) or NOWHERE
                 spill = Path(str(self.run_dir)) / spill_name(name)
                 delivery_for = functools.partial(
                     self._delivery_for,

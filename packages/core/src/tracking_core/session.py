@@ -18,6 +18,9 @@ from .manifest import MANIFEST_NAME, RunManifest, find_run_to_resume
 from .notices import notice
 from .spill import journal_tail, spill_name
 
+#: The positions of a backend that took nothing yet: (seq, step, handed seq, handed step).
+NOWHERE = (-1, -1, -1, -1)
+
 
 class CursorFile:
     """``.cursor-<backend>`` in the run folder: how far the backend got, rewritten in place at every delivery.
@@ -48,7 +51,7 @@ class CursorFile:
         """
         try:
             fields = path.read_bytes().split()
-            seq, step, handed_seq, handed_step = (int(field) for field in fields) if fields else (-1, -1, -1, -1)
+            seq, step, handed_seq, handed_step = (int(field) for field in fields) if fields else NOWHERE
         except (OSError, ValueError):
             return None
         return seq, step, handed_seq, handed_step
@@ -127,7 +130,7 @@ class RunSession:
             seq, step = journal_tail(path)
             last_seq, last_step = max(last_seq, seq), max(last_step, step)
         for path in self.run_dir.glob(cursor_name("*")):
-            _, _, seq, step = CursorFile.read(path) or (-1, -1, -1, -1)
+            _, _, seq, step = CursorFile.read(path) or NOWHERE
             last_seq, last_step = max(last_seq, seq), max(last_step, step)
         return last_seq, last_step
 
@@ -142,7 +145,7 @@ class RunSession:
         if not self.resumed:
             return None
         cursor = self.manifest.cursor(backend)
-        on_file = CursorFile.read(self.run_dir / cursor_name(backend))
+        on_file = self._on_file(backend)
         if on_file is not None:
             cursor = max(cursor if cursor is not None else -1, on_file[0])
         return cursor
@@ -152,13 +155,16 @@ class RunSession:
         if not self.resumed:
             return -1
         entry = self.manifest.progress.get(backend) or {}
-        on_file = CursorFile.read(self.run_dir / cursor_name(backend))
+        on_file = self._on_file(backend)
         return max(int(entry.get("step", -1)), on_file[1] if on_file is not None else -1)
 
     def handed(self, backend: str) -> int:
         """The furthest record the backend took in the earlier process (``-1``: none, or not known)."""
-        on_file = CursorFile.read(self.run_dir / cursor_name(backend)) if self.resumed else None
+        on_file = self._on_file(backend) if self.resumed else None
         return max(self.cursor(backend), on_file[2] if on_file is not None else -1)
+
+    def _on_file(self, backend: str) -> tuple[int, int, int, int] | None:
+        return CursorFile.read(self.run_dir / cursor_name(backend))
 
     def cursor_file(self, backend: str) -> CursorFile | None:
         return CursorFile(self.run_dir / cursor_name(backend)) if self.writes else None
