@@ -70,3 +70,40 @@ class SlowTracker(GeneralTracker):
     def log(self, values, step=None, **kwargs):
         time.sleep(self.delay)
         self.calls += 1
+
+
+class StuckOnRetryTracker(GeneralTracker):
+    """Takes part of a batch, then hangs on the single-record retry that follows.
+
+    ``log_batch`` stores the first entry and fails the rest (``PartialDelivery``), with a connection
+    error or, when ``refuses`` is set, with a refusal of a value; the retry of what is left
+    (``log``) then blocks like a call stuck on a dead connection. ``start`` waits for ``go`` so that
+    every record the test logs arrives in one batch.
+    """
+
+    name = "stuck-on-retry"
+    requires_logging_directory = False
+    go = threading.Event()
+    release = threading.Event()
+    refuses = False
+    stored: list[int] = []
+
+    def __init__(self, run_name: str = "stuck-on-retry", **kwargs) -> None:
+        super().__init__()
+
+    @property
+    def tracker(self):
+        return None
+
+    def start(self) -> None:
+        self.go.wait(60)
+
+    def log(self, values, step=None, **kwargs):
+        self.release.wait(600)
+
+    def log_batch(self, entries):
+        from tracking_core import PartialDelivery
+
+        self.stored.append(entries[0][1])
+        error = ValueError("value not accepted") if self.refuses else ConnectionError("connection reset")
+        raise PartialDelivery(1) from error

@@ -346,37 +346,48 @@ class Delivery:
         entries = [
             (self.values.prepare(record.payload), record.step, call_kwargs(tracker, record)) for record in records
         ]
+        self.in_flight = records
         self._hand_over(records)
         if len(entries) == 1:
             values, step, kwargs = entries[0]
             done, error = self._attempt(tracker.log, values, step=step, **kwargs)
         else:
             done, error = self._attempt(tracker.log_batch, entries)
-        self.in_flight = []
         if self.abandoned:
             self._stored_after_abandon(records if error is None else records[:done])
             return
         if error is None:
+            self.in_flight = []
             self._stored(records)
             return
         self._stored(records[:done])
         rest = records[done:]
+        # Owed until each is stored, skipped or spilled: a finish timeout during the retries below spills them.
+        self.in_flight = rest
         if not is_refusal(error) and done and rest:
             # The backend stored what came before in this very call: retry at once from the record it failed on.
             self._note_error(error, "log_batch")
             self._retry_suspect(rest[0])
-            if len(rest) > 1 and self.mode == LIVE:
+            self.in_flight = rest[1:]
+            if len(rest) > 1 and self.mode == LIVE and not self.abandoned:
                 self._deliver_metrics(rest[1:])
+            self.in_flight = []
             return
         if not is_refusal(error):
+            self.in_flight = []
             self._failed(error, "log" if len(entries) == 1 else "log_batch", rest)
             return
         self._refusal_seen(error)
         for index, record in enumerate(rest):
+            self.in_flight = rest[index:]
             remainder, failure = self._store_isolating(record)
+            if self.abandoned:
+                return
             if failure is not None:
+                self.in_flight = []
                 self._failed(failure, "log", [remainder, *rest[index + 1 :]])
                 return
+        self.in_flight = []
 
     def _retry_suspect(self, record: Record) -> None:
         """One more try of a record the backend failed on right after storing the ones before it.
@@ -385,25 +396,40 @@ class Delivery:
         report entry) rather than an outage, so it cannot block everything behind it.
         """
         kwargs = call_kwargs(self.tracker, record)
+        self._hand_over([record])
         _, error = self._attempt(self.tracker.log, self.values.prepare(record.payload), step=record.step, **kwargs)
+        if self.abandoned:
+            self._stored_after_abandon([record] if error is None else [])
+            return
         if error is None:
             self._stored([record])
             return
         remainder, failure = self._store_isolating(record) if is_refusal(error) else (record, error)
+        if self.abandoned:
+            return
         if failure is not None:
             for key in remainder.payload:
                 self._refuse(key, failure)
             self._stored([record])
 
     def _store_isolating(self, record: Record) -> tuple[Record, BaseException | None]:
-        """Store one metric record, skipping only the keys the backend refuses (found by halving)."""
+        """Store one metric record, skipping only the keys the backend refuses (found by halving).
+
+        A finish timeout that gives up on one of these calls has spilled the whole record: the spill
+        then repeats the keys stored before that call (the rest would be lost otherwise).
+        """
         payload = record.payload
         groups = [list(payload)]
         while groups:
             group = groups.pop(0)
             values = self.values.prepare({key: payload[key] for key in group})
             kwargs = call_kwargs(self.tracker, record)
+            self._hand_over([record])
             _, error = self._attempt(self.tracker.log, values, step=record.step, **kwargs)
+            if self.abandoned:
+                if error is None and not groups:
+                    self._stored_after_abandon([record])
+                return record, None
             if error is None:
                 continue
             if not is_refusal(error):
@@ -420,6 +446,7 @@ class Delivery:
     def _deliver_one(self, record: Record) -> None:
         if not self._unseen([record]):
             return
+        self.in_flight = [record]
         self._hand_over([record])
         _, error = self._attempt(deliver, self.tracker, record)
         self.in_flight = []
@@ -441,7 +468,6 @@ class Delivery:
         stored them, the cursor file already says the backend may hold them, and a resumed run (or a
         replay) asks the backend's storage instead of delivering them twice. A call that fails puts the
         file back (``_failed``)."""
-        self.in_flight = records
         if self._cursor_file is not None:
             seq, step = _highest(records, self.handed_seq, self.handed_step)
             if seq > self.handed_seq:
