@@ -124,7 +124,7 @@ def test_resume_after_the_process_was_killed(tmp_path):
 FILE_STORE = '''
 import json, os, signal, time
 from pathlib import Path
-from tracking_core import GeneralTracker
+from tracking_core import GeneralTracker, PartialDelivery
 
 
 class FileStore(GeneralTracker):
@@ -146,10 +146,24 @@ class FileStore(GeneralTracker):
         return Path(self.run_context.run_dir) / "file-store.jsonl"
 
     def start(self):
-        pass
+        if int(os.environ.get("FILE_STORE_FAIL_BATCH_AT", "-1")) >= 0:
+            # every record in the first batch: wait until the journal has all 100
+            journal = Path(self.run_context.run_dir) / "journal.jsonl"
+            deadline = time.monotonic() + 30
+            while not (journal.is_file() and '"step":99,' in journal.read_text()) and time.monotonic() < deadline:
+                time.sleep(0.01)
 
     def resume_state(self):
         return {"file": str(self.path)}
+
+    def log_batch(self, entries):
+        # FILE_STORE_FAIL_BATCH_AT: the batch fails at that step, after storing the entries before it,
+        # so the dispatcher retries that step alone (where FILE_STORE_DIE_AT then kills the process)
+        fail_at = int(os.environ.get("FILE_STORE_FAIL_BATCH_AT", "-1"))
+        for index, (values, step, kwargs) in enumerate(entries):
+            if step == fail_at:
+                raise PartialDelivery(index) from ConnectionError("connection reset")
+            self.log(values, step=step, **kwargs)
 
     def store_init_configuration(self, values):
         pass
@@ -179,9 +193,13 @@ class FileStore(GeneralTracker):
 '''
 
 
-def test_a_call_that_stored_its_points_when_the_process_died_is_not_repeated(tmp_path, monkeypatch):
+@pytest.mark.parametrize("call", ["batch", "retry"])
+def test_a_call_that_stored_its_points_when_the_process_died_is_not_repeated(tmp_path, monkeypatch, call):
     """SIGKILL inside the SDK call, after the backend wrote the points and before the call returned: the
-    cursor file could not say so. The resumed run asks the backend's storage and delivers only the rest."""
+    cursor file could not say so. The resumed run asks the backend's storage and delivers only the rest.
+
+    ``retry``: the call is the retry of the one record a batch failed on, after the batch stored the
+    records before it."""
     (tmp_path / "file_store.py").write_text(FILE_STORE)
     monkeypatch.syspath_prepend(str(tmp_path))
     script = textwrap.dedent(
@@ -202,7 +220,7 @@ def test_a_call_that_stored_its_points_when_the_process_died_is_not_repeated(tmp
         capture_output=True,
         text=True,
         timeout=120,
-        env={**environment, "FILE_STORE_DIE_AT": "40"},
+        env={**environment, "FILE_STORE_DIE_AT": "40", "FILE_STORE_FAIL_BATCH_AT": "40" if call == "retry" else "-1"},
     )
     assert killed.returncode == -9, killed.stderr
     from file_store import FileStore
