@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import threading
 import time
 
 import pytest
@@ -12,7 +11,7 @@ from tracking_core.journal import read_journal
 from tracking_core.replay import replay
 from tracking_core.testing import MemoryTracker
 
-from .helpers import FailingTracker, HangingTracker, StuckOnRetryTracker
+from .helpers import FailingTracker, HangingTracker
 
 
 @pytest.fixture
@@ -70,33 +69,6 @@ def test_hanging_backend_is_abandoned_at_the_finish_timeout(memory, tmp_path):
     steps = [r["step"] for r in read_journal(hanging.spill_path) if r["type"] == "metrics"]
     assert sorted(steps) == list(range(20))  # the in-flight batch is spilled too: nothing lost
     HangingTracker.release.set()
-
-
-@pytest.mark.parametrize("refuses", [False, True], ids=["connection-error", "refusal"])
-def test_a_backend_stuck_retrying_part_of_a_batch_loses_nothing_at_the_finish_timeout(
-    memory, tmp_path, monkeypatch, refuses
-):
-    # The backend stores the first record of a batch and fails the rest; the retry of the rest (the
-    # record it failed on, or each record while the refused value is looked for) hangs. The finish
-    # timeout then has to spill what that retry still owes, not only what is queued behind it.
-    register_tracker_class(StuckOnRetryTracker)
-    monkeypatch.setattr(StuckOnRetryTracker, "refuses", refuses)
-    monkeypatch.setattr(StuckOnRetryTracker, "stored", [])
-    monkeypatch.setattr(StuckOnRetryTracker, "go", threading.Event())
-    monkeypatch.setattr(StuckOnRetryTracker, "release", threading.Event())
-    run = Dispatcher(log_with=["stuck-on-retry"], logging_dir=tmp_path)
-    run.init_trackers("p")
-    for step in range(20):
-        run.log({"x": float(step)}, step=step)
-    StuckOnRetryTracker.go.set()
-    report = run.finish(timeout=1.0)
-    stuck = report.backends["stuck-on-retry"]
-    assert stuck.state == "timed_out"
-    spilled = [r["step"] for r in read_journal(stuck.spill_path) if r["type"] == "metrics"]
-    assert StuckOnRetryTracker.stored == [0]
-    assert sorted(spilled) == list(range(1, 20))  # each step once: stored or spilled, never both, none lost
-    assert stuck.delivered == 1 and stuck.spilled == 19
-    StuckOnRetryTracker.release.set()
 
 
 def test_on_error_raise_surfaces_at_the_next_call(failing, tmp_path):

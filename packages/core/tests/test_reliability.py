@@ -23,7 +23,7 @@ from tracking_core.replay import replay
 from tracking_core.testing import MemoryTracker
 from tracking_core.testing.reliability import run_script, tally
 
-from .helpers import FailingTracker
+from .helpers import FailingTracker, StuckOnRetryTracker
 
 pytestmark = pytest.mark.reliability
 
@@ -219,6 +219,40 @@ def test_a_batch_that_fails_part_way_is_stored_exactly_once(memory, tmp_path):
     assert stored == list(range(50))  # and in order
     backend = report.backends["flaky"]
     assert backend.delivered == 50 and backend.spilled == 0 and backend.errors == 1 and report.ok, str(report)
+
+
+@pytest.mark.parametrize("refuses", [False, True], ids=["connection-error", "refusal"])
+def test_a_backend_stuck_retrying_part_of_a_batch_loses_nothing_at_the_finish_timeout(
+    memory, tmp_path, monkeypatch, request, refuses
+):
+    # The backend stores the first record of a batch and fails the rest; the retry of the rest (the
+    # record it failed on, or each record while the refused value is looked for) hangs. The finish
+    # timeout then has to spill what that retry still owes, not only what is queued behind it.
+    register_tracker_class(StuckOnRetryTracker)
+    monkeypatch.setattr(StuckOnRetryTracker, "refuses", refuses)
+    monkeypatch.setattr(StuckOnRetryTracker, "stored", [])
+    monkeypatch.setattr(StuckOnRetryTracker, "go", threading.Event())
+    monkeypatch.setattr(StuckOnRetryTracker, "release", threading.Event())
+    request.addfinalizer(StuckOnRetryTracker.release.set)  # lets the stuck call return after the test
+    run = Dispatcher(log_with=["stuck-on-retry"], logging_dir=tmp_path)
+    run.init_trackers("p")
+    for step in range(20):
+        run.log({"x": float(step)}, step=step)
+    StuckOnRetryTracker.go.set()
+    report = run.finish(timeout=1.0)
+    stuck = report.backends["stuck-on-retry"]
+    assert stuck.state == "timed_out"
+    spilled = _steps(Path(stuck.spill_path))
+    figures = tally(
+        "batch fails part-way, its retry hangs past the finish timeout",
+        "stuck-on-retry",
+        range(20),
+        StuckOnRetryTracker.stored,
+        spilled,
+    )
+    assert figures["lost"] == 0 and figures["duplicated"] == 0, figures
+    assert StuckOnRetryTracker.stored == [0] and sorted(spilled) == list(range(1, 20))
+    assert stuck.delivered == 1 and stuck.spilled == 19
 
 
 def test_a_refused_value_costs_only_itself(memory, tmp_path):
