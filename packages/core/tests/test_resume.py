@@ -7,13 +7,15 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import pytest
 from tracking_core import Dispatcher, register_tracker_class
-from tracking_core.journal import JournalSummary
+from tracking_core.journal import JournalSummary, read_journal
 from tracking_core.manifest import MANIFEST_NAME
 from tracking_core.testing import MemoryTracker
+from tracking_core.testing.reliability import tally
 
 
 class ResumableMemory(MemoryTracker):
@@ -156,7 +158,16 @@ class FileStore(GeneralTracker):
     def resume_state(self):
         return {"file": str(self.path)}
 
+    release = None  # a test's threading.Event: log_batch waits for it (a call stuck on a dead connection)
+    fail_on_call = None  # the log_batch call (1 = the first) that fails, as a server that went away would
+    calls = 0
+
     def log_batch(self, entries):
+        FileStore.calls += 1
+        if FileStore.release is not None:
+            FileStore.release.wait(60)
+        if FileStore.calls == FileStore.fail_on_call:
+            raise ConnectionError("connection reset")
         # FILE_STORE_FAIL_BATCH_AT: the batch fails at that step, after storing the entries before it,
         # so the dispatcher retries that step alone (where FILE_STORE_DIE_AT then kills the process)
         fail_at = int(os.environ.get("FILE_STORE_FAIL_BATCH_AT", "-1"))
@@ -177,7 +188,8 @@ class FileStore(GeneralTracker):
             # so the resumed run has all it needs to catch up from.
             journal = Path(self.run_context.run_dir) / "journal.jsonl"
             deadline = time.monotonic() + 30
-            while f'"step":{die_at + 50},' not in journal.read_text() and time.monotonic() < deadline:
+            last = int(os.environ.get("FILE_STORE_JOURNAL_HOLDS", die_at + 50))
+            while f'"step":{last},' not in journal.read_text() and time.monotonic() < deadline:
                 time.sleep(0.01)
             os.kill(os.getpid(), signal.SIGKILL)
 
@@ -233,3 +245,88 @@ def test_a_call_that_stored_its_points_when_the_process_died_is_not_repeated(tmp
     assert run.finish().ok
     steps = [step for step, _ in run.get_tracker("file-store").read_back_history()["loss"]]
     assert steps == list(range(120))
+
+
+def _killed_with_records_left_in_the_journal(tmp_path, monkeypatch, steps: int):
+    """A first process that dies at step 5, once the journal holds all ``steps``: its resumed run has
+    the rest to catch up on from the journal."""
+    (tmp_path / "file_store.py").write_text(FILE_STORE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    script = textwrap.dedent(
+        f"""
+        import sys
+        import tracking_core
+        from file_store import FileStore
+        tracking_core.register_tracker_class(FileStore)
+        run = tracking_core.init("proj", log_with=["file-store", "jsonl"], logging_dir=sys.argv[1])
+        for step in range({steps}):
+            run.log({{"loss": float(step)}}, step=step)
+        run.flush(timeout=60)
+        """
+    )
+    environment = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    killed = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "runs")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**environment, "FILE_STORE_DIE_AT": "5", "FILE_STORE_JOURNAL_HOLDS": str(steps - 1)},
+    )
+    assert killed.returncode == -9, killed.stderr
+    from file_store import FileStore
+
+    register_tracker_class(FileStore)
+    monkeypatch.setattr(FileStore, "calls", 0)
+    return FileStore
+
+
+def _stored_steps(run) -> list[int]:
+    return [json.loads(line)["step"] for line in (run.run_dir / "file-store.jsonl").read_text().splitlines()]
+
+
+def test_a_catch_up_cut_short_by_the_finish_timeout_spills_all_it_still_owed(tmp_path, monkeypatch, request):
+    """A resumed backend catching up from the journal on more than one batch, stuck in its first call at
+    the finish timeout: the spill must hold every record it had not stored, the batches not yet taken
+    from the journal included (a replay of the spill is then all it needs)."""
+    steps = 1500  # the catch-up takes 1,000 records a batch
+    file_store = _killed_with_records_left_in_the_journal(tmp_path, monkeypatch, steps)
+    monkeypatch.setattr(file_store, "release", threading.Event())
+    request.addfinalizer(file_store.release.set)
+    run = Dispatcher(log_with=["file-store", "jsonl"], logging_dir=tmp_path / "runs", resume=True)
+    run.init_trackers("proj")
+    report = run.finish(timeout=1.0)
+    entry = report.backends["file-store"]
+    assert entry.state == "timed_out", str(report)
+    spilled = [r["step"] for r in read_journal(entry.spill_path) if r["type"] == "metrics"]
+    figures = tally(
+        "resumed catch-up cut short by the finish timeout", "file-store", range(steps), _stored_steps(run), spilled
+    )
+    assert figures["lost"] == 0 and figures["duplicated"] == 0, figures
+
+
+def test_a_backend_that_fails_during_its_catch_up_gets_every_record_once_when_it_is_back(tmp_path, monkeypatch):
+    """Live records are spilled while a resumed backend catches up; when the backend then fails, what the
+    catch-up still owes must go into the spill ahead of them, or the recovery (which skips what the
+    cursor passed) would skip it."""
+    steps, live = 1500, 100
+    file_store = _killed_with_records_left_in_the_journal(tmp_path, monkeypatch, steps)
+    monkeypatch.setattr(file_store, "release", threading.Event())  # holds the first catch-up call
+    monkeypatch.setattr(file_store, "fail_on_call", 2)  # the second catch-up batch meets a dead server
+    run = Dispatcher(
+        log_with=["file-store", "jsonl"], logging_dir=tmp_path / "runs", resume=True, retry_backoff=(0.05, 0.2)
+    )
+    run.init_trackers("proj")
+    for step in range(steps, steps + live):  # logged while the first catch-up batch is in the SDK: spilled
+        run.log({"loss": float(step)}, step=step)
+    file_store.release.set()
+    deadline = time.monotonic() + 60
+    while file_store.calls < 3 and time.monotonic() < deadline:  # failed, then retried from the spill
+        time.sleep(0.01)
+    report = run.finish(timeout=60)
+    entry = report.backends["file-store"]
+    assert entry.ok and entry.errors == 1 and entry.recovered == steps + live - 1006, str(report)
+    figures = tally(
+        "backend fails during its catch-up, then answers", "file-store", range(steps + live), _stored_steps(run)
+    )
+    assert figures["lost"] == 0 and figures["duplicated"] == 0, figures
+    assert _stored_steps(run) == list(range(steps + live))  # and in order

@@ -23,6 +23,7 @@ under a lock). It decides, record by record:
 from __future__ import annotations
 
 import contextlib
+import heapq
 import threading
 import time
 import traceback
@@ -149,6 +150,11 @@ class Delivery:
         self._earlier_handed = handed
         self._backlog_before = backlog_before
         self._backlog: Iterator[Record] | None = None
+        #: the catch-up batch being delivered and where its untaken part starts (for ``abandon``)
+        self._catch_up_batch: list[Record] = []
+        self._catch_up_next = 0
+        #: catch-up records a failure gave back while the catch-up runs: spilled in order when it stops
+        self._catch_up_owed: list[Record] = []
         self._recovering_since_failures = 0
         self._published: tuple[int, int] | None = None
 
@@ -183,6 +189,8 @@ class Delivery:
         if (self._backlog_paths or self._backlog_records) and self.mode == LIVE:
             self._backlog = self._catch_up_records()
             self.mode = CATCHING_UP
+            if self.abandoned:  # finish() gave up while the backend's storage was being read
+                self._stop_catching_up([])
 
     def _catch_up_records(self) -> Iterator[Record]:
         """What a reopened run missed: the backlog past the cursor, less what the backend already holds.
@@ -381,13 +389,17 @@ class Delivery:
         for index, record in enumerate(rest):
             self.in_flight = rest[index:]
             remainder, failure = self._store_isolating(record)
-            if self.abandoned:
+            if self._abandoned_meanwhile():
                 return
             if failure is not None:
                 self.in_flight = []
                 self._failed(failure, "log", [remainder, *rest[index + 1 :]])
                 return
         self.in_flight = []
+
+    def _abandoned_meanwhile(self) -> bool:
+        """Read after calls into the backend: ``abandon`` runs on another thread while one is in the SDK."""
+        return self.abandoned
 
     def _retry_suspect(self, record: Record) -> None:
         """One more try of a record the backend failed on right after storing the ones before it.
@@ -405,7 +417,7 @@ class Delivery:
             self._stored([record])
             return
         remainder, failure = self._store_isolating(record) if is_refusal(error) else (record, error)
-        if self.abandoned:
+        if self._abandoned_meanwhile():
             return
         if failure is not None:
             for key in remainder.payload:
@@ -612,6 +624,11 @@ class Delivery:
     def _spill_record(self, record: Record) -> None:
         if record.kind in CONTROL_KINDS:
             return
+        if self._catching_up() and record.seq is not None and record.seq < self._backlog_before:
+            # a catch-up record: live ones with higher seqs may already be in the spill, so it waits
+            # for _stop_catching_up, which puts the catch-up's records in the spill in order
+            self._catch_up_owed.append(record)
+            return
         with self._spill_lock:
             if self._spill.holds(record) or (record.seq is not None and record.seq <= self.cursor):
                 return  # already waiting in the spill, or already held by the backend
@@ -676,6 +693,9 @@ class Delivery:
                 self._back_to_live()
                 return
         was = self.mode
+        catching_up = was == CATCHING_UP
+        if catching_up:
+            self._catch_up_batch = records
         self.mode = LIVE  # deliver through the live path; a failure switches to SPILLING
         index = 0
         while index < len(records) and self.mode == LIVE and not self.abandoned:
@@ -686,14 +706,45 @@ class Delivery:
             if record.kind == "log":
                 while end < len(records) and records[end].kind == "log":
                     end += 1
+            if catching_up:
+                self._catch_up_next = end
             self._take(records[index:end])
             index = end
-        if self.mode == SPILLING and was == CATCHING_UP and self._backlog is not None:
-            for record in [*records[index:], *self._backlog]:  # keep the order: the rest waits in the spill
-                self._spill_record(record)
-            self._backlog = None
+        if self.abandoned:
+            return
+        self._catch_up_batch, self._catch_up_next = [], 0
+        if self.mode == SPILLING and catching_up:
+            self._stop_catching_up(records[index:])
         elif self.mode == LIVE:
             self.mode = was
+
+    def _catching_up(self) -> bool:
+        return self._backlog is not None
+
+    def _stop_catching_up(self, untaken: list[Record]) -> None:
+        """The catch-up cannot go on (the backend failed, or ``finish`` gave up on it): everything it
+        still owes goes to the spill, in ``seq`` order ahead of the live records spilled meanwhile."""
+        owed = sorted(
+            (record for record in [*self._catch_up_owed, *untaken] if record.seq is not None),
+            key=lambda record: cast(int, record.seq),
+        )
+        rest, self._backlog = self._backlog or iter(()), None
+        self._catch_up_owed = []
+        with self._spill_lock:
+            try:
+                added = self._spill.merge_in(
+                    heapq.merge(owed, rest, key=lambda record: cast(int, record.seq)), self.cursor, self.config
+                )
+            except Exception as error:
+                warn_once(
+                    self.name,
+                    "*",
+                    f"could not write the spill journal ({error!r}); records of the catch-up were lost",
+                    reason="spill",
+                )
+                return
+            self.report.spilled += added
+            self.report.spill_path = str(self._spill.path)
 
     def _back_to_live(self) -> None:
         self.mode = LIVE
@@ -781,6 +832,12 @@ class Delivery:
         held = self._held[self._held_next :]
         owed = list({id(record): record for record in [*self._unconfirmed, *self.in_flight, *held, *pending]}.values())
         self._unconfirmed = []
+        if self._catching_up():
+            before = self._backlog_before
+            earlier = [record for record in owed if record.seq is not None and record.seq < before]
+            owed = [record for record in owed if record.seq is None or record.seq >= before]
+            self._stop_catching_up([*earlier, *self._catch_up_batch[self._catch_up_next :]])
+            self._catch_up_batch, self._catch_up_next = [], 0
         numbered = sorted(
             (record for record in owed if record.seq is not None), key=lambda record: cast(int, record.seq)
         )

@@ -177,7 +177,7 @@ class Dispatcher:
         self._only = threading.local()  # a direct call on one managed tracker: the backend it is for
 
     # -- set-up ----------------------------------------------------------------------------
-    def _spill_factory(self, backend: str) -> GeneralTracker:
+    def _spill_factory(self, backend: str) -> JsonlTracker:
         return JsonlTracker(
             self.project_name or "run", run_dir=self.run_dir, run_id=self.run_id, journal_name=spill_name(backend)
         )

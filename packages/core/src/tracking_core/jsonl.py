@@ -103,7 +103,8 @@ class JsonlTracker(GeneralTracker):
         if self.run_context is not None and not self._explicit:  # the journal lives in the run's folder
             self.run_id, self.run_dir = self.run_context.run_id, Path(self.run_context.run_dir)
         is_spill = self.journal_name != JOURNAL_NAME
-        source = f"spill:{self.journal_name[len('spill-') : -len('.jsonl')]}" if is_spill else "jsonl"
+        # spill-<backend>.jsonl, or the file a spill is merged into before it replaces it (spill.py)
+        source = f"spill:{self.journal_name[len('spill-') :].partition('.jsonl')[0]}" if is_spill else "jsonl"
         self._writer = JournalWriter(self.journal_path, project=self.run_name, run_id=self.run_id, source=source)
         if self.run_context is not None and self.run_context.resume is not None:
             self._writer.write({"type": "resume", "time": time.time()})

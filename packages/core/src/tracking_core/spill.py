@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import heapq
 import json
+import os
 import re
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import Any, cast
 
+from .journal import JournalWriter
+from .jsonl import JsonlTracker
 from .record import Record, deliver, record_from_entry
-from .tracker import GeneralTracker
 
 _SEQ = re.compile(rb'"seq":(\d+)')
 
@@ -26,6 +29,10 @@ def numbered(path: Path) -> list[int]:
         return [int(match.group(1)) for line in handle if (match := _SEQ.search(line))]
 
 
+#: the suffix of the file a spill is merged into before it replaces the spill (``SpillJournal.merge_in``)
+MERGING = ".merging"
+
+
 def spill_name(backend: str) -> str:
     return f"spill-{backend}.jsonl"
 
@@ -33,9 +40,9 @@ def spill_name(backend: str) -> str:
 class SpillJournal:
     """One backend's spill journal, created on the first record that needs it."""
 
-    def __init__(self, factory: Callable[[], GeneralTracker]) -> None:
+    def __init__(self, factory: Callable[[], JsonlTracker]) -> None:
         self._factory = factory
-        self._journal: GeneralTracker | None = None
+        self._journal: JsonlTracker | None = None
         #: highest ``seq`` appended: records up to it are already in the file (no second copy)
         self.last_seq = -1
         #: lowest ``seq`` this process appended (records below it were spilled by an earlier process)
@@ -58,6 +65,50 @@ class SpillJournal:
         if record.seq is not None:
             self.last_seq = record.seq
             self.first_seq = min(self.first_seq, record.seq)
+
+    def merge_in(self, records: Iterable[Record], after: int, config: Record | None = None) -> int:
+        """Spill numbered ``records`` (in ``seq`` order) into their places among what the file holds past ``after``.
+
+        Whoever reads a spill reads it in file order and skips what the backend's cursor has passed,
+        so a record appended after a higher ``seq`` would be skipped. The records a cut-short
+        catch-up still owes are older than the live ones spilled while it ran: the file is rewritten
+        as the merge of both (each ``seq`` once; what the cursor passed is left out), headed by the
+        run's config, beside the spill and then renamed over it, so a crash leaves the old file whole.
+        Returns how many records were added.
+        """
+        merged = self._factory()
+        final = Path(merged.journal_path)
+        merged.journal_name = final.name + MERGING
+        aside = Path(merged.journal_path)
+        aside.unlink(missing_ok=True)  # left by a crash mid-merge: the spill itself is still whole
+        self.close()
+        self._journal = None
+        kept = _numbered_entries(final, after) if final.is_file() else iter(())
+        merged.start()
+        writer = cast(JournalWriter, merged.tracker)
+        last, config_seq = after, None
+        if config is not None:
+            deliver(merged, config)  # a replay into another backend needs it; its seq keeps it out of recovery
+            config_seq = config.seq
+        added = 0
+        owed = ((record.seq, record) for record in records if record.seq is not None)
+        # on equal seqs the copy already in the file comes first (merge is stable across its inputs)
+        for seq, item in heapq.merge(kept, owed, key=lambda pair: pair[0]):
+            if seq <= last or seq == config_seq:
+                continue
+            last = seq
+            if isinstance(item, Record):
+                deliver(merged, item)
+                added += 1
+            else:
+                writer.write(cast(dict[str, Any], item))
+            self.first_seq = min(self.first_seq, seq)
+        writer.flush(durable=True)
+        writer.close()
+        os.replace(aside, final)
+        self.last_seq = max(self.last_seq, last)
+        self.path = final  # the next record appends to the merged file
+        return added
 
     def flush(self) -> None:
         if self._journal is not None:
@@ -117,6 +168,21 @@ def _numbered_records(path: Path, after: int, before: float) -> Iterator[tuple[i
             record = _parse(line, path.parent)
             if record is not None and record.seq is not None and after < record.seq < before:
                 yield record.seq, record
+
+
+def _numbered_entries(path: Path, after: int) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The numbered entries of a journal past ``after``, as written (no media is loaded)."""
+    with open(path, "rb") as handle:
+        for line in handle:
+            if not line.endswith(b"\n") or b'"seq"' not in line:
+                continue
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            seq = entry.get("seq") if isinstance(entry, dict) else None
+            if type(seq) is int and seq > after:
+                yield seq, entry
 
 
 def backlog(
