@@ -147,7 +147,12 @@ class FileStore(GeneralTracker):
     def path(self):
         return Path(self.run_context.run_dir) / "file-store.jsonl"
 
+    fail_starts = 0  # how many start() calls fail first, as with a server that is not up yet
+
     def start(self):
+        if FileStore.fail_starts > 0:
+            FileStore.fail_starts -= 1
+            raise ConnectionError("connection refused")
         if int(os.environ.get("FILE_STORE_FAIL_BATCH_AT", "-1")) >= 0:
             # every record in the first batch: wait until the journal has all 100
             journal = Path(self.run_context.run_dir) / "journal.jsonl"
@@ -330,3 +335,28 @@ def test_a_backend_that_fails_during_its_catch_up_gets_every_record_once_when_it
     )
     assert figures["lost"] == 0 and figures["duplicated"] == 0, figures
     assert _stored_steps(run) == list(range(steps + live))  # and in order
+
+
+@pytest.mark.parametrize("live", [50, 0], ids=["records-logged-meanwhile", "nothing-logged-meanwhile"])
+def test_a_backend_that_cannot_start_at_resume_catches_up_once_it_does(tmp_path, monkeypatch, live):
+    """The server is not up yet when the job restarts: the backend's start fails and the new records are
+    spilled. When a retry gets it started, it first catches up from the journal on what the killed
+    process had not delivered, then takes the spill."""
+    steps = 300
+    file_store = _killed_with_records_left_in_the_journal(tmp_path, monkeypatch, steps)
+    monkeypatch.setattr(file_store, "fail_starts", 1)
+    run = Dispatcher(
+        log_with=["file-store", "jsonl"], logging_dir=tmp_path / "runs", resume=True, retry_backoff=(0.05, 0.2)
+    )
+    run.init_trackers("proj")
+    for step in range(steps, steps + live):
+        run.log({"loss": float(step)}, step=step)
+    deadline = time.monotonic() + 60
+    while steps + live - 1 not in _stored_steps(run) and time.monotonic() < deadline:  # started on a retry
+        time.sleep(0.01)
+    report = run.finish(timeout=60)
+    assert report.backends["file-store"].ok, str(report)
+    stored = _stored_steps(run)
+    figures = tally("backend cannot start at resume, then does", "file-store", range(steps + live), stored)
+    assert figures["lost"] == 0 and figures["duplicated"] == 0, figures
+    assert stored == list(range(steps + live))  # the journal's records before the new ones

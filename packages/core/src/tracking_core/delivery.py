@@ -186,9 +186,13 @@ class Delivery:
                 self._on_started()
             except Exception as error:  # bookkeeping must never stop a backend that started
                 logger.warning("backend %r: after start-up: %r", self.name, error)
-        if (self._backlog_paths or self._backlog_records) and self.mode == LIVE:
+        if self._backlog_paths or self._backlog_records:
+            # What the backend missed comes first: at once, or (after a start that failed and was
+            # retried) before the records spilled meanwhile (_retry_backend).
             self._backlog = self._catch_up_records()
-            self.mode = CATCHING_UP
+            self._backlog_paths, self._backlog_records = [], []
+            if self.mode == LIVE:
+                self.mode = CATCHING_UP
             if self.abandoned:  # finish() gave up while the backend's storage was being read
                 self._stop_catching_up([])
 
@@ -674,6 +678,10 @@ class Delivery:
                 return
             self._started()
         self._recovering_since_failures = self._failures
+        if self._catching_up():  # started only now: the catch-up comes before the spill
+            self._reader = None
+            self.mode = CATCHING_UP
+            return
         self._reader = SpillReader(self._spill.path) if self._spill.path is not None else None
         self.mode = RECOVERING
 
@@ -683,9 +691,11 @@ class Delivery:
             records = list(islice(self._backlog, MAX_BATCH)) if self._backlog is not None else []
             if not records:
                 self._backlog = None
-                has_spill = self._spill.path is not None and self.report.spilled > 0
-                self.mode = RECOVERING if has_spill else LIVE
-                self._reader = SpillReader(cast(Path, self._spill.path)) if has_spill else None  # has_spill: a path
+                if self._spill.path is not None and self.report.spilled > 0:
+                    self.mode = RECOVERING
+                    self._reader = SpillReader(self._spill.path)
+                else:
+                    self._back_to_live()
                 return
         else:
             records = self._reader.read(MAX_BATCH) if self._reader is not None else []
