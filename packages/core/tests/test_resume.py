@@ -217,32 +217,8 @@ def test_a_call_that_stored_its_points_when_the_process_died_is_not_repeated(tmp
 
     ``retry``: the call is the retry of the one record a batch failed on, after the batch stored the
     records before it."""
-    (tmp_path / "file_store.py").write_text(FILE_STORE)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    script = textwrap.dedent(
-        """
-        import sys
-        import tracking_core
-        from file_store import FileStore
-        tracking_core.register_tracker_class(FileStore)
-        run = tracking_core.init("proj", log_with=["file-store", "jsonl"], logging_dir=sys.argv[1])
-        for step in range(100):
-            run.log({"loss": float(step)}, step=step)
-        run.flush(timeout=60)
-        """
-    )
-    environment = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    killed = subprocess.run(
-        [sys.executable, "-c", script, str(tmp_path / "runs")],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**environment, "FILE_STORE_DIE_AT": "40", "FILE_STORE_FAIL_BATCH_AT": "40" if call == "retry" else "-1"},
-    )
-    assert killed.returncode == -9, killed.stderr
-    from file_store import FileStore
-
-    register_tracker_class(FileStore)
+    fail_at = "40" if call == "retry" else "-1"
+    _killed_inside_the_backend(tmp_path, monkeypatch, 100, die_at=40, FILE_STORE_FAIL_BATCH_AT=fail_at)
     run = Dispatcher(log_with=["file-store", "jsonl"], logging_dir=tmp_path / "runs", resume=True)
     run.init_trackers("proj")
     for step in range(run._step + 1, 120):
@@ -252,9 +228,9 @@ def test_a_call_that_stored_its_points_when_the_process_died_is_not_repeated(tmp
     assert steps == list(range(120))
 
 
-def _killed_with_records_left_in_the_journal(tmp_path, monkeypatch, steps: int):
-    """A first process that dies at step 5, once the journal holds all ``steps``: its resumed run has
-    the rest to catch up on from the journal."""
+def _killed_inside_the_backend(tmp_path, monkeypatch, steps: int, die_at: int, **environment: str):
+    """A first process that logs ``steps`` and is killed inside the file store's call at ``die_at``; returns
+    the file store's class, registered for the resumed run."""
     (tmp_path / "file_store.py").write_text(FILE_STORE)
     monkeypatch.syspath_prepend(str(tmp_path))
     script = textwrap.dedent(
@@ -269,13 +245,13 @@ def _killed_with_records_left_in_the_journal(tmp_path, monkeypatch, steps: int):
         run.flush(timeout=60)
         """
     )
-    environment = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    python_path = f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"
     killed = subprocess.run(
         [sys.executable, "-c", script, str(tmp_path / "runs")],
         capture_output=True,
         text=True,
         timeout=120,
-        env={**environment, "FILE_STORE_DIE_AT": "5", "FILE_STORE_JOURNAL_HOLDS": str(steps - 1)},
+        env={**os.environ, "PYTHONPATH": python_path, "FILE_STORE_DIE_AT": str(die_at), **environment},
     )
     assert killed.returncode == -9, killed.stderr
     from file_store import FileStore
@@ -283,6 +259,11 @@ def _killed_with_records_left_in_the_journal(tmp_path, monkeypatch, steps: int):
     register_tracker_class(FileStore)
     monkeypatch.setattr(FileStore, "calls", 0)
     return FileStore
+
+
+def _killed_with_records_left_in_the_journal(tmp_path, monkeypatch, steps: int):
+    """Killed at step 5 once the journal holds all ``steps``: the resumed run catches up on the rest."""
+    return _killed_inside_the_backend(tmp_path, monkeypatch, steps, die_at=5, FILE_STORE_JOURNAL_HOLDS=str(steps - 1))
 
 
 def _stored_steps(run) -> list[int]:
