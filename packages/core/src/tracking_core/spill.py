@@ -74,7 +74,7 @@ class SpillJournal:
         catch-up still owes are older than the live ones spilled while it ran: the file is rewritten
         as the merge of both (each ``seq`` once; what the cursor passed is left out), headed by the
         run's config, beside the spill and then renamed over it, so a crash leaves the old file whole.
-        Returns how many records were added.
+        Returns how many records it holds now that this process had not counted as spilled.
         """
         merged = self._factory()
         final = Path(merged.journal_path)
@@ -90,7 +90,7 @@ class SpillJournal:
         if config is not None:
             deliver(merged, config)  # a replay into another backend needs it; its seq keeps it out of recovery
             config_seq = config.seq
-        added = 0
+        added, counted_from = 0, self.first_seq  # what this process appended was counted then
         owed = ((record.seq, record) for record in records if record.seq is not None)
         # on equal seqs the copy already in the file comes first (merge is stable across its inputs)
         for seq, item in heapq.merge(kept, owed, key=lambda pair: pair[0]):
@@ -99,9 +99,10 @@ class SpillJournal:
             last = seq
             if isinstance(item, Record):
                 deliver(merged, item)
-                added += 1
             else:
                 writer.write(cast(dict[str, Any], item))
+            if isinstance(item, Record) or seq < counted_from:  # an earlier process's copy counts from now
+                added += 1
             self.first_seq = min(self.first_seq, seq)
         writer.flush(durable=True)
         writer.close()
