@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -171,6 +172,13 @@ class FileStore(GeneralTracker):
         FileStore.calls += 1
         if FileStore.release is not None:
             FileStore.release.wait(60)
+        hang = Path(self.run_context.run_dir) / "hang-once"
+        try:
+            hang.unlink()  # whichever process takes this call first hangs in it (another process's test can kill it)
+        except FileNotFoundError:
+            pass
+        else:
+            time.sleep(60)
         if FileStore.calls == FileStore.fail_on_call:
             raise ConnectionError("connection reset")
         # FILE_STORE_FAIL_BATCH_AT: the batch fails at that step, after storing the entries before it,
@@ -342,3 +350,26 @@ def test_a_backend_that_cannot_start_at_resume_catches_up_once_it_does(tmp_path,
     figures = tally("backend cannot start at resume, then does", "file-store", range(steps + live), stored)
     assert figures["lost"] == 0 and figures["duplicated"] == 0, figures
     assert stored == list(range(steps + live))  # the journal's records before the new ones
+
+
+def test_a_delivery_process_that_dies_during_a_resumed_catch_up_loses_nothing(tmp_path, monkeypatch):
+    """The delivery process dies while a resumed backend catches up from the journal: the backend goes on
+    in a thread here, and catches up from the journal as well as from what the training process kept."""
+    steps, live = 1500, 100
+    _killed_with_records_left_in_the_journal(tmp_path, monkeypatch, steps)
+    (run_dir,) = [path.parent for path in (tmp_path / "runs").glob("proj/*/run.json")]
+    (run_dir / "hang-once").touch()
+    run = Dispatcher(log_with=["file-store", "jsonl"], logging_dir=tmp_path / "runs", resume=True, delivery="process")
+    run.init_trackers("proj")
+    deadline = time.monotonic() + 60
+    while (run_dir / "hang-once").exists() and time.monotonic() < deadline:  # the catch-up's first call
+        time.sleep(0.01)
+    assert run._link is not None
+    os.kill(run._link.process.pid, signal.SIGKILL)
+    for step in range(steps, steps + live):
+        run.log({"loss": float(step)}, step=step)
+    report = run.finish(timeout=60)
+    assert report.backends["file-store"].ok, str(report)
+    stored = _stored_steps(run)
+    figures = tally("delivery process killed during a resumed catch-up", "file-store", range(steps + live), stored)
+    assert figures["lost"] == 0 and figures["duplicated"] == 0, figures

@@ -379,13 +379,14 @@ class Dispatcher:
                 assert remote.tracker.run_context is not None
                 tracker.run_context = remote.tracker.run_context._replace(resume=remote.resume_state)
                 cursor, step, handed, _ = CursorFile.read(Path(str(self.run_dir)) / cursor_name(name)) or NOWHERE
-                spill = Path(str(self.run_dir)) / spill_name(name)
+                assert self._session is not None
                 delivery_for = functools.partial(
                     self._delivery_for,
                     cursor=cursor,
                     cursor_step=step,
                     handed=handed,
-                    backlog=[spill] if spill.is_file() else [],
+                    # the journal too: a resumed backend may have been catching up from it
+                    backlog=self._session.sources(name),
                     before=before,
                     # caught up on like a resumed run's backlog: what the backend's storage already holds
                     # (its cursor, or how far its reader says it got) is not delivered again

@@ -177,6 +177,11 @@ class RunSession:
         """
         if not self.resumed or self.resume_state(backend) is None or self._known_cursor(backend) is None:
             return []
+        return self.sources(backend)
+
+    def sources(self, backend: str) -> list[Path]:
+        """The files that hold every record of the run a backend may not have: the journal (but for the
+        journal itself) and the backend's spill."""
         paths = [self.run_dir / spill_name(backend)]
         if backend != "jsonl":
             paths.insert(0, self.run_dir / JOURNAL_NAME)
