@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 import time
 
 import pytest
@@ -158,3 +159,36 @@ def test_start_up_that_lost_an_import_race_is_retried(memory, tmp_path, monkeypa
     report = run.finish()
     assert Racy.attempts == 2 and report.backends["racy"].ok
     assert report.backends["broken_import"].state == "start_failed"
+
+
+def test_an_unexpected_error_in_the_worker_neither_hangs_the_loop_nor_loses_records(memory, tmp_path, monkeypatch):
+    # A defect in the delivery code itself (not the backend's): the worker thread must survive it, or the
+    # bounded queue fills and log() waits forever for room.
+    from tracking_core.delivery import Delivery
+
+    take = Delivery._take
+    calls = []
+
+    def take_with_a_bug(self, records):
+        calls.append(len(records))
+        if len(calls) == 2:
+            raise RuntimeError("a bug in the delivery code")
+        return take(self, records)
+
+    monkeypatch.setattr(Delivery, "_take", take_with_a_bug)
+    run = Dispatcher(log_with=["memory"], logging_dir=tmp_path, queue_size=20)
+    run.init_trackers("p")
+    done = threading.Event()
+
+    def loop():
+        for step in range(200):
+            run.log({"x": float(step)}, step=step)
+        done.set()
+
+    threading.Thread(target=loop, daemon=True).start()
+    assert done.wait(30), "log() hung: the worker thread died"
+    report = run.finish(timeout=10)
+    entry = report.backends["memory"]
+    stored = [step for step, _ in MemoryTracker.runs[-1].metrics]
+    assert stored == list(range(200)) and entry.spilled == 0, str(report)  # spilled, then recovered in order
+    assert entry.errors == 1 and "a bug in the delivery code" in (entry.last_error or "")

@@ -296,31 +296,50 @@ class Delivery:
         self.hold(batch)
         index = 0
         while index < len(batch) and not self.abandoned:
-            record = batch[index]
-            kind = record.kind
-            if kind == "log":
-                end = index + 1
+            end = index + 1
+            if batch[index].kind == "log":
                 while end < len(batch) and batch[end].kind == "log":
                     end += 1
-                self._held_next = end
-                self.in_flight = batch[index:end]
-                self._take(self.in_flight)
-                self.in_flight = []
-                index = end
-                continue
-            index += 1
-            self._held_next = index
-            if kind == "flush":
-                self.flush()
-                record.payload.set()
-            elif kind == "finish":
-                self.finish()
-            else:
-                if kind == "config":
-                    self._remember_config(record)
-                self._take([record])
+            self._held_next = end
+            self.in_flight = batch[index:end]
+            try:
+                self._handle_group(self.in_flight)
+            except Exception as error:
+                self._internal_error(error)
+            self.in_flight = []
+            index = end
         if not self.abandoned:
             self._held, self._held_next = [], 0
+
+    def _handle_group(self, records: list[Record]) -> None:
+        """A run of metric records, or one record of another kind."""
+        record = records[0]
+        kind = record.kind
+        if kind == "log":
+            self._take(records)
+        elif kind == "flush":
+            self.flush()
+            record.payload.set()
+        elif kind == "finish":
+            self.finish()
+        else:
+            if kind == "config":
+                self._remember_config(record)
+            self._take(records)
+
+    def _internal_error(self, error: Exception) -> None:
+        """A defect in this library's own delivery code, not the backend's: the worker must survive it
+        (a dead worker would leave ``log()`` waiting for room in a full queue). What it was delivering
+        goes to the spill and the backend is retried, as when the backend itself fails."""
+        owed, self.in_flight = self.in_flight, []
+        rest = self._catch_up_batch[self._catch_up_next :]
+        self._catch_up_batch, self._catch_up_next = [], 0
+        for record in owed:
+            if record.kind == "flush":
+                record.payload.set()  # nobody waits for a flush that cannot come
+        self._failed(error, "delivery (a defect in tracking itself: please report it)", owed)
+        if self._catching_up():
+            self._stop_catching_up(rest)
 
     def safe_seq(self) -> int:
         """The highest ``seq`` up to which every record is durable in the backend or in its spill.
@@ -662,6 +681,12 @@ class Delivery:
     def tick(self) -> None:
         if self.abandoned or self.finished:
             return
+        try:
+            self._tick()
+        except Exception as error:
+            self._internal_error(error)
+
+    def _tick(self) -> None:
         now = time.monotonic()
         if self.mode == SPILLING and now >= self._next_retry:
             self._retry_backend()
