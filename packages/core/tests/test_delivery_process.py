@@ -288,3 +288,51 @@ def test_the_environment_chooses_the_delivery_when_the_code_does_not(tmp_path, m
     monkeypatch.setenv("TRACKING_DELIVERY", "fork")
     with pytest.raises(ValueError, match="TRACKING_DELIVERY"):
         Dispatcher(log_with=["jsonl"], logging_dir=tmp_path)
+
+
+UNPICKLABLE_SCRIPT = r"""
+import sys, threading, warnings
+import tracking_core
+
+warnings.simplefilter("always")
+
+class Unsendable:
+    "Draws itself like a matplotlib figure, but neither copies nor pickles (it holds a lock)."
+    def __init__(self):
+        self.lock = threading.Lock()
+    def savefig(self, path, **kwargs):
+        open(path, "wb").close()
+
+run = tracking_core.init("p", log_with=["jsonl"], logging_dir=sys.argv[1], delivery="process", queue_size=100)
+done = threading.Event()
+
+def loop():
+    run.log({"loss": 0.0}, step=0, log_kwargs={"jsonl": {"callback": lambda: 0, "note": "kept"}})
+    run.log_figure(Unsendable(), "chart", step=0)
+    for step in range(1, 500):
+        run.log({"loss": float(step)}, step=step)
+    done.set()
+
+threading.Thread(target=loop, daemon=True).start()
+assert done.wait(30), "log() hung"
+report = run.finish(timeout=30)
+print(report.backends["jsonl"].dropped, run.run_dir)
+"""
+
+
+def test_what_the_delivery_process_cannot_receive_is_left_out_with_a_warning(tmp_path):
+    """Objects pickle cannot send (a lambda in ``log_kwargs``, a figure holding a lock): the feeder thread
+    must not die of them, or the queue fills and ``log()`` (and the exit) waits forever. The kwarg is
+    left out, the figure is not delivered; each with a warning, the figure counted as dropped."""
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", UNPICKLABLE_SCRIPT, str(tmp_path)], capture_output=True, text=True, timeout=90
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("the training process hung")
+    assert done.returncode == 0, done.stderr
+    dropped, run_dir = done.stdout.split()
+    assert dropped == "1"
+    assert _points(run_dir) == list(range(500))
+    assert "'callback'" in done.stderr and "left out" in done.stderr
+    assert "a figure record cannot be sent to the delivery process" in done.stderr

@@ -23,9 +23,10 @@ import threading
 import time
 from collections.abc import Callable
 from multiprocessing.connection import Connection
+from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
-from .notices import logger
+from .notices import logger, warn_once
 from .record import CONTROL_KINDS, Record
 from .record import new_record as as_record
 from .report import BackendReport
@@ -117,6 +118,8 @@ class DeliveryLink:
         self._retained_after_stop: list[tuple[Record, tuple[str, ...] | None]] = []
         self._flushes: dict[int, threading.Event] = {}
         self._next_token = 0
+        #: per backend, records that could not be sent (they do not pickle): counted as dropped in its report
+        self._not_sent: collections.Counter[str] = collections.Counter()
         self._on_started, self._on_progress, self._on_error, self._on_death = (
             on_started,
             on_progress,
@@ -216,7 +219,18 @@ class DeliveryLink:
     def _send_records(self, records: list[tuple[Record, tuple[str, ...] | None]]) -> None:
         with self._retained_lock:  # kept until the delivery process says it is safe, sent or not
             self._retained.extend(item for item in records if item[0].seq is not None)
-        self._connection.send(("records", records))
+        try:
+            message = ForkingPickler.dumps(("records", records))
+        except Exception:  # something in a record cannot be pickled; the original stays retained
+            sendable = []
+            for item in records:
+                fit = _sendable(item)
+                if fit is not None:
+                    sendable.append(fit)
+                else:
+                    self._not_sent.update(item[1] or self.workers)
+            message = ForkingPickler.dumps(("records", sendable))
+        self._connection.send_bytes(message)
 
     # -- reader thread -----------------------------------------------------------------------
     def _read(self) -> None:
@@ -248,6 +262,9 @@ class DeliveryLink:
                 self._on_error(event[1], event[2])
             elif kind == "finished":
                 _, name, report = event
+                if self._not_sent[name]:
+                    report.dropped += self._not_sent[name]
+                    report.notes.append(f"{self._not_sent[name]} record(s) could not be sent to the delivery process")
                 worker = self.workers[name]
                 worker.report = report
                 worker.finished.set()
@@ -302,3 +319,43 @@ class DeliveryLink:
 
 
 __all__ = ["START_WAIT_SECONDS", "DeliveryLink", "RemoteWorker"]
+
+
+def _sendable(item: tuple[Record, tuple[str, ...] | None]) -> tuple[Record, tuple[str, ...] | None] | None:
+    """A record as the delivery process can receive it: ``log_kwargs`` pickle cannot send are left out;
+    a record whose data itself cannot be sent is not delivered. Either way with one warning."""
+    record, targets = item
+    where = ", ".join(targets) if targets else "the delivery process"
+    if _pickles(record):
+        return item
+    kept = {}
+    for name, value in record.kwargs.items():
+        if _pickles(value):
+            kept[name] = value
+        else:
+            warn_once(
+                where,
+                name,
+                f"log_kwargs value {type(value).__name__} cannot be sent to the delivery process; "
+                "left out (delivery='thread' keeps it)",
+                reason="unpicklable-kwarg",
+            )
+    record = record._replace(kwargs=kept)
+    if _pickles(record):
+        return record, targets
+    warn_once(
+        where,
+        record.kind,
+        f"a {record.kind} record cannot be sent to the delivery process (it does not "
+        "pickle); not delivered (delivery='thread' keeps it)",
+        reason="unpicklable-record",
+    )
+    return None
+
+
+def _pickles(value: Any) -> bool:
+    try:
+        ForkingPickler.dumps(value)
+    except Exception:
+        return False
+    return True
