@@ -336,3 +336,25 @@ def test_what_the_delivery_process_cannot_receive_is_left_out_with_a_warning(tmp
     assert _points(run_dir) == list(range(500))
     assert "'callback'" in done.stderr and "left out" in done.stderr
     assert "a figure record cannot be sent to the delivery process" in done.stderr
+
+
+def test_a_failure_in_the_training_processs_bookkeeping_does_not_stop_it_hearing_from_the_delivery_process(
+    tmp_path, monkeypatch
+):
+    # run.json cannot be written (a full disk, say) when the delivery process reports progress: its
+    # reports, flush acknowledgements and final reports must still get through.
+    from tracking_core.session import RunSession
+
+    def no_room(self, backend, seq, step):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(RunSession, "progress", no_room)
+    run = Dispatcher(log_with=["jsonl"], logging_dir=tmp_path, delivery="process", flush_interval=0.05)
+    run.init_trackers("p")
+    for step in range(100):
+        run.log({"loss": float(step)}, step=step)
+        if step % 25 == 24:
+            assert run.flush(timeout=30)
+    report = run.finish(timeout=30)
+    assert report.backends["jsonl"].state == "finished", str(report)
+    assert _points(run.run_dir) == list(range(100))

@@ -239,35 +239,10 @@ class DeliveryLink:
                 event = self._connection.recv()
             except (EOFError, OSError):
                 break
-            kind = event[0]
-            if kind == "ready":
-                self._ready.set()
-            elif kind == "started":
-                _, name, state, start_seconds = event
-                worker = self.workers[name]
-                worker.resume_state = state
-                worker.report.start_seconds = start_seconds
-                self._on_started(name, state)
-                worker.started.set()
-            elif kind == "progress":
-                self._on_progress(*event[1:])
-            elif kind == "safe":
-                self._safe[event[1]] = event[2]
-                self._trim()
-            elif kind == "flushed":
-                flushed = self._flushes.pop(event[1], None)
-                if flushed is not None:
-                    flushed.set()
-            elif kind == "error":
-                self._on_error(event[1], event[2])
-            elif kind == "finished":
-                _, name, report = event
-                if self._not_sent[name]:
-                    report.dropped += self._not_sent[name]
-                    report.notes.append(f"{self._not_sent[name]} record(s) could not be sent to the delivery process")
-                worker = self.workers[name]
-                worker.report = report
-                worker.finished.set()
+            try:
+                self._handle_event(event)
+            except Exception as error:  # bookkeeping here (run.json on a full disk) must not stop the reader
+                logger.warning("could not handle %r from the delivery process: %r", event[0], error)
         self.closed = True
         if not all(worker.finished.is_set() for worker in self.workers.values()):
             self.dead = True
@@ -277,6 +252,39 @@ class DeliveryLink:
             self._on_death(self, f"exit code {code}")
         for event in self._flushes.values():
             event.set()
+
+    def _handle_event(self, event: tuple[Any, ...]) -> None:
+        kind = event[0]
+        if kind == "ready":
+            self._ready.set()
+        elif kind == "started":
+            _, name, state, start_seconds = event
+            worker = self.workers[name]
+            worker.resume_state = state
+            worker.report.start_seconds = start_seconds
+            try:
+                self._on_started(name, state)
+            finally:
+                worker.started.set()
+        elif kind == "progress":
+            self._on_progress(*event[1:])
+        elif kind == "safe":
+            self._safe[event[1]] = event[2]
+            self._trim()
+        elif kind == "flushed":
+            flushed = self._flushes.pop(event[1], None)
+            if flushed is not None:
+                flushed.set()
+        elif kind == "error":
+            self._on_error(event[1], event[2])
+        elif kind == "finished":
+            _, name, report = event
+            if self._not_sent[name]:
+                report.dropped += self._not_sent[name]
+                report.notes.append(f"{self._not_sent[name]} record(s) could not be sent to the delivery process")
+            worker = self.workers[name]
+            worker.report = report
+            worker.finished.set()
 
     def _trim(self) -> None:
         open_names = [name for name, worker in self.workers.items() if not worker.finished.is_set()]
