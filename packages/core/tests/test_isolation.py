@@ -192,3 +192,23 @@ def test_an_unexpected_error_in_the_worker_neither_hangs_the_loop_nor_loses_reco
     stored = [step for step, _ in MemoryTracker.runs[-1].metrics]
     assert stored == list(range(200)) and entry.spilled == 0, str(report)  # spilled, then recovered in order
     assert entry.errors == 1 and "a bug in the delivery code" in (entry.last_error or "")
+
+
+def test_a_loop_waiting_on_a_stuck_backend_says_which_one(memory, tmp_path, monkeypatch, caplog):
+    from tracking_core import worker
+
+    register_tracker_class(HangingTracker)
+    monkeypatch.setattr(HangingTracker, "release", threading.Event())
+    monkeypatch.setattr(worker, "ROOM_WARNING_SECONDS", 0.2)
+    run = Dispatcher(log_with=["memory", "hanging"], logging_dir=tmp_path, queue_size=5)
+    run.init_trackers("p")
+    with caplog.at_level(logging.WARNING, logger="tracking"):
+        waiting = threading.Thread(target=lambda: [run.log({"x": float(step)}, step=step) for step in range(20)])
+        waiting.start()
+        deadline = time.monotonic() + 10
+        while "waited" not in caplog.text and time.monotonic() < deadline:
+            time.sleep(0.05)
+        HangingTracker.release.set()
+        waiting.join(10)
+    assert "room in backend 'hanging'" in caplog.text and "stuck in a call into its SDK" in caplog.text
+    assert run.finish(timeout=10).backends["memory"].ok

@@ -123,6 +123,7 @@ class Delivery:
         #: never only in a thread's local variables.
         self.handover = threading.Lock()
         self._owner: int | None = None
+        self._inside_sdk = False
         #: the batch the worker took off its queue, and how far into it delivery has got
         self._held: list[Record] = []
         self._held_next = 0
@@ -278,14 +279,22 @@ class Delivery:
     @contextlib.contextmanager
     def _in_backend(self) -> Iterator[None]:
         """Around a call into the SDK, which may hang: ``abandon`` must not wait for it."""
-        if self._owner != threading.get_ident():
-            yield
-            return
-        self.disown()
+        self._inside_sdk = True
         try:
-            yield
+            if self._owner != threading.get_ident():
+                yield
+                return
+            self.disown()
+            try:
+                yield
+            finally:
+                self.own()
         finally:
-            self.own()
+            self._inside_sdk = False
+
+    def in_sdk(self) -> bool:
+        """Whether the backend's thread is inside a call into the SDK (what a caller waiting for room is told)."""
+        return self._inside_sdk
 
     def hold(self, batch: list[Record]) -> None:
         """The worker took ``batch`` off its queue (it may still grow): owed until ``handle`` takes it."""
