@@ -26,6 +26,7 @@ from multiprocessing.connection import Connection
 from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
+from . import worker as worker_module
 from .notices import logger, warn_once
 from .record import CONTROL_KINDS, Record
 from .record import new_record as as_record
@@ -148,9 +149,19 @@ class DeliveryLink:
     # -- the caller's side -------------------------------------------------------------------
     def enqueue(self, record: Any, targets: tuple[str, ...] | None) -> None:
         if self._queue.qsize() >= self._maxsize and record[0] not in CONTROL_KINDS:
+            began, warned = time.monotonic(), False
             while self._queue.qsize() >= self._maxsize and not self.dead:
                 self._room.clear()
                 self._room.wait(0.05)
+                if not warned and time.monotonic() - began > worker_module.ROOM_WARNING_SECONDS:
+                    warned = True
+                    logger.warning(
+                        "log() has waited %.0f s for room in the queue to the delivery process (%d records): "
+                        "a backend there is not taking records (see its warnings); on_full='drop' lets the "
+                        "loop go on without it",
+                        time.monotonic() - began,
+                        self._maxsize,
+                    )
         self._queue.put((record, targets))
 
     def put_all(self, record: Any) -> None:
