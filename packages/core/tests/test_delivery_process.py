@@ -358,3 +358,43 @@ def test_a_failure_in_the_training_processs_bookkeeping_does_not_stop_it_hearing
     report = run.finish(timeout=30)
     assert report.backends["jsonl"].state == "finished", str(report)
     assert _points(run.run_dir) == list(range(100))
+
+
+def test_a_loop_waiting_on_a_stuck_backend_in_the_delivery_process_says_so(tmp_path, monkeypatch, caplog):
+    import logging
+    import threading
+
+    from tracking_core import register_tracker_class, worker
+    from tracking_core.testing.faults import STUCK_FILE, SwitchedJournal
+
+    register_tracker_class(SwitchedJournal)
+    monkeypatch.setattr(worker, "ROOM_WARNING_SECONDS", 0.2)
+    run = Dispatcher(log_with=["switched"], logging_dir=tmp_path, delivery="process", queue_size=20)
+    run.init_trackers("p")
+    stuck = run.run_dir / STUCK_FILE
+    stuck.touch()
+    enough, logged = threading.Event(), []
+
+    def loop():  # until the queues here, to and in the delivery process are full and log() has waited
+        while not enough.is_set():
+            run.log({"loss": float(len(logged))}, step=len(logged))
+            logged.append(True)
+
+    with caplog.at_level(logging.WARNING, logger="tracking"):
+        looping = threading.Thread(target=loop, daemon=True)
+        looping.start()
+        deadline = time.monotonic() + 30
+        while "queue to the delivery process" not in caplog.text and time.monotonic() < deadline:
+            time.sleep(0.05)
+        enough.set()
+        stuck.unlink()
+        looping.join(60)
+    assert "log() has waited" in caplog.text and "queue to the delivery process" in caplog.text
+    report = run.finish(timeout=60)
+    assert report.backends["switched"].ok and _switched_points(run.run_dir) == list(range(len(logged)))
+
+
+def _switched_points(run_dir) -> list[int]:
+    from tracking_core.journal import read_journal
+
+    return [entry["step"] for entry in read_journal(run_dir / "switched.jsonl") if entry["type"] == "metrics"]

@@ -7,18 +7,21 @@ tests need there live here.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 
 from ..jsonl import JsonlTracker
 
 DOWN_FILE = "down"
+STUCK_FILE = "stuck"
 
 
 class SwitchedJournal(JsonlTracker):
-    """A journal (``switched.jsonl`` in the run folder) that refuses writes while ``<run folder>/down`` exists.
+    """A journal (``switched.jsonl`` in the run folder) that refuses writes while ``<run folder>/down`` exists,
+    and whose writes hang (a call on a dead connection) while ``<run folder>/stuck`` exists.
 
-    A test creates and removes that file to take the "server" away and bring it back, from any process.
+    A test creates and removes those files to take the "server" away and bring it back, from any process.
     """
 
     name = "switched"
@@ -27,6 +30,8 @@ class SwitchedJournal(JsonlTracker):
         super().__init__(run_name, logging_dir, journal_name="switched.jsonl", **kwargs)
 
     def _refuse_while_down(self) -> None:
+        while (self.run_dir / STUCK_FILE).exists():
+            time.sleep(0.01)
         if (self.run_dir / DOWN_FILE).exists():
             raise ConnectionError("connection refused (the test switched this backend off)")
 
