@@ -191,7 +191,6 @@ class Delivery:
             # What the backend missed comes first: at once, or (after a start that failed and was
             # retried) before the records spilled meanwhile (_retry_backend).
             self._backlog = self._catch_up_records()
-            self._backlog_paths, self._backlog_records = [], []
             if self.mode == LIVE:
                 self.mode = CATCHING_UP
             if self.abandoned:  # finish() gave up while the backend's storage was being read
@@ -341,8 +340,7 @@ class Delivery:
         (a dead worker would leave ``log()`` waiting for room in a full queue). What it was delivering
         goes to the spill and the backend is retried, as when the backend itself fails."""
         owed, self.in_flight = self.in_flight, []
-        rest = self._catch_up_batch[self._catch_up_next :]
-        self._catch_up_batch, self._catch_up_next = [], 0
+        rest = self._untaken_catch_up()
         for record in owed:
             if record.kind == "flush":
                 record.payload.set()  # nobody waits for a flush that cannot come
@@ -756,7 +754,7 @@ class Delivery:
             index = end
         if self.abandoned:
             return
-        self._catch_up_batch, self._catch_up_next = [], 0
+        self._untaken_catch_up()
         if self.mode == SPILLING and catching_up:
             self._stop_catching_up(records[index:])
         elif self.mode == LIVE:
@@ -764,6 +762,12 @@ class Delivery:
 
     def _catching_up(self) -> bool:
         return self._backlog is not None
+
+    def _untaken_catch_up(self) -> list[Record]:
+        """The part of the catch-up batch not handed to ``_take`` yet; the batch is done with."""
+        rest = self._catch_up_batch[self._catch_up_next :]
+        self._catch_up_batch, self._catch_up_next = [], 0
+        return rest
 
     def _stop_catching_up(self, untaken: list[Record]) -> None:
         """The catch-up cannot go on (the backend failed, or ``finish`` gave up on it): everything it
@@ -880,8 +884,7 @@ class Delivery:
             before = self._backlog_before
             earlier = [record for record in owed if record.seq is not None and record.seq < before]
             owed = [record for record in owed if record.seq is None or record.seq >= before]
-            self._stop_catching_up([*earlier, *self._catch_up_batch[self._catch_up_next :]])
-            self._catch_up_batch, self._catch_up_next = [], 0
+            self._stop_catching_up([*earlier, *self._untaken_catch_up()])
         numbered = sorted(
             (record for record in owed if record.seq is not None), key=lambda record: cast(int, record.seq)
         )

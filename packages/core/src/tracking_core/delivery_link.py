@@ -26,13 +26,12 @@ from multiprocessing.connection import Connection
 from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
-from . import worker as worker_module
 from .notices import logger, warn_once
 from .record import CONTROL_KINDS, Record
 from .record import new_record as as_record
 from .report import BackendReport
 from .tracker import GeneralTracker
-from .worker import START_WAIT_SECONDS, ManagedMixin
+from .worker import START_WAIT_SECONDS, ManagedMixin, wait_for_room
 
 BATCH = 512
 READY_TIMEOUT = 60.0
@@ -149,19 +148,15 @@ class DeliveryLink:
     # -- the caller's side -------------------------------------------------------------------
     def enqueue(self, record: Any, targets: tuple[str, ...] | None) -> None:
         if self._queue.qsize() >= self._maxsize and record[0] not in CONTROL_KINDS:
-            began, warned = time.monotonic(), False
-            while self._queue.qsize() >= self._maxsize and not self.dead:
-                self._room.clear()
-                self._room.wait(0.05)
-                if not warned and time.monotonic() - began > worker_module.ROOM_WARNING_SECONDS:
-                    warned = True
-                    logger.warning(
-                        "log() has waited %.0f s for room in the queue to the delivery process (%d records): "
-                        "a backend there is not taking records (see its warnings); on_full='drop' lets the "
-                        "loop go on without it",
-                        time.monotonic() - began,
-                        self._maxsize,
-                    )
+            wait_for_room(
+                lambda: self._queue.qsize() >= self._maxsize,
+                self._room,
+                lambda: self.dead,
+                lambda: (
+                    f"the queue to the delivery process ({self._maxsize} records): a backend there is not "
+                    "taking records (see its warnings)"
+                ),
+            )
         self._queue.put((record, targets))
 
     def put_all(self, record: Any) -> None:

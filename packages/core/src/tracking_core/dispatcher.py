@@ -367,6 +367,7 @@ class Dispatcher:
             "from the last record it holds",
             reason="delivery-died",
         )
+        assert self._session is not None  # the delivery process belongs to a started run
         with self._lock:
             taken = sorted(link.take_over(), key=lambda item: item[0].seq if item[0].seq is not None else -1)
             numbered = [seq for record, _ in taken if (seq := record.seq) is not None]
@@ -379,7 +380,6 @@ class Dispatcher:
                 assert remote.tracker.run_context is not None
                 tracker.run_context = remote.tracker.run_context._replace(resume=remote.resume_state)
                 cursor, step, handed, _ = CursorFile.read(Path(str(self.run_dir)) / cursor_name(name)) or NOWHERE
-                assert self._session is not None
                 delivery_for = functools.partial(
                     self._delivery_for,
                     cursor=cursor,

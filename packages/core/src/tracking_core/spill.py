@@ -159,31 +159,31 @@ def _parse(line: bytes, base: Path) -> Record | None:
         return None
 
 
-def _numbered_records(path: Path, after: int, before: float) -> Iterator[tuple[int, Record]]:
+def _numbered_entries(path: Path, after: int, before: float = float("inf")) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The entries of a journal with ``after < seq < before``, as written (no media is loaded)."""
     with open(path, "rb") as handle:
         for line in handle:
             if not line.endswith(b"\n"):
-                break
+                break  # a line still being written, or torn by a kill: the end
             if b'"seq"' not in line:
-                continue
-            record = _parse(line, path.parent)
-            if record is not None and record.seq is not None and after < record.seq < before:
-                yield record.seq, record
-
-
-def _numbered_entries(path: Path, after: int) -> Iterator[tuple[int, dict[str, Any]]]:
-    """The numbered entries of a journal past ``after``, as written (no media is loaded)."""
-    with open(path, "rb") as handle:
-        for line in handle:
-            if not line.endswith(b"\n") or b'"seq"' not in line:
                 continue
             try:
                 entry = json.loads(line)
             except ValueError:
                 continue
             seq = entry.get("seq") if isinstance(entry, dict) else None
-            if type(seq) is int and seq > after:
+            if type(seq) is int and after < seq < before:
                 yield seq, entry
+
+
+def _numbered_records(path: Path, after: int, before: float) -> Iterator[tuple[int, Record]]:
+    for seq, entry in _numbered_entries(path, after, before):
+        try:
+            record = record_from_entry(entry, path.parent)
+        except Exception:  # a media file that is gone: the rest of the journal still counts
+            continue
+        if record is not None:
+            yield seq, record
 
 
 def backlog(

@@ -31,6 +31,28 @@ ABANDON_WAIT_SECONDS = 5.0
 START_WAIT_SECONDS = 120.0
 #: how long ``log()`` waits for room in a full queue before it says which backend it is waiting for
 ROOM_WARNING_SECONDS = 30.0
+
+
+def wait_for_room(
+    full: Callable[[], bool], room: threading.Event, give_up: Callable[[], bool], what: Callable[[], str]
+) -> None:
+    """Wait while ``full()`` (until ``give_up()``), woken by ``room``. A loop that stops must say why: after
+    ``ROOM_WARNING_SECONDS`` one warning names ``what()`` it is waiting for."""
+    began, warned = time.monotonic(), False
+    while full() and not give_up():
+        room.clear()
+        if not full():
+            break
+        room.wait(0.05)
+        if not warned and time.monotonic() - began > ROOM_WARNING_SECONDS:
+            warned = True
+            logger.warning(
+                "log() has waited %.0f s for room in %s; on_full='drop' lets the loop go on without it",
+                time.monotonic() - began,
+                what(),
+            )
+
+
 #: the contract's methods a training script may call on a tracker the dispatcher manages
 MANAGED_METHODS = (
     "store_init_configuration",
@@ -205,22 +227,15 @@ class BackendWorker(ManagedMixin):
 
     def _wait_for_room(self) -> None:
         delivery = self.delivery
-        began, warned = time.monotonic(), False
-        while self._queue.qsize() >= self._maxsize and not (delivery.abandoned or delivery.finished):
-            self._room.clear()
-            if self._queue.qsize() < self._maxsize:
-                break
-            self._room.wait(0.05)
-            if not warned and time.monotonic() - began > ROOM_WARNING_SECONDS:
-                warned = True  # a loop that stops must say why: once per wait
-                logger.warning(
-                    "log() has waited %.0f s for room in backend %r's queue (%d records): the backend is not "
-                    "taking records (%s); on_full='drop' lets the loop go on without it",
-                    time.monotonic() - began,
-                    self.name,
-                    self._maxsize,
-                    "stuck in a call into its SDK" if delivery.in_sdk() else delivery.mode,
-                )
+        wait_for_room(
+            lambda: self._queue.qsize() >= self._maxsize,
+            self._room,
+            lambda: delivery.abandoned or delivery.finished,
+            lambda: (
+                f"backend {self.name!r}'s queue ({self._maxsize} records): the backend is not taking records "
+                f"({'stuck in a call into its SDK' if delivery.in_sdk() else delivery.mode})"
+            ),
+        )
 
     def join(self, timeout: float | None) -> bool:
         """True when the worker finished within ``timeout``."""
