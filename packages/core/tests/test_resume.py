@@ -299,11 +299,12 @@ def test_a_catch_up_cut_short_by_the_finish_timeout_spills_all_it_still_owed(tmp
     assert entry.spilled == len(spilled) == steps - 6, str(report)  # the report counts what the spill holds
 
 
-def test_a_backend_that_fails_during_its_catch_up_gets_every_record_once_when_it_is_back(tmp_path, monkeypatch):
+@pytest.mark.parametrize("steps", [1500, 2500], ids=["failing-on-the-last-batch", "batches-left-after-the-failure"])
+def test_a_backend_that_fails_during_its_catch_up_gets_every_record_once_when_it_is_back(tmp_path, monkeypatch, steps):
     """Live records are spilled while a resumed backend catches up; when the backend then fails, what the
-    catch-up still owes must go into the spill ahead of them, or the recovery (which skips what the
-    cursor passed) would skip it."""
-    steps, live = 1500, 100
+    catch-up still owes (the batch it failed on and the batches not read yet) must go into the spill
+    ahead of them, or the recovery (which skips what the cursor passed) would skip it."""
+    live = 100
     file_store = _killed_with_records_left_in_the_journal(tmp_path, monkeypatch, steps)
     monkeypatch.setattr(file_store, "release", threading.Event())  # holds the first catch-up call
     monkeypatch.setattr(file_store, "fail_on_call", 2)  # the second catch-up batch meets a dead server

@@ -340,13 +340,10 @@ class Delivery:
         (a dead worker would leave ``log()`` waiting for room in a full queue). What it was delivering
         goes to the spill and the backend is retried, as when the backend itself fails."""
         owed, self.in_flight = self.in_flight, []
-        rest = self._untaken_catch_up()
         for record in owed:
             if record.kind == "flush":
                 record.payload.set()  # nobody waits for a flush that cannot come
         self._failed(error, "delivery (a defect in tracking itself: please report it)", owed)
-        if self._catching_up():
-            self._stop_catching_up(rest)
 
     def safe_seq(self) -> int:
         """The highest ``seq`` up to which every record is durable in the backend or in its spill.
@@ -600,10 +597,11 @@ class Delivery:
             self._settle_unconfirmed()
         for record in records:
             self._spill_record(record)
+        if self._catching_up():  # what the catch-up still owes, the batches not read yet included
+            self._stop_catching_up(self._untaken_catch_up())
         self._write_cursor()  # takes back what _hand_over announced: the spill holds those records
         self.mode = SPILLING
         self._reader = None
-        self._backlog = None
         can_retry = self.started or self._can_retry_start
         self._next_retry = time.monotonic() + self._retry.delay(self._failures) if can_retry else float("inf")
         if not self.started:
@@ -754,10 +752,8 @@ class Delivery:
             index = end
         if self.abandoned:
             return
-        self._untaken_catch_up()
-        if self.mode == SPILLING and catching_up:
-            self._stop_catching_up(records[index:])
-        elif self.mode == LIVE:
+        self._untaken_catch_up()  # a failure stopped the catch-up (_failed), or the batch is done
+        if self.mode == LIVE:
             self.mode = was
 
     def _catching_up(self) -> bool:
