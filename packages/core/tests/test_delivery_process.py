@@ -394,6 +394,37 @@ def test_a_loop_waiting_on_a_stuck_backend_in_the_delivery_process_says_so(tmp_p
     assert report.backends["switched"].ok and _switched_points(run.run_dir) == list(range(len(logged)))
 
 
+def test_a_backend_stuck_in_the_delivery_process_does_not_hold_up_the_loop(tmp_path):
+    """The delivery process spills the queue of a backend stuck in one SDK call (after 5 s), so the queues
+    before it drain and the loop goes on; once the call returns, every record is delivered once, in order."""
+    import threading
+
+    from tracking_core import register_tracker_class
+    from tracking_core.testing.faults import STUCK_FILE, SwitchedJournal
+    from tracking_core.testing.reliability import tally
+
+    register_tracker_class(SwitchedJournal)
+    steps = 20_000  # more than the queues and the socket to the delivery process hold
+    run = Dispatcher(log_with=["switched"], logging_dir=tmp_path, delivery="process", queue_size=1000)
+    run.init_trackers("p")
+    stuck = run.run_dir / STUCK_FILE
+    stuck.touch()
+    looping = threading.Thread(
+        target=lambda: [run.log({"loss": float(step)}, step=step) for step in range(steps)], daemon=True
+    )
+    looping.start()
+    looping.join(60)
+    assert not looping.is_alive(), "log() waited for the stuck call"
+    stuck.unlink()
+    report = run.finish(timeout=60)
+    stored = _switched_points(run.run_dir)
+    figures = tally("backend stuck in one SDK call in the delivery process", "switched", range(steps), stored)
+    assert figures["lost"] == 0 and figures["duplicated"] == 0, figures
+    entry = report.backends["switched"]
+    assert entry.ok and stored == list(range(steps)) and entry.recovered > 0, str(report)
+    assert any("did not return" in note for note in entry.notes), str(report)
+
+
 def _switched_points(run_dir) -> list[int]:
     from tracking_core.journal import read_journal
 

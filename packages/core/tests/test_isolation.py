@@ -212,3 +212,91 @@ def test_a_loop_waiting_on_a_stuck_backend_says_which_one(memory, tmp_path, monk
         waiting.join(10)
     assert "room in backend 'hanging'" in caplog.text and "stuck in a call into its SDK" in caplog.text
     assert run.finish(timeout=10).backends["memory"].ok
+
+
+@pytest.mark.parametrize("outcome", ["returns", "fails", "never-returns"])
+def test_a_backend_stuck_in_one_sdk_call_does_not_hold_up_the_loop(tmp_path, monkeypatch, outcome):
+    """The backend's first call hangs (a dead connection) while the loop logs far more than its queue holds:
+    log() spills the queue instead of waiting for the call. The call then stores its records, fails, or
+    never returns (the finish timeout gives up on it); every record ends up stored or spilled, once."""
+    from tracking_core import worker
+    from tracking_core.testing.faults import DOWN_FILE, STUCK_FILE, SwitchedJournal
+    from tracking_core.testing.reliability import tally
+
+    register_tracker_class(SwitchedJournal)
+    monkeypatch.setattr(worker, "SPILL_OVER_SECONDS", 0.2, raising=False)
+    steps = 1000
+    run = Dispatcher(log_with=["switched"], logging_dir=tmp_path, queue_size=50, retry_backoff=(0.05, 0.2))
+    run.init_trackers("p")
+    (run.run_dir / STUCK_FILE).touch()
+    if outcome == "fails":
+        (run.run_dir / DOWN_FILE).touch()
+    looping = threading.Thread(
+        target=lambda: [run.log({"x": float(step)}, step=step) for step in range(steps)], daemon=True
+    )
+    looping.start()
+    looping.join(60)
+    assert not looping.is_alive(), "log() waited for the stuck call"
+    assert (run.run_dir / STUCK_FILE).exists()  # the loop ended while the call was still stuck
+    if outcome != "never-returns":
+        (run.run_dir / STUCK_FILE).unlink()
+    if outcome == "fails":
+        deadline = time.monotonic() + 30
+        while run._workers[0].report.errors == 0 and time.monotonic() < deadline:  # the call failed
+            time.sleep(0.01)
+        (run.run_dir / DOWN_FILE).unlink()
+    report = run.finish(timeout=30 if outcome != "never-returns" else 1)
+    (run.run_dir / STUCK_FILE).unlink(missing_ok=True)  # lets the abandoned call return
+    entry = report.backends["switched"]
+    stored = [r["step"] for r in read_journal(run.run_dir / "switched.jsonl") if r["type"] == "metrics"]
+    spilled = (
+        [r["step"] for r in read_journal(entry.spill_path) if r["type"] == "metrics"]
+        if outcome == "never-returns"
+        else []
+    )
+    figures = tally(
+        f"backend stuck in one SDK call, which {outcome.replace('-', ' ')}", "switched", range(steps), stored, spilled
+    )
+    assert figures["lost"] == 0 and figures["duplicated"] == 0, figures
+    assert any("did not return" in note for note in entry.notes), str(report)
+    if outcome == "never-returns":
+        assert entry.state == "timed_out" and stored == [] and spilled == list(range(steps)), str(report)
+    else:
+        assert entry.ok and stored == list(range(steps)) and entry.recovered > 0, str(report)  # in order
+
+
+def test_a_backend_stuck_in_its_start_up_does_not_hold_up_the_loop(tmp_path, monkeypatch, request):
+    """``start()`` hangs (an SDK's login on a dead connection) while the loop logs 20x the queue: the
+    records wait in the spill, and the backend gets them in order once it has started."""
+    from tracking_core import worker
+    from tracking_core.testing.faults import SwitchedJournal
+    from tracking_core.testing.reliability import tally
+
+    class SlowStart(SwitchedJournal):
+        name = "slow-start"
+        go = threading.Event()
+
+        def start(self) -> None:
+            self.go.wait(60)
+            super().start()
+
+    register_tracker_class(SlowStart)
+    request.addfinalizer(SlowStart.go.set)
+    monkeypatch.setattr(worker, "SPILL_OVER_SECONDS", 0.2)
+    steps = 1000
+    run = Dispatcher(log_with=["slow-start"], logging_dir=tmp_path, queue_size=50)
+    run.init_trackers("p")
+    looping = threading.Thread(
+        target=lambda: [run.log({"x": float(step)}, step=step) for step in range(steps)], daemon=True
+    )
+    looping.start()
+    looping.join(60)
+    assert not looping.is_alive(), "log() waited for the stuck start-up"
+    SlowStart.go.set()
+    report = run.finish(timeout=30)
+    entry = report.backends["slow-start"]
+    stored = [r["step"] for r in read_journal(run.run_dir / "switched.jsonl") if r["type"] == "metrics"]
+    figures = tally("backend stuck in its start-up", "slow-start", range(steps), stored)
+    assert figures["lost"] == 0 and figures["duplicated"] == 0, figures
+    assert entry.ok and stored == list(range(steps)), str(report)
+    assert any("did not return" in note for note in entry.notes), str(report)

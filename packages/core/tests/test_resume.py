@@ -374,3 +374,32 @@ def test_a_delivery_process_that_dies_during_a_resumed_catch_up_loses_nothing(tm
     stored = _stored_steps(run)
     figures = tally("delivery process killed during a resumed catch-up", "file-store", range(steps + live), stored)
     assert figures["lost"] == 0 and figures["duplicated"] == 0, figures
+
+
+def test_a_resumed_backend_stuck_in_its_catch_up_does_not_hold_up_the_loop(tmp_path, monkeypatch, request):
+    """The first call of a resumed backend's catch-up hangs while the loop logs 20x its queue: the live
+    records go to its spill (the catch-up stays with the worker), and once the call returns the backend
+    gets the journal's records, then the spill's, each once and in order."""
+    from tracking_core import worker
+
+    steps, live = 1500, 1000
+    file_store = _killed_with_records_left_in_the_journal(tmp_path, monkeypatch, steps)
+    monkeypatch.setattr(file_store, "release", threading.Event())
+    request.addfinalizer(file_store.release.set)
+    monkeypatch.setattr(worker, "SPILL_OVER_SECONDS", 0.2)
+    run = Dispatcher(log_with=["file-store", "jsonl"], logging_dir=tmp_path / "runs", resume=True, queue_size=50)
+    run.init_trackers("proj")
+    looping = threading.Thread(
+        target=lambda: [run.log({"loss": float(step)}, step=step) for step in range(steps, steps + live)], daemon=True
+    )
+    looping.start()
+    looping.join(60)
+    assert not looping.is_alive(), "log() waited for the stuck catch-up call"
+    file_store.release.set()
+    report = run.finish(timeout=60)
+    entry = report.backends["file-store"]
+    stored = _stored_steps(run)
+    figures = tally("resumed backend stuck in its catch-up, then answers", "file-store", range(steps + live), stored)
+    assert figures["lost"] == 0 and figures["duplicated"] == 0, figures
+    assert entry.ok and stored == list(range(steps + live)), str(report)
+    assert any("did not return" in note for note in entry.notes), str(report)

@@ -124,6 +124,8 @@ class Delivery:
         self.handover = threading.Lock()
         self._owner: int | None = None
         self._inside_sdk = False
+        self._call_began = 0.0
+        self._spilled_over = False
         #: the batch the worker took off its queue, and how far into it delivery has got
         self._held: list[Record] = []
         self._held_next = 0
@@ -277,7 +279,8 @@ class Delivery:
 
     @contextlib.contextmanager
     def _in_backend(self) -> Iterator[None]:
-        """Around a call into the SDK, which may hang: ``abandon`` must not wait for it."""
+        """Around a call into the SDK, which may hang: ``abandon`` and ``spill_over`` must not wait for it."""
+        self._call_began = time.monotonic()
         self._inside_sdk = True
         try:
             if self._owner != threading.get_ident():
@@ -294,6 +297,54 @@ class Delivery:
     def in_sdk(self) -> bool:
         """Whether the backend's thread is inside a call into the SDK (what a caller waiting for room is told)."""
         return self._inside_sdk
+
+    def seconds_in_sdk(self) -> float:
+        """How long the backend's thread has been inside its current SDK call; 0 outside one."""
+        return time.monotonic() - self._call_began if self._inside_sdk else 0.0
+
+    def spill_over(self, pending: list[Record]) -> list[Record]:
+        """The backend has sat in one SDK call while its queue filled up: instead of ``log()`` waiting for
+        that call, what the backend owes goes to its spill, and from there to the backend once the call
+        returns, as after a failure (but retried at once).
+
+        Run by the thread that found the queue full, holding ``handover`` (the worker lets go of it
+        inside SDK calls); ``pending`` is what it took off the queue. The call in progress keeps its
+        records: if it stores them, the cursor passes their spilled copies; if it fails, they are in
+        the spill already. While a resumed backend catches up, only the live records are spilled (the
+        worker would spill them anyway); the catch-up stays with the worker. Returns the control
+        records of ``pending`` (flush, finish), which go back to the queue, behind what was spilled.
+        """
+        if self._catching_up():
+            owed = [*self._held[self._held_next :], *pending]
+        else:
+            owed = [*self._unconfirmed, *self.in_flight, *self._held[self._held_next :], *pending]
+        owed = list({id(record): record for record in owed}.values())
+        numbered = sorted(
+            (record for record in owed if record.seq is not None), key=lambda record: cast(int, record.seq)
+        )
+        for record in [*numbered, *(record for record in owed if record.seq is None)]:
+            self._spill_record(record)  # skips control records, and what the spill already holds
+        if not self._catching_up() and self.mode != SPILLING:
+            # the worker finishes its call and goes on in spilling mode: the retry that reads the spill is due
+            self.mode = SPILLING
+            self._reader = None
+            self._next_retry = time.monotonic()
+            if self.report.state in ("starting", "running"):
+                self.report.state = "stuck"
+        if not self._spilled_over:
+            self._spilled_over = True
+            stuck = self.seconds_in_sdk()
+            logger.warning(
+                "backend %r has been inside one call into its SDK for %.1f s and its queue is full: its records "
+                "go to its spill journal until the call returns, then to the backend, in order",
+                self.name,
+                stuck,
+            )
+            self.report.notes.append(
+                f"a call into its SDK did not return for {stuck:.1f} s: the records logged meanwhile went to its "
+                "spill journal instead of making log() wait for the call"
+            )
+        return [record for record in pending if record.kind in CONTROL_KINDS]
 
     def hold(self, batch: list[Record]) -> None:
         """The worker took ``batch`` off its queue (it may still grow): owed until ``handle`` takes it."""
@@ -793,7 +844,9 @@ class Delivery:
     def _back_to_live(self) -> None:
         self.mode = LIVE
         self._reader = None
-        if self.started and self.report.state in ("retrying", "quarantined", "start_failed"):
+        if self.started and self.report.state == "stuck":
+            self.report.state = "running"
+        elif self.started and self.report.state in ("retrying", "quarantined", "start_failed"):
             self.report.state = "running"
             self.report.notes.append(
                 f"recovered after {self._recovering_since_failures} failed attempt(s); "

@@ -11,7 +11,8 @@ class BackendReport:
     ``recovered``: delivered from the spill journal after the backend failed and came back (also
     counted in ``delivered``); ``dropped``: lost (``on_full="drop"``, or the spill itself failed).
 
-    ``state`` is one of: pending, starting, running, retrying (failed; records wait in the spill
+    ``state`` is one of: pending, starting, running, stuck (inside one SDK call while its queue is
+    full: records wait in the spill until the call returns), retrying (failed; records wait in the spill
     until a retry gets through), quarantined (failed repeatedly, retried at longer intervals, or
     still owing records at finish), finished, start_failed, finish_failed, timed_out."""
 

@@ -31,6 +31,9 @@ ABANDON_WAIT_SECONDS = 5.0
 START_WAIT_SECONDS = 120.0
 #: how long ``log()`` waits for room in a full queue before it says which backend it is waiting for
 ROOM_WARNING_SECONDS = 30.0
+#: a backend inside one SDK call this long, with its queue full, has its records spilled instead of
+#: making ``log()`` wait for the call (``Delivery.spill_over``)
+SPILL_OVER_SECONDS = 5.0
 
 
 def wait_for_room(
@@ -223,14 +226,40 @@ class BackendWorker(ManagedMixin):
                 warn_once(self.name, "*", "queue full: records are being dropped (on_full='drop')", reason="queue-full")
                 return
             self._wait_for_room()
+            delivery = self.delivery
+            if (
+                self._queue.qsize() >= self._maxsize
+                and delivery.seconds_in_sdk() >= SPILL_OVER_SECONDS
+                and not (delivery.abandoned or delivery.finished)
+            ):
+                self._spill_over()
         self._queue.put(record)
+
+    def _spill_over(self) -> None:
+        """The queue is still full and the backend is stuck in its SDK: move the queue to its spill."""
+        delivery = self.delivery
+        if not delivery.handover.acquire(timeout=HANDOVER_SLICE):
+            return  # the call returned and the worker is taking records again
+        try:
+            if delivery.abandoned or delivery.finished:
+                return  # finish() gave up on the backend meanwhile: its spill is closed
+            pending = []
+            while True:
+                try:
+                    pending.append(as_record(Record, self._queue.get_nowait()))
+                except queue.Empty:
+                    break
+            for record in delivery.spill_over(pending):
+                self._queue.put(record)
+        finally:
+            delivery.handover.release()
 
     def _wait_for_room(self) -> None:
         delivery = self.delivery
         wait_for_room(
             lambda: self._queue.qsize() >= self._maxsize,
             self._room,
-            lambda: delivery.abandoned or delivery.finished,
+            lambda: delivery.abandoned or delivery.finished or delivery.seconds_in_sdk() >= SPILL_OVER_SECONDS,
             lambda: (
                 f"backend {self.name!r}'s queue ({self._maxsize} records): the backend is not taking records "
                 f"({'stuck in a call into its SDK' if delivery.in_sdk() else delivery.mode})"
