@@ -11,6 +11,7 @@ from tracking_core import Dispatcher, TrackingError, register_tracker_class
 from tracking_core.journal import read_journal
 from tracking_core.replay import replay
 from tracking_core.testing import MemoryTracker
+from tracking_core.testing.faults import DOWN_FILE, STUCK_FILE, SwitchedJournal
 
 from .helpers import FailingTracker, HangingTracker
 
@@ -214,19 +215,27 @@ def test_a_loop_waiting_on_a_stuck_backend_says_which_one(memory, tmp_path, monk
     assert run.finish(timeout=10).backends["memory"].ok
 
 
+class BufferingSwitchedJournal(SwitchedJournal):
+    """The switched journal, counted as holding records only once its ``flush`` returned (as W&B's are)."""
+
+    name = "switched-buffering"
+    durable_on_return = False
+
+
+@pytest.mark.parametrize("buffering", [False, True], ids=["stores-on-return", "stores-at-flush"])
 @pytest.mark.parametrize("outcome", ["returns", "fails", "never-returns"])
-def test_a_backend_stuck_in_one_sdk_call_does_not_hold_up_the_loop(tmp_path, monkeypatch, outcome):
+def test_a_backend_stuck_in_one_sdk_call_does_not_hold_up_the_loop(tmp_path, monkeypatch, outcome, buffering):
     """The backend's first call hangs (a dead connection) while the loop logs far more than its queue holds:
     log() spills the queue instead of waiting for the call. The call then stores its records, fails, or
     never returns (the finish timeout gives up on it); every record ends up stored or spilled, once."""
     from tracking_core import worker
-    from tracking_core.testing.faults import DOWN_FILE, STUCK_FILE, SwitchedJournal
     from tracking_core.testing.reliability import tally
 
-    register_tracker_class(SwitchedJournal)
-    monkeypatch.setattr(worker, "SPILL_OVER_SECONDS", 0.2, raising=False)
+    tracker_class = BufferingSwitchedJournal if buffering else SwitchedJournal
+    register_tracker_class(tracker_class)
+    monkeypatch.setattr(worker, "SPILL_OVER_SECONDS", 0.2)
     steps = 1000
-    run = Dispatcher(log_with=["switched"], logging_dir=tmp_path, queue_size=50, retry_backoff=(0.05, 0.2))
+    run = Dispatcher(log_with=[tracker_class.name], logging_dir=tmp_path, queue_size=50, retry_backoff=(0.05, 0.2))
     run.init_trackers("p")
     (run.run_dir / STUCK_FILE).touch()
     if outcome == "fails":
@@ -247,7 +256,7 @@ def test_a_backend_stuck_in_one_sdk_call_does_not_hold_up_the_loop(tmp_path, mon
         (run.run_dir / DOWN_FILE).unlink()
     report = run.finish(timeout=30 if outcome != "never-returns" else 1)
     (run.run_dir / STUCK_FILE).unlink(missing_ok=True)  # lets the abandoned call return
-    entry = report.backends["switched"]
+    entry = report.backends[tracker_class.name]
     stored = [r["step"] for r in read_journal(run.run_dir / "switched.jsonl") if r["type"] == "metrics"]
     spilled = (
         [r["step"] for r in read_journal(entry.spill_path) if r["type"] == "metrics"]
@@ -255,7 +264,11 @@ def test_a_backend_stuck_in_one_sdk_call_does_not_hold_up_the_loop(tmp_path, mon
         else []
     )
     figures = tally(
-        f"backend stuck in one SDK call, which {outcome.replace('-', ' ')}", "switched", range(steps), stored, spilled
+        f"backend stuck in one SDK call, which {outcome.replace('-', ' ')}",
+        tracker_class.name,
+        range(steps),
+        stored,
+        spilled,
     )
     assert figures["lost"] == 0 and figures["duplicated"] == 0, figures
     assert any("did not return" in note for note in entry.notes), str(report)

@@ -758,6 +758,10 @@ class Delivery:
                 self._failed(error, "start", [])
                 return
             self._started()
+        if self._unconfirmed:
+            # a call spill_over gave up on came back with its records: the cursor must pass them (or
+            # the spill keep them) before the spill is read, or they would be delivered twice
+            self._settle_unconfirmed()
         self._recovering_since_failures = self._failures
         if self._catching_up():  # started only now: the catch-up comes before the spill
             self._reader = None
