@@ -315,15 +315,9 @@ class Delivery:
         records of ``pending`` (flush, finish), which go back to the queue, behind what was spilled.
         """
         if self._catching_up():
-            owed = [*self._held[self._held_next :], *pending]
+            self._spill_in_order([*self._held[self._held_next :], *pending])
         else:
-            owed = [*self._unconfirmed, *self.in_flight, *self._held[self._held_next :], *pending]
-        owed = list({id(record): record for record in owed}.values())
-        numbered = sorted(
-            (record for record in owed if record.seq is not None), key=lambda record: cast(int, record.seq)
-        )
-        for record in [*numbered, *(record for record in owed if record.seq is None)]:
-            self._spill_record(record)  # skips control records, and what the spill already holds
+            self._spill_in_order([*self._unconfirmed, *self.in_flight, *self._held[self._held_next :], *pending])
         if not self._catching_up() and self.mode != SPILLING:
             # the worker finishes its call and goes on in spilling mode: the retry that reads the spill is due
             self.mode = SPILLING
@@ -938,19 +932,24 @@ class Delivery:
             earlier = [record for record in owed if record.seq is not None and record.seq < before]
             owed = [record for record in owed if record.seq is None or record.seq >= before]
             self._stop_catching_up([*earlier, *self._untaken_catch_up()])
-        numbered = sorted(
-            (record for record in owed if record.seq is not None), key=lambda record: cast(int, record.seq)
-        )
-        for record in [*numbered, *(record for record in owed if record.seq is None)]:
-            if record.kind in CONTROL_KINDS:
-                if record.kind == "flush":
-                    record.payload.set()
-                continue
-            self._spill_record(record)
+        for record in owed:
+            if record.kind == "flush":
+                record.payload.set()  # nobody waits for a flush that cannot come
+        self._spill_in_order(owed)
         self._collect_notes()
         # a call still in the SDK may yet store its records: the cursor file stays open to say so
         self._close_spill(keep_cursor=bool(self.in_flight))
         self.publish_progress()
+
+    def _spill_in_order(self, records: list[Record]) -> None:
+        """Spill ``records`` once each, numbered ones in ``seq`` order (control records and what the
+        spill already holds are skipped by ``_spill_record``)."""
+        owed = list({id(record): record for record in records}.values())
+        numbered = sorted(
+            (record for record in owed if record.seq is not None), key=lambda record: cast(int, record.seq)
+        )
+        for record in [*numbered, *(record for record in owed if record.seq is None)]:
+            self._spill_record(record)
 
     def _close_spill(self, keep_cursor: bool = False) -> None:
         with self._spill_lock:

@@ -243,13 +243,7 @@ class BackendWorker(ManagedMixin):
         try:
             if delivery.abandoned or delivery.finished:
                 return  # finish() gave up on the backend meanwhile: its spill is closed
-            pending = []
-            while True:
-                try:
-                    pending.append(as_record(Record, self._queue.get_nowait()))
-                except queue.Empty:
-                    break
-            for record in delivery.spill_over(pending):
+            for record in delivery.spill_over(self._take_queue()):
                 self._queue.put(record)
         finally:
             delivery.handover.release()
@@ -278,17 +272,20 @@ class BackendWorker(ManagedMixin):
         # The worker lets go of the lock within a slice, or at once when it is inside the SDK.
         owned = self.delivery.handover.acquire(timeout=ABANDON_WAIT_SECONDS)
         try:
-            pending = []
-            while True:
-                try:
-                    pending.append(as_record(Record, self._queue.get_nowait()))
-                except queue.Empty:
-                    break
-            self.delivery.abandon(pending)
+            self.delivery.abandon(self._take_queue())
         finally:
             if owned:
                 self.delivery.handover.release()
         self._room.set()
+
+    def _take_queue(self) -> list[Record]:
+        """Everything in the queue, for a thread other than the worker (holding the handover lock)."""
+        taken = []
+        while True:
+            try:
+                taken.append(as_record(Record, self._queue.get_nowait()))
+            except queue.Empty:
+                return taken
 
     def add_note(self, note: str) -> None:
         """A line for this backend's entry in the finish report (beside the tracker's own notes)."""
