@@ -107,3 +107,15 @@ class StuckOnRetryTracker(GeneralTracker):
         self.stored.append(entries[0][1])
         error = ValueError("value not accepted") if self.refuses else ConnectionError("connection reset")
         raise PartialDelivery(1) from error
+
+
+def logged_without_waiting(run, steps: range, key: str = "x", timeout: float = 60) -> bool:
+    """Log ``key`` at each of ``steps`` from another thread; True when that loop ended within ``timeout``.
+
+    The thread is a daemon: a loop stuck in ``log()`` (the defect such tests look for) must not keep
+    the test session from ending.
+    """
+    looping = threading.Thread(target=lambda: [run.log({key: float(step)}, step=step) for step in steps], daemon=True)
+    looping.start()
+    looping.join(timeout)
+    return not looping.is_alive()

@@ -15,6 +15,8 @@ from tracking_core.journal import JournalSummary
 from tracking_core.testing import MemoryTracker
 from tracking_core.testing.reliability import tally
 
+from .helpers import logged_without_waiting
+
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="pass_fds: POSIX only")
 
 
@@ -397,11 +399,9 @@ def test_a_loop_waiting_on_a_stuck_backend_in_the_delivery_process_says_so(tmp_p
 def test_a_backend_stuck_in_the_delivery_process_does_not_hold_up_the_loop(tmp_path):
     """The delivery process spills the queue of a backend stuck in one SDK call (after 5 s), so the queues
     before it drain and the loop goes on; once the call returns, every record is delivered once, in order."""
-    import threading
 
     from tracking_core import register_tracker_class
     from tracking_core.testing.faults import STUCK_FILE, SwitchedJournal
-    from tracking_core.testing.reliability import tally
 
     register_tracker_class(SwitchedJournal)
     steps = 20_000  # more than the queues and the socket to the delivery process hold
@@ -409,12 +409,7 @@ def test_a_backend_stuck_in_the_delivery_process_does_not_hold_up_the_loop(tmp_p
     run.init_trackers("p")
     stuck = run.run_dir / STUCK_FILE
     stuck.touch()
-    looping = threading.Thread(
-        target=lambda: [run.log({"loss": float(step)}, step=step) for step in range(steps)], daemon=True
-    )
-    looping.start()
-    looping.join(60)
-    assert not looping.is_alive(), "log() waited for the stuck call"
+    assert logged_without_waiting(run, range(steps), "loss"), "log() waited for the stuck call"
     stuck.unlink()
     report = run.finish(timeout=60)
     stored = _switched_points(run.run_dir)

@@ -13,7 +13,7 @@ from tracking_core.replay import replay
 from tracking_core.testing import MemoryTracker
 from tracking_core.testing.faults import DOWN_FILE, STUCK_FILE, SwitchedJournal
 
-from .helpers import FailingTracker, HangingTracker
+from .helpers import FailingTracker, HangingTracker, logged_without_waiting
 
 
 @pytest.fixture
@@ -240,12 +240,7 @@ def test_a_backend_stuck_in_one_sdk_call_does_not_hold_up_the_loop(tmp_path, mon
     (run.run_dir / STUCK_FILE).touch()
     if outcome == "fails":
         (run.run_dir / DOWN_FILE).touch()
-    looping = threading.Thread(
-        target=lambda: [run.log({"x": float(step)}, step=step) for step in range(steps)], daemon=True
-    )
-    looping.start()
-    looping.join(60)
-    assert not looping.is_alive(), "log() waited for the stuck call"
+    assert logged_without_waiting(run, range(steps)), "log() waited for the stuck call"
     assert (run.run_dir / STUCK_FILE).exists()  # the loop ended while the call was still stuck
     if outcome != "never-returns":
         (run.run_dir / STUCK_FILE).unlink()
@@ -299,12 +294,7 @@ def test_a_backend_stuck_in_its_start_up_does_not_hold_up_the_loop(tmp_path, mon
     steps = 1000
     run = Dispatcher(log_with=["slow-start"], logging_dir=tmp_path, queue_size=50)
     run.init_trackers("p")
-    looping = threading.Thread(
-        target=lambda: [run.log({"x": float(step)}, step=step) for step in range(steps)], daemon=True
-    )
-    looping.start()
-    looping.join(60)
-    assert not looping.is_alive(), "log() waited for the stuck start-up"
+    assert logged_without_waiting(run, range(steps)), "log() waited for the stuck start-up"
     SlowStart.go.set()
     report = run.finish(timeout=30)
     entry = report.backends["slow-start"]

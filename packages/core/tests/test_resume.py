@@ -18,6 +18,8 @@ from tracking_core.manifest import MANIFEST_NAME
 from tracking_core.testing import MemoryTracker
 from tracking_core.testing.reliability import tally
 
+from .helpers import logged_without_waiting
+
 
 class ResumableMemory(MemoryTracker):
     """Stands for an SDK with run ids: it hands out its id and reopens the run it is given."""
@@ -389,12 +391,7 @@ def test_a_resumed_backend_stuck_in_its_catch_up_does_not_hold_up_the_loop(tmp_p
     monkeypatch.setattr(worker, "SPILL_OVER_SECONDS", 0.2)
     run = Dispatcher(log_with=["file-store", "jsonl"], logging_dir=tmp_path / "runs", resume=True, queue_size=50)
     run.init_trackers("proj")
-    looping = threading.Thread(
-        target=lambda: [run.log({"loss": float(step)}, step=step) for step in range(steps, steps + live)], daemon=True
-    )
-    looping.start()
-    looping.join(60)
-    assert not looping.is_alive(), "log() waited for the stuck catch-up call"
+    assert logged_without_waiting(run, range(steps, steps + live), "loss"), "log() waited for the stuck catch-up call"
     file_store.release.set()
     report = run.finish(timeout=60)
     entry = report.backends["file-store"]
