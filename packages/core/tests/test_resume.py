@@ -400,3 +400,55 @@ def test_a_resumed_backend_stuck_in_its_catch_up_does_not_hold_up_the_loop(tmp_p
     assert figures["lost"] == 0 and figures["duplicated"] == 0, figures
     assert entry.ok and stored == list(range(steps + live)), str(report)
     assert any("did not return" in note for note in entry.notes), str(report)
+
+
+def test_records_spilled_over_from_a_stuck_backend_survive_a_kill(tmp_path, monkeypatch):
+    """The backend's call hangs, the loop goes on (its records are spilled over), and the process is
+    SIGKILLed while the call still hangs: the resumed run gets the backend every record once, in order,
+    from its spill and the journal."""
+    steps = 1000
+    (tmp_path / "file_store.py").write_text(FILE_STORE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    script = textwrap.dedent(
+        f"""
+        import os, signal, sys, time
+        import tracking_core
+        from tracking_core import worker
+        from file_store import FileStore
+        worker.SPILL_OVER_SECONDS = 0.2
+        tracking_core.register_tracker_class(FileStore)
+        run = tracking_core.init("proj", log_with=["file-store", "jsonl"], logging_dir=sys.argv[1], queue_size=50)
+        (run.run_dir / "hang-once").touch()  # the backend's next call hangs for a minute
+        for step in range({steps}):
+            run.log({{"loss": float(step)}}, step=step)
+        journal, spill = run.run_dir / "journal.jsonl", run.run_dir / "spill-file-store.jsonl"
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not (
+            '"step":{steps - 1},' in journal.read_text() and spill.is_file() and '"step":900,' in spill.read_text()
+        ):
+            time.sleep(0.01)
+        os.kill(os.getpid(), signal.SIGKILL)
+        """
+    )
+    python_path = f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"
+    killed = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "runs")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": python_path},
+    )
+    assert killed.returncode == -9, killed.stderr
+    assert "its records go to its spill journal" in killed.stderr  # the loop did not wait for the call
+    from file_store import FileStore
+
+    register_tracker_class(FileStore)
+    run = Dispatcher(log_with=["file-store", "jsonl"], logging_dir=tmp_path / "runs", resume=True)
+    run.init_trackers("proj")
+    report = run.finish(timeout=60)
+    stored = _stored_steps(run)
+    figures = tally(
+        "SIGKILL while a stuck backend's records were spilled over, then resume", "file-store", range(steps), stored
+    )
+    assert figures["lost"] == 0 and figures["duplicated"] == 0, figures
+    assert report.backends["file-store"].ok and stored == list(range(steps)), str(report)
