@@ -59,6 +59,15 @@ class MlflowServer:
     def stop(self) -> None:
         self._signal(signal.SIGTERM)
 
+    def freeze(self) -> None:
+        """SIGSTOP the server: connections are accepted and never answered, as with a hung host."""
+        assert self._process is not None
+        os.killpg(self._process.pid, signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        assert self._process is not None
+        os.killpg(self._process.pid, signal.SIGCONT)
+
     def _signal(self, number: int) -> None:
         process, self._process = self._process, None
         if process is None:

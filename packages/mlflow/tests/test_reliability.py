@@ -59,3 +59,44 @@ def test_a_server_killed_and_restarted_gets_every_point_in_the_original_run(tmp_
     assert backend.errors >= 1 and any("recovered" in note for note in backend.notes), str(report)
     assert report.ok, str(report)
     print(f"outage {outage['back'] - outage['killed']:.1f} s; {backend.recovered} records recovered from the spill")
+
+
+def test_a_server_that_hangs_does_not_hold_up_the_loop(tmp_path, monkeypatch, reader_of):
+    """The server stops answering (SIGSTOP) while the loop logs 30x the queue: MLflow's request hangs, the
+    queue goes to the spill instead of log() waiting, and once the server answers again (SIGCONT) the
+    original run gets every point once."""
+    pytest.importorskip("flask", reason="`mlflow server` needs full mlflow (pip install mlflow)")
+    from tracking_core import worker
+
+    monkeypatch.setattr(worker, "SPILL_OVER_SECONDS", 1.0)
+    server = MlflowServer(tmp_path)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", server.start())
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "120")  # a hung request waits, it does not fail
+    run = tracking_core.init("hung", log_with=["mlflow", "jsonl"], logging_dir=tmp_path / "logs", queue_size=100)
+    first, steps = 100, 3000
+    try:
+        for step in range(first):
+            run.log({"train/loss": 1.0 / (step + 1)}, step=step)
+        assert run.flush(timeout=60)
+        server.freeze()
+        looping = threading.Thread(
+            target=lambda: [run.log({"train/loss": 1.0 / (step + 1)}, step=step) for step in range(first, steps)],
+            daemon=True,
+        )
+        looping.start()
+        looping.join(30)
+        loop_done = not looping.is_alive()
+        server.thaw()
+        assert loop_done, "log() waited for the hung server"
+        report = run.finish(timeout=120)
+        reader = reader_of(run.get_tracker("mlflow"))
+        history = reader.client.get_metric_history(reader.run_id, "train/loss")
+    finally:
+        server.thaw()
+        server.stop()
+    backend = report.backends["mlflow"]
+    figures = tally("mlflow server hangs (SIGSTOP)", "mlflow", range(steps), [point.step for point in history])
+    assert figures["lost"] == 0 and figures["duplicated"] == 0, (figures, str(report))
+    assert backend.ok and backend.recovered > 0, str(report)
+    assert any("did not return" in note for note in backend.notes), str(report)
