@@ -1,7 +1,8 @@
 """Spill journals: where a backend's records wait while the backend cannot take them.
 
 ``spill-<backend>.jsonl`` in the run folder is a journal (same format as ``journal.jsonl``) that
-only its backend's worker appends to. Records keep their ``seq``, so whoever delivers them later —
+only its backend's delivery appends to (its worker, or the caller that found a stuck backend's
+queue full, holding the delivery's handover lock). Records keep their ``seq``, so whoever delivers them later —
 the worker itself once the backend answers again, a resumed run, or ``tracking replay`` — can skip
 what the backend already holds (``run.json`` keeps that cursor) and deliver the rest exactly once.
 """
