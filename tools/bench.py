@@ -4,7 +4,8 @@ Every case runs in a fresh Python process (imports and SDK state do not leak bet
 has imported torch, as a training script has, before its clocks start (``load_training_stack``), and
 prints one row; the table compares them side by side in one run, with the floor measured the same way:
 a dict copy plus a queue put handed to a draining thread (and once more with the dispatcher's value
-checks making the copy, to show what they cost on their own).
+checks making the copy, to show what they cost on their own). The ``hung`` row is a backend whose
+call hangs until the loop ends: its ``max`` is the one wait before its queue goes to its spill.
 
     python tools/bench.py                       # core cases + every installed backend
     python tools/bench.py --steps 2000 --backends mlflow,aim
@@ -118,15 +119,50 @@ def _slow_tracker_class():
     return Sleepy
 
 
+def _hung_tracker_class():
+    import threading
+
+    from tracking_core import GeneralTracker
+
+    class Hung(GeneralTracker):
+        """A backend whose calls hang until the loop has ended, like requests to a server that froze."""
+
+        name = "hung"
+        requires_logging_directory = False
+        release = threading.Event()
+
+        def __init__(self, run_name, **kwargs):
+            super().__init__()
+
+        @property
+        def tracker(self):
+            return None
+
+        def log(self, values, step=None, **kwargs):
+            self.release.wait(600)
+
+    return Hung
+
+
+#: the hung backend's case logs this many records: three times its queue, so that it fills while the call hangs
+HUNG_STEPS = 30_000
+
+
 def case_core(steps: int, logging_dir: Path, backend: str, mode: str) -> dict:
     """``mode``: ``async`` (threads), ``blocking`` or ``process`` (``delivery="process"``)."""
     import tracking_core
 
     log_with = backend
+    release = None
     if backend == "sleepy-1ms":
         log_with = _slow_tracker_class()
         tracking_core.register_tracker_class(log_with)
         log_with = "sleepy"
+    elif backend == "hung":
+        log_with = _hung_tracker_class()
+        tracking_core.register_tracker_class(log_with)
+        release, steps = log_with.release, HUNG_STEPS
+        log_with = "hung"
     started = time.perf_counter()
     run = tracking_core.Dispatcher(
         log_with=log_with,
@@ -139,6 +175,8 @@ def case_core(steps: int, logging_dir: Path, backend: str, mode: str) -> dict:
     loop_began = time.monotonic()
     latencies = _timed_loop(lambda values, step: run.log(values, step=step), steps)
     started = time.perf_counter()
+    if release is not None:
+        release.set()  # the server answers again: the backend gets what waited in its spill
     report = run.finish(timeout=600)
     finished = time.monotonic()
     backend = next(iter(report.backends.values()))
@@ -351,6 +389,12 @@ def main() -> int:
     for backend in ("jsonl", "sleepy-1ms"):
         for mode in ("async", "blocking"):
             rows.append(_row(backend, f"dispatcher {mode}", _run_case(["core", backend, mode], args.steps), floor))
+    hung_result = _run_case(["core", "hung", "async"], args.steps)
+    hung = _row("hung", "dispatcher async", hung_result, floor)
+    if "latencies" in hung_result:  # after the one wait, the calls that moved a full queue to the spill
+        spilling = sorted(hung_result["latencies"])[-2] / 1e6
+        hung[-1] = hung[-1] or f"{HUNG_STEPS:,} calls, one SDK call hung throughout; next-slowest {spilling:.0f} ms"
+    rows.append(hung)
     if not args.only_core:
         wanted = (
             args.backends.split(",")
