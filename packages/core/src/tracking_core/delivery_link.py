@@ -183,10 +183,11 @@ class DeliveryLink:
     # -- feeder thread -----------------------------------------------------------------------
     def _feed(self) -> None:
         get, size = self._queue.get, self._queue.qsize
+        gather_below = min(BATCH, self._maxsize // 2)  # a queue filling up has gathered enough: send at once
         stopping = False
         while not stopping:
             items = [get()]
-            if items[0] is not None and items[0][1] != "control" and size() < BATCH:
+            if items[0] is not None and items[0][1] != "control" and size() < gather_below:
                 time.sleep(LINGER_SECONDS)
             while len(items) < BATCH and size():
                 items.append(get())

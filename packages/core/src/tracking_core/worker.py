@@ -305,6 +305,7 @@ class BackendWorker(ManagedMixin):
     def _run(self) -> None:
         self._thread_id = threading.get_ident()
         delivery, get, size = self.delivery, self._queue.get, self._queue.qsize
+        gather_below = min(MAX_BATCH, self._maxsize // 2)  # a queue filling up has gathered enough
         # Outside SDK calls this thread holds the delivery's handover lock, waiting on the queue
         # included (in short slices): a record it took is always where abandon() looks for it.
         delivery.own()
@@ -322,7 +323,7 @@ class BackendWorker(ManagedMixin):
                 if first is not None:
                     batch = [as_record(Record, first)]
                     delivery.hold(batch)
-                    if first[0] == "log" and size() < MAX_BATCH and delivery.mode == "live":
+                    if first[0] == "log" and size() < gather_below and delivery.mode == "live":
                         # Let a few records gather: one batch per wake-up instead of one per record keeps
                         # this thread off the GIL while the training loop is logging.
                         time.sleep(LINGER_SECONDS)
