@@ -433,3 +433,24 @@ def _switched_points(run_dir) -> list[int]:
     from tracking_core.journal import read_journal
 
     return [entry["step"] for entry in read_journal(run_dir / "switched.jsonl") if entry["type"] == "metrics"]
+
+
+def test_on_full_drop_applies_in_the_delivery_process(tmp_path):
+    """``on_full="drop"`` with a stuck backend in the delivery process: records that find its queue full
+    are dropped and counted there, as with threads, and the loop does not wait."""
+    from tracking_core import register_tracker_class
+    from tracking_core.testing.faults import STUCK_FILE, SwitchedJournal
+
+    register_tracker_class(SwitchedJournal)
+    steps = 20_000
+    run = Dispatcher(log_with=["switched"], logging_dir=tmp_path, delivery="process", queue_size=1000, on_full="drop")
+    run.init_trackers("p")
+    stuck = run.run_dir / STUCK_FILE
+    stuck.touch()
+    assert logged_without_waiting(run, range(steps), "loss"), "log() waited for the stuck call"
+    stuck.unlink()
+    report = run.finish(timeout=60)
+    entry = report.backends["switched"]
+    stored = _switched_points(run.run_dir)
+    assert entry.dropped > 0 and entry.spilled == 0, str(report)
+    assert len(stored) + entry.dropped == steps and stored == sorted(set(stored)), str(report)

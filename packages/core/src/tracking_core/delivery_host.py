@@ -110,7 +110,9 @@ class Host:
                 backlog_before=backend["backlog_before"],
             )
 
-        self.workers[name] = BackendWorker(tracker, delivery_for, queue_size=options["queue_size"])
+        self.workers[name] = BackendWorker(
+            tracker, delivery_for, queue_size=options["queue_size"], on_full=options["on_full"]
+        )
 
     # -- the loop ----------------------------------------------------------------------------
     def serve(self) -> None:

@@ -323,6 +323,7 @@ class Dispatcher:
                 "flush_interval": self.flush_interval,
                 "retry": (self.retry.first, self.retry.longest),
                 "queue_size": self.queue_size,
+                "on_full": self.on_full,
                 "finish_timeout": self.finish_timeout,
             },
             "backends": [
