@@ -435,15 +435,17 @@ def _switched_points(run_dir) -> list[int]:
     return [entry["step"] for entry in read_journal(run_dir / "switched.jsonl") if entry["type"] == "metrics"]
 
 
-def test_on_full_drop_applies_in_the_delivery_process(tmp_path):
-    """``on_full="drop"`` with a stuck backend in the delivery process: records that find its queue full
-    are dropped and counted there, as with threads, and the loop does not wait."""
+@pytest.mark.parametrize("on_full", ["drop", "spill"])
+def test_on_full_applies_in_the_delivery_process(tmp_path, on_full):
+    """A backend stuck in the delivery process with ``on_full="drop"`` or ``"spill"``: records that find
+    its queue full are dropped (and counted), or spilled and delivered in order once the call returns,
+    there as with threads; either way the loop does not wait."""
     from tracking_core import register_tracker_class
     from tracking_core.testing.faults import STUCK_FILE, SwitchedJournal
 
     register_tracker_class(SwitchedJournal)
     steps = 20_000
-    run = Dispatcher(log_with=["switched"], logging_dir=tmp_path, delivery="process", queue_size=1000, on_full="drop")
+    run = Dispatcher(log_with=["switched"], logging_dir=tmp_path, delivery="process", queue_size=1000, on_full=on_full)
     run.init_trackers("p")
     stuck = run.run_dir / STUCK_FILE
     stuck.touch()
@@ -452,5 +454,11 @@ def test_on_full_drop_applies_in_the_delivery_process(tmp_path):
     report = run.finish(timeout=60)
     entry = report.backends["switched"]
     stored = _switched_points(run.run_dir)
-    assert entry.dropped > 0 and entry.spilled == 0, str(report)
-    assert len(stored) + entry.dropped == steps and stored == sorted(set(stored)), str(report)
+    if on_full == "drop":
+        assert entry.dropped > 0 and entry.spilled == 0, str(report)
+        assert len(stored) + entry.dropped == steps and stored == sorted(set(stored)), str(report)
+    else:
+        figures = tally("on_full='spill', backend stuck in the delivery process", "switched", range(steps), stored)
+        assert figures["lost"] == 0 and figures["duplicated"] == 0, figures
+        assert entry.ok and stored == list(range(steps)), str(report)
+        assert not any("did not return" in note for note in entry.notes), str(report)  # spilled at once

@@ -303,3 +303,40 @@ def test_a_backend_stuck_in_its_start_up_does_not_hold_up_the_loop(tmp_path, mon
     assert figures["lost"] == 0 and figures["duplicated"] == 0, figures
     assert entry.ok and stored == list(range(steps)), str(report)
     assert any("did not return" in note for note in entry.notes), str(report)
+
+
+class SlowSwitchedJournal(SwitchedJournal):
+    """The switched journal at 2 ms a record: slower than the loop, never stuck."""
+
+    name = "switched-slow"
+
+    def log_batch(self, entries):
+        time.sleep(0.002 * len(entries))
+        super().log_batch(entries)
+
+
+@pytest.mark.parametrize("backend", ["hung", "slow"])
+def test_on_full_spill_never_makes_the_loop_wait(tmp_path, monkeypatch, backend):
+    """``on_full="spill"``: a full queue goes to the backend's spill at once, whether the backend hangs in
+    a call (here for longer than the loop, with the stuck-call delay out of reach) or is only slower than
+    the loop; the backend then gets every record once, in order."""
+    from tracking_core import worker
+    from tracking_core.testing.reliability import tally
+
+    tracker_class = SwitchedJournal if backend == "hung" else SlowSwitchedJournal
+    register_tracker_class(tracker_class)
+    monkeypatch.setattr(worker, "SPILL_OVER_SECONDS", 600.0)
+    steps = 1000
+    run = Dispatcher(log_with=[tracker_class.name], logging_dir=tmp_path, queue_size=50, on_full="spill")
+    run.init_trackers("p")
+    if backend == "hung":
+        (run.run_dir / STUCK_FILE).touch()
+    assert logged_without_waiting(run, range(steps)), "log() waited for room"
+    (run.run_dir / STUCK_FILE).unlink(missing_ok=True)
+    report = run.finish(timeout=60)
+    entry = report.backends[tracker_class.name]
+    stored = [r["step"] for r in read_journal(run.run_dir / "switched.jsonl") if r["type"] == "metrics"]
+    figures = tally(f"on_full='spill', backend {backend}", tracker_class.name, range(steps), stored)
+    assert figures["lost"] == 0 and figures["duplicated"] == 0, figures
+    assert entry.ok and stored == list(range(steps)) and entry.recovered > 0, str(report)
+    assert any("on_full='spill'" in note for note in entry.notes), str(report)

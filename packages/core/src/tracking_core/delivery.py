@@ -302,10 +302,11 @@ class Delivery:
         """How long the backend's thread has been inside its current SDK call; 0 outside one."""
         return time.monotonic() - self._call_began if self._inside_sdk else 0.0
 
-    def spill_over(self, pending: list[Record]) -> list[Record]:
-        """The backend has sat in one SDK call while its queue filled up: instead of ``log()`` waiting for
-        that call, what the backend owes goes to its spill, and from there to the backend once the call
-        returns, as after a failure (but retried at once).
+    def spill_over(self, pending: list[Record], stuck: bool = True) -> list[Record]:
+        """The backend has sat in one SDK call while its queue filled up (``stuck``), or its queue is full
+        with ``on_full="spill"``: instead of ``log()`` waiting for that call, what the backend owes goes to
+        its spill, and from there to the backend once the call returns, as after a failure (but retried
+        at once).
 
         Run by the thread that found the queue full, holding ``handover`` (the worker lets go of it
         inside SDK calls); ``pending`` is what it took off the queue. The call in progress keeps its
@@ -323,20 +324,26 @@ class Delivery:
             self.mode = SPILLING
             self._reader = None
             self._next_retry = time.monotonic()
-            if self.report.state in ("starting", "running"):
+            if stuck and self.report.state in ("starting", "running"):
                 self.report.state = "stuck"
-        if not self._spilled_over:
+        if stuck and not self._spilled_over:
             self._spilled_over = True
-            stuck = self.seconds_in_sdk()
+            seconds = self.seconds_in_sdk()
             logger.warning(
                 "backend %r has been inside one call into its SDK for %.1f s and its queue is full: its records "
                 "go to its spill journal until the call returns, then to the backend, in order",
                 self.name,
-                stuck,
+                seconds,
             )
             self.report.notes.append(
-                f"a call into its SDK did not return for {stuck:.1f} s: the records logged meanwhile went to its "
-                "spill journal instead of making log() wait for the call"
+                f"a call into its SDK did not return for {seconds:.1f} s: the records logged meanwhile went to "
+                "its spill journal instead of making log() wait for the call"
+            )
+        elif not stuck and not self._spilled_over:
+            self._spilled_over = True
+            self.report.notes.append(
+                "its queue filled up (on_full='spill'): the records that found it full reached the backend "
+                "through its spill journal, in order"
             )
         return [record for record in pending if record.kind in CONTROL_KINDS]
 

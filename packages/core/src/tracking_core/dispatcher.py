@@ -78,8 +78,11 @@ class Dispatcher:
         report = run.finish()   # a FinishReport; str(report) is a table
 
     Options: ``blocking=True`` calls trackers in the caller's thread (still isolated);
-    ``queue_size`` bounds each backend's queue and ``on_full`` is ``"block"`` (lossless, default)
-    or ``"drop"`` (counted in the report); ``on_error`` is ``"warn"`` (default) or ``"raise"``
+    ``queue_size`` bounds each backend's queue and ``on_full`` says what ``log`` does when a
+    backend's queue is full: ``"block"`` waits for room (lossless, default; a backend stuck 5 s in
+    one SDK call has its queue spilled instead), ``"spill"`` never waits (the queue goes to the
+    backend's spill journal, which the backend then takes in order: lossless, at the cost of disk
+    and a later ``finish``), ``"drop"`` drops (counted in the report); ``on_error`` is ``"warn"`` (default) or ``"raise"``
     (the next ``log``/``flush``/``finish`` raises :class:`TrackingError`).
 
     ``resume=True`` continues the project's most recently used run under ``logging_dir`` (a new run
@@ -122,8 +125,8 @@ class Dispatcher:
             delivery = os.environ.get(DELIVERY_ENV, "").strip() or "thread"
             if delivery not in ("thread", "process"):
                 raise ValueError(f"{DELIVERY_ENV} must be 'thread' or 'process', got {delivery!r}")
-        if on_full not in ("block", "drop"):
-            raise ValueError(f"on_full must be 'block' or 'drop', got {on_full!r}")
+        if on_full not in ("block", "drop", "spill"):
+            raise ValueError(f"on_full must be 'block', 'drop' or 'spill', got {on_full!r}")
         if on_error not in ("warn", "raise"):
             raise ValueError(f"on_error must be 'warn' or 'raise', got {on_error!r}")
         if delivery not in ("thread", "process"):

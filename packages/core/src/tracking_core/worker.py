@@ -166,6 +166,7 @@ class BackendWorker(ManagedMixin):
         self._queue: queue.SimpleQueue[RecordTuple] = queue.SimpleQueue()
         self._maxsize = queue_size
         self._drop_when_full = on_full == "drop"
+        self._spill_when_full = on_full == "spill"
         self._room = threading.Event()
         self._blocking = blocking
         self._inline_lock = threading.Lock()
@@ -225,26 +226,32 @@ class BackendWorker(ManagedMixin):
                 self.report.dropped += 1
                 warn_once(self.name, "*", "queue full: records are being dropped (on_full='drop')", reason="queue-full")
                 return
-            self._wait_for_room()
             delivery = self.delivery
-            if (
-                self._queue.qsize() >= self._maxsize
-                and delivery.seconds_in_sdk() >= SPILL_OVER_SECONDS
-                and not (delivery.abandoned or delivery.finished)
-            ):
-                self._spill_over()
+            if not (self._spill_when_full and self._spill_over(stuck=False)):
+                self._wait_for_room()
+                if (
+                    self._queue.qsize() >= self._maxsize
+                    and delivery.seconds_in_sdk() >= SPILL_OVER_SECONDS
+                    and not (delivery.abandoned or delivery.finished)
+                ):
+                    self._spill_over(stuck=True)
         self._queue.put(record)
 
-    def _spill_over(self) -> None:
-        """The queue is still full and the backend is stuck in its SDK: move the queue to its spill."""
+    def _spill_over(self, stuck: bool) -> bool:
+        """Move the full queue to the backend's spill: it is ``stuck`` in its SDK, or ``on_full="spill"``.
+
+        Needs the handover lock, which the worker lets go of inside SDK calls; a worker outside one is
+        taking records, so with ``on_full="spill"`` the caller does not wait for the lock but for room.
+        """
         delivery = self.delivery
-        if not delivery.handover.acquire(timeout=HANDOVER_SLICE):
-            return  # the call returned and the worker is taking records again
+        if not (delivery.handover.acquire(timeout=HANDOVER_SLICE) if stuck else delivery.handover.acquire(False)):
+            return False  # the worker is taking records (again)
         try:
             if delivery.abandoned or delivery.finished:
-                return  # finish() gave up on the backend meanwhile: its spill is closed
-            for record in delivery.spill_over(self._take_queue()):
+                return False  # finish() gave up on the backend meanwhile: its spill is closed
+            for record in delivery.spill_over(self._take_queue(), stuck):
                 self._queue.put(record)
+            return True
         finally:
             delivery.handover.release()
 
