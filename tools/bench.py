@@ -97,13 +97,11 @@ def case_floor(steps: int, logging_dir: Path, checks: bool = False) -> dict:
     return {"latencies": latencies, "finish": time.perf_counter() - started, "init": 0.0}
 
 
-def _slow_tracker_class():
+def _scripted_tracker_class(name: str, call):
+    """A backend that stores nothing and runs ``call`` on each ``log``: what a slow or hung SDK costs."""
     from tracking_core import GeneralTracker
 
-    class Sleepy(GeneralTracker):
-        """A backend that takes 1 ms per call, like a synchronous SDK round trip."""
-
-        name = "sleepy"
+    class Scripted(GeneralTracker):
         requires_logging_directory = False
 
         def __init__(self, run_name, **kwargs):
@@ -114,34 +112,10 @@ def _slow_tracker_class():
             return None
 
         def log(self, values, step=None, **kwargs):
-            time.sleep(0.001)
+            call()
 
-    return Sleepy
-
-
-def _hung_tracker_class():
-    import threading
-
-    from tracking_core import GeneralTracker
-
-    class Hung(GeneralTracker):
-        """A backend whose calls hang until the loop has ended, like requests to a server that froze."""
-
-        name = "hung"
-        requires_logging_directory = False
-        release = threading.Event()
-
-        def __init__(self, run_name, **kwargs):
-            super().__init__()
-
-        @property
-        def tracker(self):
-            return None
-
-        def log(self, values, step=None, **kwargs):
-            self.release.wait(600)
-
-    return Hung
+    Scripted.name = name
+    return Scripted
 
 
 #: the hung backend's case logs this many records: three times its queue, so that it fills while the call hangs
@@ -154,14 +128,14 @@ def case_core(steps: int, logging_dir: Path, backend: str, mode: str) -> dict:
 
     log_with = backend
     release = None
-    if backend == "sleepy-1ms":
-        log_with = _slow_tracker_class()
-        tracking_core.register_tracker_class(log_with)
+    if backend == "sleepy-1ms":  # 1 ms a call, like a synchronous SDK round trip
+        tracking_core.register_tracker_class(_scripted_tracker_class("sleepy", lambda: time.sleep(0.001)))
         log_with = "sleepy"
-    elif backend == "hung":
-        log_with = _hung_tracker_class()
-        tracking_core.register_tracker_class(log_with)
-        release, steps = log_with.release, HUNG_STEPS
+    elif backend == "hung":  # calls hang until the loop has ended, like requests to a server that froze
+        import threading
+
+        release, steps = threading.Event(), HUNG_STEPS
+        tracking_core.register_tracker_class(_scripted_tracker_class("hung", lambda: release.wait(600)))
         log_with = "hung"
     started = time.perf_counter()
     run = tracking_core.Dispatcher(

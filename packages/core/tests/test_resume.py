@@ -255,20 +255,25 @@ def _killed_inside_the_backend(tmp_path, monkeypatch, steps: int, die_at: int, *
         run.flush(timeout=60)
         """
     )
-    python_path = f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"
-    killed = subprocess.run(
-        [sys.executable, "-c", script, str(tmp_path / "runs")],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "PYTHONPATH": python_path, "FILE_STORE_DIE_AT": str(die_at), **environment},
-    )
+    killed = _run_with_the_file_store(tmp_path, script, FILE_STORE_DIE_AT=str(die_at), **environment)
     assert killed.returncode == -9, killed.stderr
     from file_store import FileStore
 
     register_tracker_class(FileStore)
     monkeypatch.setattr(FileStore, "calls", 0)
     return FileStore
+
+
+def _run_with_the_file_store(tmp_path, script: str, **environment: str) -> subprocess.CompletedProcess[str]:
+    """Run ``script`` (logging to ``tmp_path/runs``) in a process that can import the file store."""
+    python_path = f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"
+    return subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "runs")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": python_path, **environment},
+    )
 
 
 def _killed_with_records_left_in_the_journal(tmp_path, monkeypatch, steps: int):
@@ -430,14 +435,7 @@ def test_records_spilled_over_from_a_stuck_backend_survive_a_kill(tmp_path, monk
         os.kill(os.getpid(), signal.SIGKILL)
         """
     )
-    python_path = f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"
-    killed = subprocess.run(
-        [sys.executable, "-c", script, str(tmp_path / "runs")],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "PYTHONPATH": python_path},
-    )
+    killed = _run_with_the_file_store(tmp_path, script)
     assert killed.returncode == -9, killed.stderr
     assert "its records go to its spill journal" in killed.stderr  # the loop did not wait for the call
     from file_store import FileStore
