@@ -109,13 +109,21 @@ class StuckOnRetryTracker(GeneralTracker):
         raise PartialDelivery(1) from error
 
 
-def logged_without_waiting(run, steps: range, key: str = "x", timeout: float = 60) -> bool:
-    """Log ``key`` at each of ``steps`` from another thread; True when that loop ended within ``timeout``.
+def logged_without_waiting(run, steps: range, key: str = "x", timeout: float = 60, pause: float = 0.0) -> bool:
+    """Log ``key`` at each of ``steps`` from another thread (``pause`` seconds of "training" between
+    steps); True when that loop ended within ``timeout``.
 
     The thread is a daemon: a loop stuck in ``log()`` (the defect such tests look for) must not keep
     the test session from ending.
     """
-    looping = threading.Thread(target=lambda: [run.log({key: float(step)}, step=step) for step in steps], daemon=True)
+
+    def loop() -> None:
+        for step in steps:
+            run.log({key: float(step)}, step=step)
+            if pause:
+                time.sleep(pause)
+
+    looping = threading.Thread(target=loop, daemon=True)
     looping.start()
     looping.join(timeout)
     return not looping.is_alive()

@@ -319,7 +319,9 @@ class Delivery:
             self._spill_in_order([*self._held[self._held_next :], *pending])
         else:
             self._spill_in_order([*self._unconfirmed, *self.in_flight, *self._held[self._held_next :], *pending])
-        if not self._catching_up() and self.mode != SPILLING:
+        if self._catching_up() or self._reader is not None:
+            pass  # the worker is reading its backlog or its spill, and reaches what was appended to it, in order
+        elif self.mode != SPILLING:
             # the worker finishes its call and goes on in spilling mode: the retry that reads the spill is due
             self.mode = SPILLING
             self._reader = None
