@@ -315,39 +315,40 @@ class Delivery:
         worker would spill them anyway); the catch-up stays with the worker. Returns the control
         records of ``pending`` (flush, finish), which go back to the queue, behind what was spilled.
         """
-        if self._catching_up():
-            self._spill_in_order([*self._held[self._held_next :], *pending])
-        else:
-            self._spill_in_order([*self._unconfirmed, *self.in_flight, *self._held[self._held_next :], *pending])
-        if self._catching_up() or self._reader is not None:
-            pass  # the worker is reading its backlog or its spill, and reaches what was appended to it, in order
-        elif self.mode != SPILLING:
-            # the worker finishes its call and goes on in spilling mode: the retry that reads the spill is due
+        reading = self._catching_up() or self._reader is not None  # its backlog, or its spill
+        in_call = [] if self._catching_up() else [*self._unconfirmed, *self.in_flight]
+        self._spill_in_order([*in_call, *self._held[self._held_next :], *pending])
+        if not reading and self.mode != SPILLING:
+            # The worker finishes its call and goes on in spilling mode: the retry that reads the spill is
+            # due. (A worker already reading reaches what was appended, in order.)
             self.mode = SPILLING
             self._reader = None
             self._next_retry = time.monotonic()
             if stuck and self.report.state in ("starting", "running"):
                 self.report.state = "stuck"
-        if stuck and not self._spilled_over:
+        if not self._spilled_over:
             self._spilled_over = True
-            seconds = self.seconds_in_sdk()
-            logger.warning(
-                "backend %r has been inside one call into its SDK for %.1f s and its queue is full: its records "
-                "go to its spill journal until the call returns, then to the backend, in order",
-                self.name,
-                seconds,
-            )
-            self.report.notes.append(
-                f"a call into its SDK did not return for {seconds:.1f} s: the records logged meanwhile went to "
-                "its spill journal instead of making log() wait for the call"
-            )
-        elif not stuck and not self._spilled_over:
-            self._spilled_over = True
+            self._note_spill_over(stuck)
+        return [record for record in pending if record.kind in CONTROL_KINDS]
+
+    def _note_spill_over(self, stuck: bool) -> None:
+        if not stuck:
             self.report.notes.append(
                 "its queue filled up (on_full='spill'): the records that found it full reached the backend "
                 "through its spill journal, in order"
             )
-        return [record for record in pending if record.kind in CONTROL_KINDS]
+            return
+        seconds = self.seconds_in_sdk()
+        logger.warning(
+            "backend %r has been inside one call into its SDK for %.1f s and its queue is full: its records "
+            "go to its spill journal until the call returns, then to the backend, in order",
+            self.name,
+            seconds,
+        )
+        self.report.notes.append(
+            f"a call into its SDK did not return for {seconds:.1f} s: the records logged meanwhile went to "
+            "its spill journal instead of making log() wait for the call"
+        )
 
     def hold(self, batch: list[Record]) -> None:
         """The worker took ``batch`` off its queue (it may still grow): owed until ``handle`` takes it."""
@@ -934,7 +935,7 @@ class Delivery:
         self.abandoned = True
         self.report.state = "timed_out"
         held = self._held[self._held_next :]
-        owed = list({id(record): record for record in [*self._unconfirmed, *self.in_flight, *held, *pending]}.values())
+        owed = [*self._unconfirmed, *self.in_flight, *held, *pending]  # _spill_in_order takes each once
         self._unconfirmed = []
         if self._catching_up():
             before = self._backlog_before

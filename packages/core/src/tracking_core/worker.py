@@ -50,7 +50,7 @@ def wait_for_room(
         if not warned and time.monotonic() - began > ROOM_WARNING_SECONDS:
             warned = True
             logger.warning(
-                "log() has waited %.0f s for room in %s; on_full='drop' lets the loop go on without it",
+                "log() has waited %.0f s for room in %s; on_full='spill' (or 'drop') lets the loop go on",
                 time.monotonic() - began,
                 what(),
             )
@@ -226,25 +226,25 @@ class BackendWorker(ManagedMixin):
                 self.report.dropped += 1
                 warn_once(self.name, "*", "queue full: records are being dropped (on_full='drop')", reason="queue-full")
                 return
-            delivery = self.delivery
-            if not (self._spill_when_full and self._spill_over(stuck=False)):
-                self._wait_for_room()
-                if (
-                    self._queue.qsize() >= self._maxsize
-                    and delivery.seconds_in_sdk() >= SPILL_OVER_SECONDS
-                    and not (delivery.abandoned or delivery.finished)
-                ):
-                    self._spill_over(stuck=True)
+            # Room comes when the worker takes records; while it sits in an SDK call (at once with
+            # on_full="spill", after SPILL_OVER_SECONDS otherwise) the queue goes to the spill instead.
+            spilling, delivery = self._spill_when_full, self.delivery
+            while True:
+                self._wait_for_room(0.0 if spilling else SPILL_OVER_SECONDS)
+                if self._queue.qsize() < self._maxsize or delivery.abandoned or delivery.finished:
+                    break
+                if self._spill_over(stuck=not spilling):
+                    break
         self._queue.put(record)
 
     def _spill_over(self, stuck: bool) -> bool:
         """Move the full queue to the backend's spill: it is ``stuck`` in its SDK, or ``on_full="spill"``.
 
-        Needs the handover lock, which the worker lets go of inside SDK calls; a worker outside one is
-        taking records, so with ``on_full="spill"`` the caller does not wait for the lock but for room.
+        Needs the handover lock, which the worker lets go of inside SDK calls; False when the worker
+        came back from its call first (it is taking records again).
         """
         delivery = self.delivery
-        if not (delivery.handover.acquire(timeout=HANDOVER_SLICE) if stuck else delivery.handover.acquire(False)):
+        if not delivery.handover.acquire(timeout=HANDOVER_SLICE):
             return False  # the worker is taking records (again)
         try:
             if delivery.abandoned or delivery.finished:
@@ -255,12 +255,17 @@ class BackendWorker(ManagedMixin):
         finally:
             delivery.handover.release()
 
-    def _wait_for_room(self) -> None:
+    def _wait_for_room(self, stuck_after: float) -> None:
+        """Until there is room, or the worker has been inside one SDK call for ``stuck_after`` seconds."""
         delivery = self.delivery
         wait_for_room(
             lambda: self._queue.qsize() >= self._maxsize,
             self._room,
-            lambda: delivery.abandoned or delivery.finished or delivery.seconds_in_sdk() >= SPILL_OVER_SECONDS,
+            lambda: (
+                delivery.abandoned
+                or delivery.finished
+                or (delivery.in_sdk() and delivery.seconds_in_sdk() >= stuck_after)
+            ),
             lambda: (
                 f"backend {self.name!r}'s queue ({self._maxsize} records): the backend is not taking records "
                 f"({'stuck in a call into its SDK' if delivery.in_sdk() else delivery.mode})"
