@@ -29,9 +29,10 @@ def test_bare_command_prints_help_and_succeeds(tmp_path):
         assert f"\n    {command} " in result.stdout, command
 
 
-def test_version(tmp_path):
-    result = tracking("--version", cwd=tmp_path)
-    assert result.returncode == 0
+@pytest.mark.parametrize("flag", ["--version", "-V"])
+def test_version(flag, tmp_path):
+    result = tracking(flag, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == f"tracking (tracking-core) {__version__}"
 
 
@@ -145,6 +146,28 @@ def test_show_several_runs_overlays_them_in_one_plot(tmp_path):
     assert pixels.shape[0] > 300  # a metric panel and a row of thumbnails
 
 
+BLOCK_MATPLOTLIB = """
+import sys
+sys.modules["matplotlib"] = None  # import matplotlib now raises ImportError, as where it is not installed
+from tracking_core.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_show_plot_without_matplotlib_says_so_and_fails(tmp_path):
+    run_dir = _log_run(tmp_path / "runs", "alpha", 1.0)
+    result = subprocess.run(
+        [sys.executable, "-c", BLOCK_MATPLOTLIB, "show", str(run_dir), "--plot", "out.png"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "train/loss" in result.stdout  # the summary is still printed
+    assert "no plot written to out.png: matplotlib is not installed (pip install matplotlib)" in result.stderr
+    assert not (tmp_path / "out.png").exists()
+
+
 def test_show_a_missing_run_is_a_clear_error(tmp_path):
     result = tracking("show", "nope", cwd=tmp_path)
     assert result.returncode == 2 and "does not exist" in result.stderr and "Traceback" not in result.stderr
@@ -164,3 +187,95 @@ def test_the_core_readme_quickstart_runs_and_its_run_is_listed(tmp_path):
     (run_dir,) = (tmp_path / "runs" / "my-project").iterdir()
     shown = tracking("show", str(run_dir), cwd=tmp_path)
     assert "table 'predictions'" in shown.stdout and "train/loss" in shown.stdout
+
+
+RUN_THEN = """
+import os, signal, sys, time
+import tracking_core
+run = tracking_core.init(sys.argv[1], logging_dir="runs")
+run.log({"loss": 1.0}, step=0)
+run.flush()
+how = sys.argv[1]
+if how == "crashed":
+    raise RuntimeError("the training loop broke")
+if how == "killed":
+    os.kill(os.getpid(), signal.SIGKILL)
+if how == "running":
+    print("ready", flush=True)
+    time.sleep(60)
+if how == "crashed_in_with":
+    with run:
+        raise KeyError("inside the with block")
+run.finish()
+"""
+
+
+def test_runs_tells_finished_crashed_killed_and_running_runs_apart(tmp_path):
+    for how in ("finished", "crashed", "killed", "crashed_in_with"):
+        subprocess.run([sys.executable, "-c", RUN_THEN, how], cwd=tmp_path, capture_output=True, timeout=120)
+    alive = subprocess.Popen([sys.executable, "-c", RUN_THEN, "running"], cwd=tmp_path, stdout=subprocess.PIPE, text=True)
+    try:
+        assert alive.stdout.readline().strip() == "ready"
+        listing = tracking("runs", cwd=tmp_path)
+    finally:
+        alive.kill()
+        alive.wait()
+    statuses = {line.split()[0]: line for line in listing.stdout.splitlines()[2:]}
+    assert "finished" in statuses["finished"]
+    assert "crashed: RuntimeError" in statuses["crashed"]
+    assert "crashed: KeyError" in statuses["crashed_in_with"]
+    assert " killed " in statuses["killed"] + " "
+    assert " running " in statuses["running"] + " "
+    after = tracking("runs", cwd=tmp_path)
+    assert " killed " in next(line for line in after.stdout.splitlines() if line.startswith("running")) + " "
+
+
+def test_a_replayed_copy_keeps_the_original_start_time_and_counts_what_its_report_counts(tmp_path):
+    import time
+
+    run = tracking_core.init("alpha", logging_dir=tmp_path / "runs", config={"lr": 0.1})
+    for step in range(3):
+        run.log({"loss": 1.0 / (step + 1)}, step=step)
+    run.finish()
+    time.sleep(1.1)
+    copy = tracking("replay", str(run.run_dir), "--to", "jsonl", "--new-run", cwd=tmp_path)
+    assert copy.returncode == 0, copy.stderr
+    delivered = copy.stdout.splitlines()[2].split()[2]  # the report's delivered column
+    assert f"{delivered}/{delivered} records delivered" in copy.stderr, copy.stderr
+    listing = tracking("runs", cwd=tmp_path).stdout.splitlines()[2:]
+    assert len(listing) == 2
+    assert len({line.split()[2] + line.split()[3] for line in listing}) == 1, listing  # the same start time
+
+    again = tracking("replay", str(run.run_dir), "--to", "jsonl", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert "nothing to deliver" in again.stderr and "0/1" not in again.stderr
+
+
+def test_a_failed_finish_warns_in_one_line_and_leaves_the_table_to_the_report(tmp_path, caplog):
+    class Broken(tracking_core.GeneralTracker):
+        name = "broken-at-finish"
+        requires_logging_directory = False
+
+        def __init__(self, *args, **kwargs):
+            super().__init__()
+
+        @property
+        def tracker(self):
+            return None
+
+        def log(self, values, step=None, **kwargs):
+            raise ConnectionResetError("gone")
+
+    tracking_core.register_tracker_class(Broken)
+    try:
+        run = tracking_core.init("p", log_with=["broken-at-finish"], logging_dir=tmp_path / "runs")
+        run.log({"loss": 1.0}, step=0)
+        with caplog.at_level("WARNING", logger="tracking"):
+            report = run.finish(timeout=5)
+    finally:
+        from tracking_core import registry
+
+        registry.unregister_tracker_class("broken-at-finish")
+    assert not report.ok
+    (line,) = [r.getMessage() for r in caplog.records if "not everything was delivered" in r.getMessage()]
+    assert "\n" not in line and "broken-at-finish (" in line and "spilled" in line

@@ -43,9 +43,14 @@ def _runs(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from .show import show
+    from .show import PlotSkipped, show
 
-    print(show(args.journals, plot=args.plot, rows=args.rows))
+    try:
+        print(show(args.journals, plot=args.plot, rows=args.rows))
+    except PlotSkipped as skipped:  # the summary was printed; the plot asked for is not there
+        print(skipped.summary)
+        print(f"tracking show: error: {skipped}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -88,7 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s (tracking-core) {__version__}")
+    parser.add_argument("-V", "--version", action="version", version=f"%(prog)s (tracking-core) {__version__}")
     commands = parser.add_subparsers(dest="command", title="commands", metavar="COMMAND")
 
     listing = commands.add_parser(

@@ -171,6 +171,8 @@ class Dispatcher:
         self._initialized = False
         self._in_forked_child = False
         self._report: FinishReport | None = None
+        self._at_exit = False  # finished by the exit hook: nobody will see the report unless it is logged
+        self._ended_by: str | None = None  # how a `with` block ended, when it raised (run.json's status)
         self.project_name: str | None = None
         self.run_id: str | None = None
         self.run_dir: Path | None = None
@@ -468,6 +470,7 @@ class Dispatcher:
     def _finish_at_exit(self) -> None:
         """The interpreter is exiting and this run was never finished: deliver what is queued first."""
         if self._report is None and self._initialized and not self._in_forked_child:
+            self._at_exit = True
             self.finish()
 
     def _forked(self) -> None:
@@ -907,15 +910,17 @@ class Dispatcher:
         if self._link is not None:
             self._link.close(timeout=30.0)
         if self._session is not None:
-            self._session.close(self._step)
+            self._session.close(self._step, self._ended_by or lifecycle.ending() or "finished")
         lifecycle.forget(self)
         self._report = FinishReport(
             backends={worker.name: worker.report for worker in self._all_workers},
             run_dir=str(self.run_dir) if self.run_dir else None,
             rejected_values=dict(self._rejected),
         )
-        if not self._report.ok:
+        if not self._report.ok and self._at_exit:  # nobody holds the report: the whole table
             logger.warning("not everything was delivered\n%s", self._report)
+        elif not self._report.ok:  # one line: the caller holds the report and prints it if it wants the table
+            logger.warning("not everything was delivered: %s (see the report finish() returns)", self._report.summary())
         if self._pending_error is not None:
             self._raise_pending()
         return self._report
@@ -925,7 +930,9 @@ class Dispatcher:
     def __enter__(self) -> Dispatcher:
         return self
 
-    def __exit__(self, *exc_info: Any) -> None:
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: Any) -> None:
+        if kind is not None and not (kind is SystemExit and getattr(error, "code", None) in (0, None)):
+            self._ended_by = f"crashed: {kind.__name__}"
         self.finish()
 
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 import atexit
 import os
 import signal
+import sys
 import threading
 import weakref
 from typing import Any, Protocol
@@ -45,6 +46,12 @@ _runs: weakref.WeakSet[Any] = weakref.WeakSet()
 _installed = False
 _install_lock = threading.Lock()
 _held_signal: int | None = None  # a SIGTERM that came while a run was finishing
+_ending: str | None = None  # why the process is ending, when it is not a normal exit (run.json's status)
+
+
+def ending() -> str | None:
+    """``"crashed: <error type>"`` after an uncaught exception, ``"killed: SIGTERM"`` after SIGTERM, else ``None``."""
+    return _ending
 
 
 def watch(run: _Run) -> None:
@@ -79,6 +86,20 @@ def _install() -> None:
         if hasattr(os, "register_at_fork"):
             os.register_at_fork(after_in_child=_after_fork_in_child)
         _install_sigterm()
+        _install_excepthook()
+
+
+def _install_excepthook() -> None:
+    """Note an uncaught exception before the exit hook finishes the runs, so they end as ``crashed``."""
+    previous = sys.excepthook
+
+    def hook(kind: type[BaseException], error: BaseException, trace: Any) -> None:
+        global _ending
+        if _ending is None:
+            _ending = f"crashed: {kind.__name__}"
+        previous(kind, error, trace)
+
+    sys.excepthook = hook
 
 
 def _install_sigterm() -> None:
@@ -101,6 +122,8 @@ def _on_sigterm(number: int, frame: Any) -> None:
     if _finishing(frame):
         _held_signal = number  # forget() raises it once the last open run has finished
         return
+    global _ending
+    _ending = _ending or "killed: SIGTERM"
     raise SystemExit(128 + number)
 
 

@@ -12,7 +12,10 @@ backend's progress after every flush (once a second while data flows)::
 ``progress[backend].seq`` is the backend's cursor: it durably holds every record up to that
 ``seq`` (see :mod:`tracking_core.record`). ``last_step`` is the last step any backend holds
 durably (the step a resumed run carries on after); ``replay_of`` marks a run made by
-``tracking replay --new-run``, which ``resume=True`` never picks. Writes replace the file
+``tracking replay --new-run``, which ``resume=True`` never picks. ``status`` is ``running`` (with the
+``pid`` and ``host`` of the training process) until the run ends ``finished``, ``crashed: <error>`` or
+``killed: SIGTERM``; a run killed outright stays ``running``, which ``tracking runs`` shows as ``killed``
+once that process is gone. Writes replace the file
 atomically, so a process killed at any moment leaves the previous version. Version 1 files
 (without progress) still load.
 """
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import threading
 import time
 from pathlib import Path
@@ -88,6 +92,11 @@ class RunManifest:
             opened=data.get("opened") or path.stat().st_mtime,
             extra={key: value for key, value in data.items() if key not in known},
         )
+
+    def mark_running(self) -> None:
+        """A training process has the run open: ``tracking runs`` tells a live run from a killed one by its pid."""
+        self.extra.update(status="running", pid=os.getpid(), host=socket.gethostname())
+        self.extra.pop("ended", None)
 
     def cursor(self, backend: str) -> int | None:
         """The highest ``seq`` ``backend`` holds durably; ``None`` when this run never recorded it."""

@@ -13,6 +13,7 @@ import os
 import sys
 import time
 from collections.abc import Iterable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,7 @@ class Progress:
     """
 
     def __init__(self, total: int, label: str, enabled: bool | None = None, every: float = 5.0, width: int = 30):
-        self.total = max(total, 1)
+        self.total = max(total, 0)
         self.label = label
         self.enabled = True if enabled is None else enabled
         self.terminal = sys.stderr.isatty()
@@ -51,8 +52,11 @@ class Progress:
         rate = done / elapsed
         left = (self.total - done) / rate if rate > 0 else float("inf")
         eta = "-" if left == float("inf") else f"{left:.0f} s"
-        percent = min(100, done * 100 // self.total)
-        text = f"{self.label}: {done}/{self.total} records delivered ({percent}%, {rate:,.0f}/s, ETA {eta})"
+        percent = min(100, done * 100 // self.total) if self.total else 100
+        if self.total == 0:
+            text = f"{self.label}: nothing to deliver (every record is already there)"
+        else:
+            text = f"{self.label}: {done}/{self.total} records delivered ({percent}%, {rate:,.0f}/s, ETA {eta})"
         if self.terminal:
             if percent == self._last_percent and not final:
                 return
@@ -78,12 +82,18 @@ def journal_config(journal: str | os.PathLike[str]) -> dict[str, Any]:
     return config
 
 
-def replay_into(run: Dispatcher, journal: str | os.PathLike[str], progress: bool | None = None) -> int:
-    """Send the records of ``journal`` to an initialised dispatcher, as new records; returns how many."""
+def replay_into(
+    run: Dispatcher, journal: str | os.PathLike[str], progress: bool | None = None, *, already: int = 0
+) -> int:
+    """Send the records of ``journal`` to an initialised dispatcher, as new records; returns how many.
+
+    ``already``: records of the journal the run got before (the config given to ``init_trackers``), so
+    that the progress counts what the finish report counts.
+    """
     path = resolve_journal(journal)
     entries = [entry for entry in read_journal(path) if entry["type"] not in ("header", "config", "finish")]
-    bar = Progress(len(entries), f"replay -> {','.join(t.name for t in run.trackers)}", enabled=progress)
-    for index, entry in enumerate(entries, 1):
+    bar = Progress(len(entries) + already, f"replay -> {','.join(t.name for t in run.trackers)}", enabled=progress)
+    for index, entry in enumerate(entries, 1 + already):
         record = record_from_entry(entry, path.parent)
         if record is not None:
             if record.kind == "log":
@@ -100,7 +110,9 @@ def replay_into(run: Dispatcher, journal: str | os.PathLike[str], progress: bool
                 run.log_artifact(*record.payload)
             elif record.kind == "artifacts":
                 run.log_artifacts(*record.payload)
-        bar.update(index, final=index == len(entries))
+        bar.update(index, final=index == len(entries) + already)
+    if not entries:
+        bar.update(already, final=True)
     return len(entries)
 
 
@@ -167,6 +179,18 @@ def replay(
     return report
 
 
+def _source_started(path: Path, header: dict[str, Any]) -> float | None:
+    """When the journal's run began: its run.json, else the journal header's ``created``."""
+    try:
+        return float(RunManifest.load(path.parent).started)
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    try:
+        return datetime.fromisoformat(str(header["created"])).timestamp()
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
 def _replay_into_new_run(
     path: Path,
     header: dict[str, Any],
@@ -178,9 +202,12 @@ def _replay_into_new_run(
     if logging_dir is None:
         logging_dir = path.parent.parent.parent  # <logging_dir>/<project>/<run_id>/journal.jsonl
     run = Dispatcher(log_with=targets, logging_dir=logging_dir)
-    run.init_trackers(project or header.get("project") or "replay", config=journal_config(path) or None)
+    config = journal_config(path) or None
+    run.init_trackers(project or header.get("project") or "replay", config=config)
     if run._session is not None and run._session.writes:
-        run._session.manifest.extra["replay_of"] = str(header.get("run_id") or path)
-        run._session.manifest.write()
-    replay_into(run, path, progress=progress)
+        manifest = run._session.manifest
+        manifest.extra["replay_of"] = str(header.get("run_id") or path)
+        manifest.started = _source_started(path, header) or manifest.started  # the copy began when the original did
+        manifest.write()
+    replay_into(run, path, progress=progress, already=0 if config is None else 1)
     return run.finish()

@@ -72,6 +72,19 @@ class FinishReport:
         """Every backend got everything and closed cleanly; a script can assert it at the end of a run."""
         return not self.failed
 
+    def summary(self) -> str:
+        """One line naming each backend that did not get everything, and how."""
+        parts = []
+        for name in self.failed:
+            backend = self.backends[name]
+            counts = [
+                f"{count} {what}"
+                for what, count in (("spilled", backend.spilled), ("dropped", backend.dropped))
+                if count
+            ]
+            parts.append(f"{name} ({', '.join([backend.state, *counts])})")
+        return "; ".join(parts) or "everything was delivered"
+
     def __str__(self) -> str:
         header = ("backend", "state", "delivered", "dropped", "spilled", "recovered", "errors", "start s")
         rows = [header] + [

@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
+import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -85,15 +86,46 @@ def _spilled(run_dir: Path, progress: dict[str, Any]) -> dict[str, int]:
     return counts
 
 
-def _started(header: dict[str, Any], run_dir: Path) -> str:
+def _started(manifest: dict[str, Any], header: dict[str, Any], run_dir: Path) -> str:
+    """When the run began: run.json's ``started`` (a replay's copy keeps the original's), else the journal's."""
+    moment = None
+    started = manifest.get("started")
+    if isinstance(started, (int, float)) and not isinstance(started, bool):
+        moment = _dt.datetime.fromtimestamp(started, _dt.timezone.utc)
     created = header.get("created")
     try:
-        moment = _dt.datetime.fromisoformat(created) if created else None
+        moment = moment or (_dt.datetime.fromisoformat(created) if created else None)
     except (TypeError, ValueError):
         moment = None
     if moment is None:
         moment = _dt.datetime.fromtimestamp(run_dir.stat().st_mtime, _dt.timezone.utc)
     return moment.astimezone().strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _alive(pid: Any) -> bool:
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # it exists, owned by someone else
+        return True
+    return True
+
+
+def _status(manifest: dict[str, Any], last: dict[str, Any] | None) -> str:
+    """finished, crashed: <error>, killed[: SIGTERM], running, or what the journal alone tells."""
+    status = manifest.get("status")
+    if status == "running":
+        if manifest.get("host") not in (None, socket.gethostname()):
+            return f"running (on {manifest['host']})"
+        return "running" if _alive(manifest.get("pid")) else "killed"
+    if isinstance(status, str) and status:
+        return status
+    if last is None:
+        return "-"
+    return "finished" if last.get("type") == "finish" else "not finished"  # run.json from before statuses
 
 
 def describe_run(run_dir: Path) -> RunInfo:
@@ -108,14 +140,14 @@ def describe_run(run_dir: Path) -> RunInfo:
     header, last = _journal_ends(run_dir / JOURNAL_NAME) if (run_dir / JOURNAL_NAME).is_file() else ({}, None)
     info.project = str(manifest.get("project") or header.get("project") or info.project)
     info.run_id = str(manifest.get("run_id") or header.get("run_id") or info.run_id)
-    info.started = _started(header, run_dir)
+    info.started = _started(manifest, header, run_dir)
     last_step = manifest.get("last_step")
     if isinstance(last_step, int) and last_step >= 0:
         info.steps = str(last_step + 1)
     elif last is not None and isinstance(last.get("step"), int):
         info.steps = str(last["step"] + 1)
-    if last is not None and info.status == "-":
-        info.status = "finished" if last.get("type") == "finish" else "not finished"
+    if info.status == "-":
+        info.status = _status(manifest, last)
     states = manifest.get("backends")
     states = states if isinstance(states, dict) else {}
     progress = manifest.get("progress")

@@ -113,6 +113,7 @@ class RunSession:
         if writes:
             if not replay:
                 self.manifest.opened = time.time()
+                self.manifest.mark_running()
             self.manifest.write()
 
     @property
@@ -195,6 +196,12 @@ class RunSession:
         if self.writes:
             self.manifest.set_progress(backend, seq, step)
 
-    def close(self, last_step: int) -> None:
+    def close(self, last_step: int, status: str = "finished") -> None:
+        """The run ends with ``status`` (``finished``, or ``crashed: ...``/``killed: ...``) in run.json;
+        a replay leaves the status of the run it completes as it was."""
         if self.writes:
-            self.manifest.set_last_step(max(last_step, self.manifest.last_step))
+            self.manifest.last_step = max(last_step, self.manifest.last_step)
+            if self.manifest.extra.get("status") == "running" and self.manifest.extra.get("pid") == os.getpid():
+                self.manifest.extra["status"] = status
+                self.manifest.extra["ended"] = time.time()
+            self.manifest.write()

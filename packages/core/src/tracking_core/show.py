@@ -124,19 +124,31 @@ def describe(summary: JournalSummary, media: RunMedia, rows: int = 5) -> str:
     return "\n".join(lines)
 
 
+class PlotSkipped(RuntimeError):
+    """The plot asked for was not drawn (no matplotlib, or nothing to draw); ``summary`` is the text part."""
+
+    def __init__(self, reason: str, summary: str) -> None:
+        super().__init__(reason)
+        self.summary = summary
+
+
 def show(
     journals: str | os.PathLike[str] | list[str | os.PathLike[str]],
     plot: str | os.PathLike[str] | None = None,
     rows: int = 5,
 ) -> str:
-    """The text ``tracking show`` prints for one journal (or run folder) or several; ``plot`` also writes a PNG."""
+    """The text ``tracking show`` prints for one journal (or run folder) or several; ``plot`` also writes a PNG.
+
+    Raises :class:`PlotSkipped` (with the text) when ``plot`` was asked for and could not be drawn, so a
+    script never takes a missing PNG for a written one.
+    """
     paths = [journals] if isinstance(journals, (str, os.PathLike)) else list(journals)
     runs = [JournalSummary(path) for path in paths]
     medias = [read_media(summary) for summary in runs]
     parts = [describe(summary, media, rows) for summary, media in zip(runs, medias)]
     text = ("\n\n" + "=" * 80 + "\n\n").join(parts)
     if plot:
-        text += "\n\n" + _plot(runs, medias, Path(plot))
+        text += "\n\n" + _plot(runs, medias, Path(plot), text)
     return text
 
 
@@ -148,7 +160,7 @@ def _numeric(summary: JournalSummary) -> dict[str, list[tuple[int, float]]]:
     return {key: points for key, points in series.items() if points}
 
 
-def _plot(runs: list[JournalSummary], medias: list[RunMedia], path: Path) -> str:
+def _plot(runs: list[JournalSummary], medias: list[RunMedia], path: Path, summary: str) -> str:
     try:
         import matplotlib
 
@@ -156,7 +168,8 @@ def _plot(runs: list[JournalSummary], medias: list[RunMedia], path: Path) -> str
         import matplotlib.image
         import matplotlib.pyplot as plt
     except ImportError:
-        return "plot skipped: matplotlib is not installed (pip install matplotlib)"
+        reason = f"no plot written to {path}: matplotlib is not installed (pip install matplotlib)"
+        raise PlotSkipped(reason, summary) from None
     series = [_numeric(summary) for summary in runs]
     keys = sorted(set().union(*series))
     thumbnails = [
@@ -166,7 +179,7 @@ def _plot(runs: list[JournalSummary], medias: list[RunMedia], path: Path) -> str
         if file.suffix.lower() == ".png" and file.is_file()
     ][:MAX_THUMBNAILS]
     if not keys and not thumbnails:
-        return "plot skipped: no numeric metrics and no images"
+        raise PlotSkipped(f"no plot written to {path}: the run has no numeric metrics and no images", summary)
     panels = keys[:MAX_PANELS]
     columns = 2 if len(panels) > 1 else 1
     metric_rows = math.ceil(len(panels) / columns)
