@@ -213,7 +213,9 @@ run.finish()
 def test_runs_tells_finished_crashed_killed_and_running_runs_apart(tmp_path):
     for how in ("finished", "crashed", "killed", "crashed_in_with"):
         subprocess.run([sys.executable, "-c", RUN_THEN, how], cwd=tmp_path, capture_output=True, timeout=120)
-    alive = subprocess.Popen([sys.executable, "-c", RUN_THEN, "running"], cwd=tmp_path, stdout=subprocess.PIPE, text=True)
+    alive = subprocess.Popen(
+        [sys.executable, "-c", RUN_THEN, "running"], cwd=tmp_path, stdout=subprocess.PIPE, text=True
+    )
     try:
         assert alive.stdout.readline().strip() == "ready"
         listing = tracking("runs", cwd=tmp_path)

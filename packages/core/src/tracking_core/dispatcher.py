@@ -23,7 +23,7 @@ from .errors import TrackingError
 from .histogram import Histogram, histogram_from_counts, histogram_of
 from .jsonl import JsonlTracker
 from .manifest import MANIFEST_NAME
-from .media import figure_problem, table_problem
+from .media import figure_problem, image_caveat, table_problem
 from .noop import NoOpTracker
 from .notices import logger, notice, reset_warnings, warn_once
 from .paths import check_artifact_path, check_name, warn_links_leaving
@@ -647,6 +647,9 @@ class Dispatcher:
                 warn_once("all backends", str(key), f"image not logged: {problem}", reason="bad-image", stacklevel=3)
                 self._rejected[str(key)] = problem
                 continue
+            caveat = next((c for c in map(image_caveat, items) if c), None)
+            if caveat:
+                warn_once("all backends", str(key), caveat, reason="image-range")
             payload[str(key)] = snapshot_media(value)
         if payload:
             self._fan_out("log_images", ("images", payload), step, log_kwargs)

@@ -44,6 +44,22 @@ def image_problem(value: Any) -> str | None:
     return None
 
 
+def image_caveat(value: Any) -> str | None:
+    """What a loggable image loses on the way: float pixels are read as 0..1 by every backend, so values
+    outside that range are clipped (a 0..255 float image comes out white)."""
+    kind = getattr(getattr(value, "dtype", None), "kind", None)
+    if kind != "f":
+        return None
+    try:
+        low, high = float(value.min()), float(value.max())
+    except Exception:
+        return None
+    if low >= 0.0 and high <= 1.0:
+        return None
+    hint = "divide by 255, or pass uint8" if high > 1.0 and high <= 255.0 and low >= 0.0 else "scale into [0, 1]"
+    return f"float pixels are read as 0..1; got {low:g}..{high:g}, stored clipped ({hint})"
+
+
 def table_problem(columns: Any, data: Any, dataframe: Any) -> str | None:
     """Why a table cannot be logged: rows of different lengths, or a header that does not fit them."""
     if dataframe is not None:

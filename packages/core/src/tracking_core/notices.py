@@ -11,6 +11,7 @@ import logging
 import sys
 import threading
 import warnings
+from types import FrameType
 
 from .errors import TrackingWarning
 
@@ -75,12 +76,44 @@ def warn_once(backend: str, key: str, message: str, *, reason: str | None = None
     """Warn about a value or key once per backend, key and reason; returns whether it warned.
 
     ``reason`` defaults to the message; pass a stable reason when the message embeds a value,
-    so a changing value does not repeat the warning.
+    so a changing value does not repeat the warning. The warning points at the first line outside
+    this library's packages (``stacklevel`` is kept for callers and no longer used); from a worker
+    thread, at the thread (``<tracking: name>``).
     """
     if not _once.first_time(backend, key, reason or message):
         return False
-    warnings.warn(f"[{backend}] {key!r}: {message}", TrackingWarning, stacklevel=stacklevel)
+    text = f"[{backend}] {key!r}: {message}"
+    frame = _first_frame_outside_the_library()
+    if frame is None:  # a worker thread: no line of the user's is behind it, and none of ours is the culprit
+        warnings.warn_explicit(text, TrackingWarning, f"<tracking: {threading.current_thread().name}>", 0, "tracking")
+    else:
+        warnings.warn_explicit(
+            text,
+            TrackingWarning,
+            frame.f_code.co_filename,
+            frame.f_lineno,
+            frame.f_globals.get("__name__", "<unknown>"),
+            frame.f_globals.setdefault("__warningregistry__", {}),
+            frame.f_globals,
+        )
     return True
+
+
+#: Modules whose frames a warning never points at: this library's packages, and what runs a thread.
+_LIBRARY_PREFIXES = ("tracking_",)
+_PLUMBING = frozenset({"threading", "contextlib", "concurrent.futures.thread", "runpy"})
+
+
+def _first_frame_outside_the_library() -> FrameType | None:
+    """The caller's frame that made the library warn (``stacklevel`` by module, not by count, so every
+    path through the dispatcher, the workers and the integrations points at the user's own line)."""
+    frame: FrameType | None = sys._getframe(2)
+    while frame is not None:
+        name = frame.f_globals.get("__name__", "")
+        if not (name.startswith(_LIBRARY_PREFIXES) or name in _PLUMBING):
+            return frame
+        frame = frame.f_back
+    return None
 
 
 def reset_warnings() -> None:

@@ -160,7 +160,7 @@ def _numeric(summary: JournalSummary) -> dict[str, list[tuple[int, float]]]:
     return {key: points for key, points in series.items() if points}
 
 
-def _plot(runs: list[JournalSummary], medias: list[RunMedia], path: Path, summary: str) -> str:
+def _plot(runs: list[JournalSummary], medias: list[RunMedia], path: Path, text: str) -> str:
     try:
         import matplotlib
 
@@ -169,7 +169,7 @@ def _plot(runs: list[JournalSummary], medias: list[RunMedia], path: Path, summar
         import matplotlib.pyplot as plt
     except ImportError:
         reason = f"no plot written to {path}: matplotlib is not installed (pip install matplotlib)"
-        raise PlotSkipped(reason, summary) from None
+        raise PlotSkipped(reason, text) from None
     series = [_numeric(summary) for summary in runs]
     keys = sorted(set().union(*series))
     thumbnails = [
@@ -179,7 +179,7 @@ def _plot(runs: list[JournalSummary], medias: list[RunMedia], path: Path, summar
         if file.suffix.lower() == ".png" and file.is_file()
     ][:MAX_THUMBNAILS]
     if not keys and not thumbnails:
-        raise PlotSkipped(f"no plot written to {path}: the run has no numeric metrics and no images", summary)
+        raise PlotSkipped(f"no plot written to {path}: the run has no numeric metrics and no images", text)
     panels = keys[:MAX_PANELS]
     columns = 2 if len(panels) > 1 else 1
     metric_rows = math.ceil(len(panels) / columns)
