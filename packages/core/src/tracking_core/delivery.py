@@ -34,6 +34,7 @@ from typing import Any, NamedTuple, cast
 
 from .errors import PartialDelivery, TrackingError
 from .mapping import BackendValues
+from .missing import KIND_NAMES, missing_reason
 from .notices import logger, warn_once
 from .record import CONTROL_KINDS, Record, call_kwargs, deliver
 from .report import BackendReport
@@ -132,6 +133,8 @@ class Delivery:
         self.mode = LIVE
         self.started = False
         self.abandoned = False
+        #: record kinds this backend cannot store (a package they need is missing) -> why
+        self.unavailable_kinds: dict[str, str] = {}
         self.finished = False
         self.cursor = cursor
         self.durable_step = cursor_step
@@ -416,6 +419,9 @@ class Delivery:
         self.config = record
 
     def _take(self, records: list[Record]) -> None:
+        if self.mode == LIVE and records[0].kind in self.unavailable_kinds:
+            self._skip_unavailable(records)  # in order only: while records wait in the spill, these wait too
+            return
         if self.mode != LIVE:
             for record in records:
                 self._spill_record(record)
@@ -462,6 +468,10 @@ class Delivery:
             if len(rest) > 1 and self.mode == LIVE and not self.abandoned:
                 self._deliver_metrics(rest[1:])
             self.in_flight = []
+            return
+        if isinstance(error, ImportError):
+            self.in_flight = []
+            self._kind_unavailable("log", error, rest)
             return
         if not is_refusal(error):
             self.in_flight = []
@@ -549,6 +559,8 @@ class Delivery:
             return
         if error is None:
             self._stored([record])
+        elif isinstance(error, ImportError):
+            self._kind_unavailable(record.kind, error, [record])
         elif is_refusal(error):
             self._refusal_seen(error)
             what = record.payload[0] if record.kind == "table" else record.kind
@@ -639,6 +651,23 @@ class Delivery:
         reason = f"refused by the backend ({type(error).__name__}: {error})"[:300]
         warn_once(self.name, key, f"{reason}; only this value is skipped", reason="refused")
         self.report.skipped_values[key] = reason
+
+    def _kind_unavailable(self, kind: str, error: ImportError, records: list[Record]) -> None:
+        """A package ``kind`` needs is missing: never retried (it cannot come back by itself), never a
+        failure of the backend; this kind is skipped from now on, with one warning and a report line."""
+        reason = missing_reason(kind, error)
+        self.unavailable_kinds[kind] = reason
+        self.report.skipped_kinds[KIND_NAMES.get(kind, kind)] = reason
+        logger.warning("backend %r: %s", self.name, reason)
+        self._skip_unavailable(records)
+
+    def _skip_unavailable(self, records: list[Record]) -> None:
+        records = self._unseen(records)
+        if not records:
+            return
+        name = KIND_NAMES.get(records[0].kind, records[0].kind)
+        self.report.skipped_records[name] = self.report.skipped_records.get(name, 0) + len(records)
+        self._stored(records)  # handled: nothing of them can be stored here, and nothing is retried
 
     def _refusal_seen(self, error: BaseException) -> None:
         logger.debug("backend %r refused a value (%r); isolating it", self.name, error)

@@ -87,6 +87,8 @@ def warn_once(backend: str, key: str, message: str, *, reason: str | None = None
     if frame is None:  # a worker thread: no line of the user's is behind it, and none of ours is the culprit
         warnings.warn_explicit(text, TrackingWarning, f"<tracking: {threading.current_thread().name}>", 0, "tracking")
     else:
+        # no module_globals: the source line is looked up by file name alone (a `python -c` script's
+        # loader raises when asked for its source)
         warnings.warn_explicit(
             text,
             TrackingWarning,
@@ -94,7 +96,6 @@ def warn_once(backend: str, key: str, message: str, *, reason: str | None = None
             frame.f_lineno,
             frame.f_globals.get("__name__", "<unknown>"),
             frame.f_globals.setdefault("__warningregistry__", {}),
-            frame.f_globals,
         )
     return True
 

@@ -28,6 +28,10 @@ class BackendReport:
         self.last_error: str | None = None
         self.key_map: dict[str, str] = {}
         self.skipped_values: dict[str, str] = {}
+        #: record kinds skipped because a package they need is missing -> why (with the install hint)
+        self.skipped_kinds: dict[str, str] = {}
+        #: how many records of each such kind were skipped
+        self.skipped_records: dict[str, int] = {}
         self.notes: list[str] = []
         #: Seconds the backend's ``start()`` took (SDK import, store creation, login...), in its worker.
         self.start_seconds: float | None = None
@@ -117,6 +121,8 @@ class FinishReport:
                 lines.append(f"{backend.name}: key {original!r} stored as {renamed!r}")
             for key, reason in backend.skipped_values.items():
                 lines.append(f"{backend.name}: skipped {key!r}: {reason}")
+            for kind, reason in backend.skipped_kinds.items():
+                lines.append(f"{backend.name}: {backend.skipped_records.get(kind, 0)} {reason}")
         for key, reason in self.rejected_values.items():
             lines.append(f"all backends: skipped {key!r}: {reason}")
         return "\n".join(lines)
