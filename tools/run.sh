@@ -3,6 +3,7 @@
 # private virtualenv on first use, then drives the Hatch environments of pyproject.toml.
 #
 #   bash tools/run.sh demo     # the main job: `tracking demo` with every backend, embedded defaults
+#   bash tools/run.sh run CMD  # CMD in the all-backends environment: `run tracking show runs/demo/<run>`, `run mlflow ui ...`
 #   bash tools/run.sh test     # lint, types, core alone, one cell per backend, shared tests, oldest SDKs, framework integrations, launchers, packages, docs (= .ci/run)
 #   bash tools/run.sh launch   # real launchers (torchrun, accelerate launch, simulated srun/mpirun) over CPU torch
 #   bash tools/run.sh bench    # tools/bench.py in the all-backends environment
@@ -108,8 +109,18 @@ run_tests() {
   fi
 }
 
+# What the demo prints for the next steps runs through this script, from where the user stands.
+caller_cwd="${TRACKING_CLI_CWD:-$OLDPWD}"
+if [ "$(cd "$caller_cwd" 2>/dev/null && pwd)" = "$root" ]; then run_here="bash tools/run.sh run"; else run_here="bash $(printf %q "$root/tools/run.sh") run"; fi
+
 case "${1:-test}" in
-  demo) shift; "$hatch" run all:demo "$@" ;;
+  demo) shift; TRACKING_CLI_PREFIX="$run_here" TRACKING_CLI_CWD="$caller_cwd" "$hatch" run all:demo "$@" ;;
+  run)
+    shift
+    [ $# -gt 0 ] || { echo "usage: bash tools/run.sh run COMMAND [ARGS...]" >&2; exit 2; }
+    "$hatch" env create all >/dev/null 2>&1; env_dir="$("$hatch" env find all)"
+    cd "$caller_cwd" && PATH="$env_dir/bin:$PATH" VIRTUAL_ENV="$env_dir" exec "$@"
+    ;;
   test) run_tests ;;
   bench) shift; "$hatch" run all:bench "$@" ;;
   launch) shift; "$hatch" run launch:run "$@" ;;
@@ -125,5 +136,5 @@ case "${1:-test}" in
       *) echo "usage: bash tools/run.sh docs [build|serve] [mkdocs options]" >&2; exit 2 ;;
     esac
     ;;
-  *) echo "usage: bash tools/run.sh demo|test|bench|launch|lint|actionlint|types|dist|docs" >&2; exit 2 ;;
+  *) echo "usage: bash tools/run.sh demo|run|test|bench|launch|lint|actionlint|types|dist|docs" >&2; exit 2 ;;
 esac

@@ -281,3 +281,18 @@ def test_a_failed_finish_warns_in_one_line_and_leaves_the_table_to_the_report(tm
     assert not report.ok
     (line,) = [r.getMessage() for r in caplog.records if "not everything was delivered" in r.getMessage()]
     assert "\n" not in line and "broken-at-finish (" in line and "spilled" in line
+
+
+def test_the_demo_ends_with_commands_that_run_as_printed(tmp_path):
+    folder = tmp_path / "my runs"
+    folder.mkdir()
+    result = tracking("demo", "--backends", "jsonl", "--steps", "20", "--logging-dir", "logs here", cwd=folder)
+    assert result.returncode == 0, result.stdout + result.stderr
+    tail = result.stdout[result.stdout.index("\nnext:\n") :].splitlines()[2:]
+    commands = [line.split("    # ")[0].strip() for line in tail if "    # " in line]
+    assert len(commands) == 3, tail
+    assert result.stdout.rstrip().splitlines()[-1].startswith("  jsonl: journal at")  # the hints come last
+    for command in commands:
+        assert "'logs here/demo/" in command or "'logs here'" in command, command  # quoted for the shell
+        ran = subprocess.run(["bash", "-c", command], capture_output=True, text=True, cwd=folder, timeout=300)
+        assert ran.returncode == 0, (command, ran.stdout, ran.stderr)

@@ -6,13 +6,20 @@ separable-with-noise 2-D data, in plain Python so the demo runs wherever trackin
 
 from __future__ import annotations
 
+import logging
 import math
+import os
 import random
+import shlex
+import shutil
+import sys
 import time
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from .dispatcher import init
+from .notices import logger
 from .registry import get_available_trackers
 from .tracker import GeneralTracker
 
@@ -71,7 +78,13 @@ def run_demo(logging_dir: str = "runs", steps: int = 200, backends: str | None =
         "data": {"train": len(train), "valid": len(valid)},
     }
     print(f"tracking demo: {steps} steps of logistic regression on {len(train)} generated points -> {', '.join(names)}")
-    run = init("demo", log_with=names, logging_dir=logging_dir, config=config)
+    views = _ViewNotices()
+    logger.addHandler(views)
+    try:
+        run = init("demo", log_with=names, logging_dir=logging_dir, config=config)
+        run.flush(timeout=120)  # every backend has said where it writes
+    finally:
+        logger.removeHandler(views)
     rng = random.Random(2)
     weights, velocity = [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]
     log_seconds = 0.0
@@ -116,8 +129,65 @@ def run_demo(logging_dir: str = "runs", steps: int = 200, backends: str | None =
     print()
     print("read back from each backend's own storage:")
     print(read_back_table(run.trackers, expected_points=steps))
+    print()
+    print(next_steps(run.run_dir, logging_dir, [t.name for t in run.trackers], views))
     learned = accuracy > 0.8 or steps < STEPS_TO_LEARN
     return 0 if report.ok and learned else 1
+
+
+class _ViewNotices(logging.Handler):
+    """Keeps the backends' "where it went / how to view it" notices, to repeat them at the end."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if record.levelno == logging.INFO and ":" in message.split(" ", 1)[0]:
+            self.lines.append(message)
+
+
+def tracking_command() -> str:
+    """How the user runs ``tracking`` from where they stand: through the developer script when the demo
+    came through it, ``tracking`` when that is on PATH for this interpreter, else ``python -m tracking_core``."""
+    prefix = os.environ.get("TRACKING_CLI_PREFIX")
+    if prefix:
+        return f"{prefix} tracking"
+    found = shutil.which("tracking")
+    if found and Path(found).absolute().parent == Path(sys.executable).absolute().parent:
+        return "tracking"
+    return f"{shlex.quote(sys.executable)} -m tracking_core"
+
+
+def _shown(path: str | os.PathLike[str]) -> str:
+    """A path as the user types it: relative to where they stand when inside it, quoted for the shell."""
+    here = Path(os.environ.get("TRACKING_CLI_CWD") or os.getcwd()).resolve()
+    absolute = Path(path).resolve()
+    try:
+        shown = str(absolute.relative_to(here))
+    except ValueError:
+        shown = str(absolute)
+    return shlex.quote(shown)
+
+
+def next_steps(run_dir: Any, logging_dir: str, backends: list[str], views: _ViewNotices) -> str:
+    """The demo's last lines: commands that work as printed, and where each backend wrote."""
+    tracking = tracking_command()
+    prefix = os.environ.get("TRACKING_CLI_PREFIX")
+    lines = ["next:"]
+    if run_dir is not None:
+        lines.append(f"  {tracking} show {_shown(run_dir)}    # what the run logged")
+        lines.append(f"  {tracking} runs {_shown(logging_dir)}    # every run there")
+        others = [name for name in get_available_trackers() if name not in backends and name != "jsonl"]
+        target = others[0] if others else "jsonl"
+        lines.append(f"  {tracking} replay {_shown(run_dir)} --to {target} --new-run    # a copy in another backend")
+    if views.lines:
+        lines.append(
+            "where each backend wrote it" + (f" (run its viewer through: {prefix} ...)" if prefix else "") + ":"
+        )
+        lines += [f"  {line}" for line in views.lines]
+    return "\n".join(lines)
 
 
 def read_back_table(trackers: Iterable[GeneralTracker], expected_points: int) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -110,7 +111,7 @@ class JsonlTracker(GeneralTracker):
             self._writer.write({"type": "resume", "time": time.time()})
             self._writer.flush()
         if not is_spill:
-            notice(f"jsonl: journal at {self.journal_path} (summary: tracking show {self.run_dir})")
+            notice(f"jsonl: journal at {self.journal_path} (summary: tracking show {shlex.quote(str(self.run_dir))})")
 
     def resume_state(self) -> dict[str, Any]:
         """The journal is appended to in place: its folder is the run's, kept on resume."""

@@ -41,7 +41,6 @@ def missing_reason(kind: str, error: ImportError) -> str:
     """One line for the warning and the report: which kind, what is missing, how to get it."""
     what = KIND_NAMES.get(kind, kind + "s")
     cause = f"{type(error).__name__}: {error}"[:200]
-    hint = install_hint(error)
-    if "pip install" in str(error) and not error.name:
-        hint = "the error says what to install"
-    return f"{what} skipped: a package they need is missing ({cause}); {hint}, then replay the journal for them"
+    if "pip install" in str(error) and not error.name:  # the SDK's own message names the command
+        return f"{what} skipped: a package they need is missing ({cause})"
+    return f"{what} skipped: a package they need is missing ({cause}); {install_hint(error)}"

@@ -16,7 +16,7 @@ from typing import Any
 
 from .backends_info import SDK_MODULES
 from .errors import BackendNotInstalledError
-from .registry import LoggerType, package_for
+from .registry import LoggerType, install_command, package_for
 
 #: The built-in backends (their SDK module: ``backends_info.SDK_MODULES``, by default the backend's name).
 _BUILT_IN = frozenset(member.value for member in LoggerType) - {LoggerType.ALL.value}
@@ -106,7 +106,9 @@ def missing_sdks(specs: Iterable[Any]) -> dict[str, str]:
         if not found:
             requirement = _sdk_requirement(name)
             missing[name] = (
-                f'pip install "{requirement}"' if requirement else f"pip install --force-reinstall {package_for(name)}"
+                f'pip install "{requirement}"'
+                if requirement
+                else install_command(name).replace("pip install", "pip install --force-reinstall", 1)
             )
     return missing
 

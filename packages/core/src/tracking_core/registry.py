@@ -14,6 +14,7 @@ from .errors import BackendNotInstalledError
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
+    from pathlib import Path
 
     from .tracker import GeneralTracker
 
@@ -59,6 +60,41 @@ class LoggerType(str, enum.Enum):
 def package_for(name: str) -> str:
     """Distribution that provides backend ``name`` (``comet_ml`` -> ``tracking-comet-ml``)."""
     return "tracking-core" if name == "jsonl" else f"tracking-{name.replace('_', '-')}"
+
+
+def install_command(name: str) -> str:
+    """The command that installs backend ``name`` from where this tracking-core came from.
+
+    Installed from a clone (``pip install ./packages/core``, or an editable workspace), that is the
+    backend's folder beside core's (``pip install /path/to/clone/packages/mlflow``: core is already
+    there, so pip needs no index for it); installed from an index, the distribution's name.
+    """
+    import shlex
+
+    folder = _source_folder()
+    if folder is not None and name != "jsonl":
+        candidate = folder.parent / name
+        if (candidate / "pyproject.toml").is_file():
+            return f"pip install {shlex.quote(str(candidate))}"
+    return f"pip install {package_for(name)}"
+
+
+def _source_folder() -> Path | None:
+    """The folder tracking-core was installed from (PEP 610's ``direct_url.json``), when it was a local one."""
+    import importlib.metadata
+    import json
+    from pathlib import Path
+    from urllib.parse import unquote, urlparse
+
+    try:
+        text = importlib.metadata.distribution("tracking-core").read_text("direct_url.json")
+        url = json.loads(text or "{}").get("url", "")
+    except (importlib.metadata.PackageNotFoundError, ValueError, AttributeError):
+        return None
+    if not isinstance(url, str) or not url.startswith("file://"):
+        return None
+    folder = Path(unquote(urlparse(url).path))
+    return folder if (folder / "pyproject.toml").is_file() else None
 
 
 _registered: dict[str, type[GeneralTracker]] = {}
@@ -160,7 +196,7 @@ def resolve_tracker_class(name: str) -> type[GeneralTracker]:
         known = [member.value for member in LoggerType if member is not LoggerType.ALL]
         if name in known:
             raise BackendNotInstalledError(
-                f"Tracker {name!r} is not installed. Install it with: pip install {package_for(name)}"
+                f"Tracker {name!r} is not installed. Install it with: {install_command(name)}"
             )
         raise ValueError(
             f"Unknown tracker {name!r}. Available now: {', '.join(get_available_trackers())}. "
@@ -172,5 +208,5 @@ def resolve_tracker_class(name: str) -> type[GeneralTracker]:
     except ImportError as error:
         raise BackendNotInstalledError(
             f"Tracker {name!r} is registered by {entry.value} but could not be imported ({error}). "
-            f"Reinstall it with: pip install --force-reinstall {package_for(name)}"
+            f"Reinstall it with: {install_command(name).replace('pip install', 'pip install --force-reinstall', 1)}"
         ) from error

@@ -43,6 +43,7 @@ from tracking_core import GeneralTracker, flatten_config, notice, stringify, war
 from tracking_core.adapters import figure_to_array, image_list, table_rows, to_hwc_uint8
 from tracking_core.errors import PartialDelivery
 from tracking_core.filelock import file_lock
+from tracking_core.gitinfo import read_head
 
 from .schema_cache import seed_store, unseed
 
@@ -163,6 +164,31 @@ def _why_not_resumed(error: Exception, uri: str) -> str:
         return f"it is not in {_without_password(uri)}"
     message = (str(error).strip().splitlines() or [""])[0]
     return f"{type(error).__name__}: {message[:200]}"
+
+
+def _context_tags(tags: dict[str, str]) -> dict[str, str]:
+    """MLflow's context tags, but the git commit read from ``.git`` files: MLflow's own git provider
+    imports GitPython, which runs ``git`` (three processes at every start, whatever is on PATH)."""
+    from mlflow.tracking.context import registry
+
+    providers = getattr(registry, "_run_context_provider_registry", None)
+    if providers is None:  # an MLflow that moved its registry: its own resolution, git included
+        resolved: dict[str, str] = registry.resolve_tags(tags)
+        return resolved
+    context: dict[str, str] = {}
+    for provider in providers:
+        if "Git" in type(provider).__name__:
+            continue
+        try:
+            if provider.in_context():
+                context.update(provider.tags())
+        except Exception:  # one provider's failure costs only its tags, as in MLflow's own resolution
+            continue
+    head = read_head()
+    if head is not None:
+        context.setdefault("mlflow.source.git.commit", head.commit)
+    context.update(tags)
+    return context
 
 
 class MLflowTracker(GeneralTracker):
@@ -398,9 +424,7 @@ class MLflowTracker(GeneralTracker):
                 "before creating the tracker, or pass parent_run_id=); a top-level run is created",
             )
         try:  # the tags mlflow.start_run adds: user, source name/type, git commit, MLFLOW_RUN_CONTEXT
-            from mlflow.tracking.context.registry import resolve_tags
-
-            tags = resolve_tags(tags)
+            tags = _context_tags(tags)
         except Exception as error:  # context tags are a nicety, never a reason to fail
             warn_once(self.name, "tags", f"could not add MLflow's context tags ({error!r})", reason="context-tags")
         return client.create_run(experiment_id, tags=tags, run_name=run_name)
