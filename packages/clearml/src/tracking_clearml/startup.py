@@ -64,10 +64,24 @@ def cache_dir_during_init(path: Path | None) -> Iterator[None]:
         yield
         return
     os.environ["CLEARML_CACHE_DIR"] = str(path)
+    sessions = _session_cache()
+    home_folder = getattr(sessions, "SESSION_CACHE_FOLDER", None)
+    if home_folder is not None:  # the "last task" record Task.init keeps in ~/.clearml/.session.json
+        sessions.SESSION_CACHE_FOLDER = str(path)
     try:
         yield
     finally:
         os.environ.pop("CLEARML_CACHE_DIR", None)
+        if home_folder is not None:
+            sessions.SESSION_CACHE_FOLDER = home_folder
+
+
+def _session_cache() -> Any:
+    try:
+        from clearml.config.cache import SessionCache
+    except ImportError:  # a release that moved it: its file stays where ClearML puts it
+        return None
+    return SessionCache
 
 
 def choose_mode(task_class: Any, logging_dir: Path, server_timeout: float) -> tuple[str, Path | None, str | None]:

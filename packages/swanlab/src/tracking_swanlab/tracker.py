@@ -43,10 +43,20 @@ _EDGE_CHARACTERS = " \t\n\r./"
 _MAX_KEY_LENGTH = 512
 
 #: Settings a library user almost never wants from a tracker started on their behalf: a hardware
-#: sampler thread and a proxy that rewires ``sys.stdout``/``sys.stderr``. Applied only when neither
+#: sampler thread, a proxy that rewires ``sys.stdout``/``sys.stderr``, and the start-up probes that
+#: run other programs (``pixi list``, ``uv pip list``, ``pip list`` for the requirements, ``conda env
+#: export``, ``git`` three times, ``lscpu``/``nvidia-smi``-like tools for the hardware snapshot): up to
+#: 25 s of waiting on whatever is on PATH, and files in the user's caches. Applied only when neither
 #: the user's ``settings``, SwanLab's environment variables/config files nor ``swanlab.merge_settings``
 #: chose them.
-_QUIET_DEFAULTS = {"probe.monitor": False, "terminal.proxy_type": "none"}
+_QUIET_DEFAULTS = {
+    "probe.monitor": False,
+    "probe.requirements": False,
+    "probe.conda": False,
+    "probe.git": False,
+    "probe.hardware": False,
+    "terminal.proxy_type": "none",
+}
 
 DEFAULT_ONLINE_CHECK_TIMEOUT = 5.0
 
