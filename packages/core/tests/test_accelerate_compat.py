@@ -170,8 +170,26 @@ def test_unknown_and_uninstalled_names_fail_clearly():
         Dispatcher(log_with="nope")
     known_but_missing = [name for name in LoggerType.list() if name not in ("all", *get_available_trackers())]
     if known_but_missing:
-        with pytest.raises(tracking_core.BackendNotInstalledError, match=r"pip install tracking-"):
-            Dispatcher(log_with=known_but_missing[0], logging_dir=".")
+        from tracking_core.registry import install_command
+
+        name = known_but_missing[0]
+        with pytest.raises(tracking_core.BackendNotInstalledError) as caught:
+            Dispatcher(log_with=name, logging_dir=".")
+        assert f"Install it with: {install_command(name)}" in str(caught.value)
+
+
+def test_the_install_hint_is_the_backends_folder_from_a_clone_and_its_name_from_an_index(monkeypatch, tmp_path):
+    from tracking_core import registry
+
+    clone = tmp_path / "my clone" / "packages"
+    for folder in ("core", "comet_ml"):
+        (clone / folder).mkdir(parents=True)
+        (clone / folder / "pyproject.toml").write_text("[project]\n")
+    monkeypatch.setattr(registry, "_source_folder", lambda: clone / "core")
+    assert registry.install_command("comet_ml") == f"pip install '{clone / 'comet_ml'}'"  # quoted: a space
+    assert registry.install_command("wandb") == "pip install tracking-wandb"  # not in that clone
+    monkeypatch.setattr(registry, "_source_folder", lambda: None)
+    assert registry.install_command("comet_ml") == "pip install tracking-comet-ml"
 
 
 def test_init_twice_raises_and_finish_twice_is_a_no_op(tmp_path):

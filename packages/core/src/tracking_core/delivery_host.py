@@ -19,11 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from .delivery import Delivery, RetryPolicy
+from .errors import portable_cause
 from .jsonl import JsonlTracker
 from .record import Record
 from .report import BackendReport
 from .selection import construct_tracker
-from .session import CursorFile, cursor_name
+from .session import CursorFile, cursor_name, not_resumed_note, resume_state_of
 from .spill import SpillJournal, spill_name
 from .tracker import GeneralTracker, RunContext
 from .worker import BackendWorker
@@ -97,10 +98,10 @@ class Host:
                     )
                 ),
                 on_error=options["on_error"],
-                error_sink=lambda error: self.send(("error", name, str(error))),
+                error_sink=lambda error: self.send(("error", name, str(error), portable_cause(error))),
                 flush_interval=options["flush_interval"],
                 retry=RetryPolicy(*options["retry"]),
-                on_started=lambda: self.send(("started", name, _resume_state(tracker), report.start_seconds)),
+                on_started=lambda: self._started(tracker, report),
                 on_progress=lambda backend, seq, step: self.send(("progress", backend, seq, step)),
                 cursor_file=CursorFile(self.run_dir / cursor_name(name)),
                 cursor=backend["cursor"],
@@ -113,6 +114,12 @@ class Host:
         self.workers[name] = BackendWorker(
             tracker, delivery_for, queue_size=options["queue_size"], on_full=options["on_full"]
         )
+
+    def _started(self, tracker: GeneralTracker, report: BackendReport) -> None:
+        note = not_resumed_note(tracker, bool(self.setup["context"].get("resumed")))
+        if note is not None:
+            report.notes.append(note)
+        self.send(("started", tracker.name, resume_state_of(tracker), report.start_seconds))
 
     # -- the loop ----------------------------------------------------------------------------
     def serve(self) -> None:
@@ -190,13 +197,6 @@ class Host:
                 if safe != self._last_safe.get(name):
                     self._last_safe[name] = safe
                     self.send(("safe", name, safe))
-
-
-def _resume_state(tracker: GeneralTracker) -> Any:
-    try:
-        return tracker.resume_state()
-    except Exception:
-        return None
 
 
 def lower_priority() -> None:

@@ -102,7 +102,7 @@ class DeliveryLink:
         queue_size: int,
         on_started: Callable[[str, Any], None],
         on_progress: Callable[[str, int, int], None],
-        on_error: Callable[[str, str], None],
+        on_error: Callable[..., None],
         on_death: Callable[[DeliveryLink, str], None],
     ) -> None:
         self.workers: dict[str, RemoteWorker] = {}
@@ -283,7 +283,7 @@ class DeliveryLink:
             if flushed is not None:
                 flushed.set()
         elif kind == "error":
-            self._on_error(event[1], event[2])
+            self._on_error(*event[1:])
         elif kind == "finished":
             _, name, report = event
             if self._not_sent[name]:

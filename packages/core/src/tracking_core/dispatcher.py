@@ -7,7 +7,6 @@ values, step and config semantics of the whole library are applied here, once.
 from __future__ import annotations
 
 import functools
-import json
 import os
 import threading
 import time
@@ -19,7 +18,7 @@ from . import lifecycle
 from .config import sanitize_config
 from .delivery import Delivery, RetryPolicy
 from .distributed import get_rank, get_world_size
-from .errors import TrackingError
+from .errors import TrackingError, arrived_cause
 from .histogram import Histogram, histogram_from_counts, histogram_of
 from .jsonl import JsonlTracker
 from .manifest import MANIFEST_NAME
@@ -33,7 +32,7 @@ from .redaction import redact_init_kwargs
 from .rendezvous import shared_run_id
 from .report import BackendReport, FinishReport
 from .selection import DEFAULT_LOGGING_DIR, TrackerSpec, construct_tracker, resolve_specs
-from .session import RunSession, choose_job_run_id, rank_folder
+from .session import RunSession, choose_job_run_id, not_resumed_note, rank_folder, resume_state_of
 from .spill import SpillJournal, spill_name
 from .tracker import GeneralTracker, RunContext, has_capability
 from .values import image_problem, key_problem, snapshot, snapshot_media
@@ -322,6 +321,7 @@ class Dispatcher:
                 "rank": context.rank,
                 "world_size": context.world_size,
                 "group": context.group,
+                "resumed": self.resumed,
             },
             "options": {
                 "on_error": self.on_error,
@@ -350,7 +350,7 @@ class Dispatcher:
             queue_size=self.queue_size,
             on_started=session.backend_started,  # the state comes from the delivery process
             on_progress=session.progress,
-            on_error=lambda name, message: self._store_error(TrackingError(name, message.removeprefix(f"[{name}] "))),
+            on_error=self._remote_error,
             on_death=self._delivery_died,
         )
         for tracker in trackers:
@@ -359,6 +359,13 @@ class Dispatcher:
             self._workers.append(worker)
         self._link = link
         self._puts.append(link.put_all)
+
+    def _remote_error(self, name: str, message: str, cause: tuple[BaseException, str] | None = None) -> None:
+        """A backend failed in the delivery process: the same ``TrackingError`` as in thread mode, chained
+        to the backend's exception (with its traceback from over there)."""
+        error = TrackingError(name, message.removeprefix(f"[{name}] "))
+        error.__cause__ = arrived_cause(cause)
+        self._store_error(error)
 
     def _delivery_died(self, link: Any, why: str) -> None:
         """The delivery process is gone: its backends go on in threads here, from where each one stopped."""
@@ -452,19 +459,11 @@ class Dispatcher:
 
     def _backend_started(self, tracker: GeneralTracker, report: BackendReport) -> None:
         """In the worker, once its backend is up: keep what a later process needs to resume it."""
-        if self.resumed and tracker.run_context is not None and tracker.run_context.resume is None:
-            report.notes.append(
-                f"not resumed: the earlier run left no {tracker.name} state; this is a new {tracker.name} run"
-            )
-        if self._session is None or not self._session.writes:
-            return
-        try:
-            state = tracker.resume_state()
-            json.dumps(state)
-        except Exception as error:
-            logger.warning("backend %r: resume_state() failed (%r); this run cannot resume it", tracker.name, error)
-            state = None
-        self._session.backend_started(tracker.name, state)
+        note = not_resumed_note(tracker, self.resumed)
+        if note is not None:
+            report.notes.append(note)
+        if self._session is not None and self._session.writes:
+            self._session.backend_started(tracker.name, resume_state_of(tracker))
 
     # -- process lifecycle -------------------------------------------------------------------------
     def _finish_at_exit(self) -> None:

@@ -29,3 +29,43 @@ class PartialDelivery(Exception):
     def __init__(self, delivered: int) -> None:
         super().__init__(f"{delivered} entries were stored before the batch failed")
         self.delivered = delivered
+
+
+class RemoteTraceback(Exception):
+    """The traceback of an exception raised in the delivery process, as text: the ``__cause__`` of that
+    exception once it crossed to the training process (tracebacks do not pickle)."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+    def __str__(self) -> str:
+        return "\n\nin the delivery process:\n" + self.text
+
+
+def portable_cause(error: BaseException) -> tuple[BaseException, str] | None:
+    """What of ``error``'s cause can cross a pipe: the exception itself when it pickles (its type kept, so
+    ``except ConnectionError`` still matches), else a ``RuntimeError`` naming it; and its traceback as
+    text (pickling keeps neither ``__traceback__`` nor ``__cause__``). :func:`arrived_cause` rejoins them."""
+    import pickle
+    import traceback
+
+    cause = error.__cause__
+    if cause is None:
+        return None
+    text = "".join(traceback.format_exception(type(cause), cause, cause.__traceback__))
+    try:
+        pickle.loads(pickle.dumps(cause))
+        portable: BaseException = cause
+    except Exception:
+        portable = RuntimeError(f"{type(cause).__qualname__}: {cause}")
+    return portable, text
+
+
+def arrived_cause(portable: tuple[BaseException, str] | None) -> BaseException | None:
+    """The cause :func:`portable_cause` sent, chained to its traceback from the delivery process."""
+    if portable is None:
+        return None
+    cause, text = portable
+    cause.__cause__ = RemoteTraceback(text)
+    return cause

@@ -8,15 +8,19 @@ on the records it did not hold when the earlier process died (its cursor in ``ru
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .journal import JOURNAL_NAME
 from .manifest import MANIFEST_NAME, RunManifest, find_run_to_resume
-from .notices import notice
+from .notices import logger, notice
 from .spill import journal_tail, spill_name
+
+if TYPE_CHECKING:
+    from .tracker import GeneralTracker
 
 #: The positions of a backend that took nothing yet: (seq, step, handed seq, handed step).
 NOWHERE = (-1, -1, -1, -1)
@@ -83,6 +87,23 @@ def choose_job_run_id(project_dir: Path, resume: bool | str) -> str:
         if jobs:
             return max(jobs, key=lambda job: (job / rank_folder(0) / MANIFEST_NAME).stat().st_mtime).name
     return new_run_id()
+
+
+def not_resumed_note(tracker: GeneralTracker, resumed: bool) -> str | None:
+    """The report note for a backend the resumed run had no state for: it starts a new run of its own."""
+    if resumed and tracker.run_context is not None and tracker.run_context.resume is None:
+        return f"not resumed: the earlier run left no {tracker.name} state; this is a new {tracker.name} run"
+    return None
+
+
+def resume_state_of(tracker: GeneralTracker) -> Any:
+    """``tracker.resume_state()``, or ``None`` (with a warning) when it fails: a backend that cannot say how
+    to reopen its run still runs, it just cannot be resumed."""
+    try:
+        return tracker.resume_state()
+    except Exception as error:
+        logger.warning("backend %r: resume_state() failed (%r); this run cannot resume it", tracker.name, error)
+        return None
 
 
 class RunSession:
@@ -189,8 +210,15 @@ class RunSession:
         return [path for path in paths if path.is_file()]
 
     def backend_started(self, backend: str, state: Any) -> None:
-        if self.writes:
-            self.manifest.set_backend(backend, state)
+        """Keep how to reopen ``backend``'s run (its ``resume_state``), if run.json can hold it."""
+        if not self.writes:
+            return
+        try:
+            json.dumps(state)
+        except (TypeError, ValueError) as error:
+            logger.warning("backend %r: resume_state() is not JSON (%s); this run cannot resume it", backend, error)
+            state = None
+        self.manifest.set_backend(backend, state)
 
     def progress(self, backend: str, seq: int, step: int) -> None:
         if self.writes:

@@ -42,3 +42,16 @@ class SwitchedJournal(JsonlTracker):
     def log_batch(self, entries: Sequence[tuple[dict[str, Any], int | None, dict[str, Any]]]) -> None:
         self._refuse_while_down()
         super().log_batch(entries)
+
+
+class UnsavableState(JsonlTracker):
+    """A journal whose ``resume_state`` cannot be written to ``run.json`` (not JSON): the run goes on,
+    without a way to resume this backend, in either delivery mode."""
+
+    name = "unsavable"
+
+    def __init__(self, run_name: str, logging_dir: Any = None, **kwargs: Any) -> None:
+        super().__init__(run_name, logging_dir, journal_name="unsavable.jsonl", **kwargs)
+
+    def resume_state(self) -> dict[str, Any]:
+        return {"handle": {1, 2, 3}}  # a set: JSON has none
