@@ -191,8 +191,7 @@ class DVCLiveTracker(GeneralTracker):
             if context is not None and (context.resume or {}).get("dir"):
                 kwargs["resume"] = True  # the earlier process's rows and params stay
             self._live = _offline_live_class(Live)(dir=str(self.dir), save_dvc_exp=False, dvcyaml=None, **kwargs)
-            if self._live.step:  # a resumed folder: keep its metric names' layout in mind
-                self._learn_names()
+            self._learn_names()  # a resumed folder's metric names hold their places in metrics.json
         notice(f"dvclive: run folder {self.dir}; view with: dvc plots show {self.dir}/plots/metrics")
 
     def _learn_names(self) -> None:
