@@ -19,7 +19,7 @@ def tsv_rows(folder: str | Path) -> dict[str, list[tuple[int, str]]]:
     for path in sorted(root.rglob("*.tsv")):
         with path.open(encoding="utf-8", newline="") as file:
             reader = csv.DictReader(file, delimiter="\t")
-            assert reader.fieldnames is not None and reader.fieldnames[0] == "step", reader.fieldnames
+            assert reader.fieldnames is not None and "step" in reader.fieldnames, reader.fieldnames
             key = path.relative_to(root).with_suffix("").as_posix()
             rows[key] = [(int(row["step"]), row[path.stem]) for row in reader]
     return rows
