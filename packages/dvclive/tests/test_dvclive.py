@@ -262,3 +262,36 @@ def test_resumed_folder_keeps_the_key_layout(isolated: Path, dvclive_files):
     second.log({second.sanitize_key("a/b"): 2.0}, step=1)
     second.finish()
     assert dvclive_files.summary(second.dir) == {"a": 1.0, "a_b": 2.0, "step": 1}
+
+
+def test_resume_survives_files_a_killed_writer_truncated(isolated: Path, dvclive_files):
+    """DVCLive rewrites metrics.json and params.yaml in place; a SIGKILL mid-write leaves them truncated,
+    which DVCLive's own resume fails to parse. The tracker starts anyway, keeps the rows and says so."""
+    logs = isolated / "logs"
+    first = finished_run(DVCLiveTracker, logs, range(3), config={"lr": 0.1})
+    (first.dir / "metrics.json").write_text('{"loss": 0.3', encoding="utf-8")
+    (first.dir / "params.yaml").write_text("", encoding="utf-8")
+    second = finished_run(DVCLiveTracker, logs, range(3, 5), first.resume_state())
+    assert dvclive_files.scalars(second.dir) == {"loss": {s: loss(s) for s in range(5)}}
+    assert dvclive_files.summary(second.dir) == {"loss": loss(4), "step": 4}
+    notes = second.report_notes()
+    assert sorted(Path(note.split(" ")[0]).name for note in notes) == ["metrics.json", "params.yaml"], notes
+    assert all("could not be read" in note for note in notes), notes
+
+
+def test_summary_and_params_are_replaced_whole(isolated: Path):
+    """Written to a temporary file and renamed, never rewritten in place: a hard link to the first version
+    keeps that version (an in-place rewrite would change it), and no temporary file is left."""
+    tracker = started_tracker(DVCLiveTracker, isolated / "logs")
+    tracker.store_init_configuration({"lr": 0.1})
+    tracker.log({"loss": 1.0}, step=0)
+    os.link(tracker.dir / "metrics.json", isolated / "metrics-v1.json")
+    os.link(tracker.dir / "params.yaml", isolated / "params-v1.yaml")
+    first_summary = (isolated / "metrics-v1.json").read_text()
+    tracker.store_init_configuration({"lr": 0.2})
+    tracker.log({"loss": 0.5}, step=1)
+    tracker.finish()
+    assert (isolated / "metrics-v1.json").read_text() == first_summary
+    assert (isolated / "params-v1.yaml").read_text() == "lr: 0.1\n"
+    assert (tracker.dir / "params.yaml").read_text() == "lr: 0.2\n"
+    assert not list(tracker.dir.glob("*.tracking-tmp"))

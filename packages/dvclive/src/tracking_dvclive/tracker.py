@@ -71,6 +71,13 @@ def _merged(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
     return merged
 
 
+def _replace(path: str, write: Any) -> None:
+    """``write(temporary path)``, then the temporary file renamed over ``path`` (atomic on one file system)."""
+    temporary = f"{path}.tracking-tmp"
+    write(temporary)
+    os.replace(temporary, path)
+
+
 def _offline_live_class(live_class: type) -> type:
     """``dvclive.Live`` that never looks for a DVC repository, git or DVC Studio.
 
@@ -81,7 +88,43 @@ def _offline_live_class(live_class: type) -> type:
     state DVCLive itself runs in outside a DVC project (metrics, params, plots and images unchanged).
     """
 
+    from dvclive.error import InvalidParameterTypeError
+    from dvclive.plots import NumpyEncoder
+    from dvclive.serialize import dump_json, dump_yaml
+    from ruamel.yaml.representer import RepresenterError
+
     class OfflineLive(live_class):  # type: ignore[misc, valid-type]
+        """Also writes ``metrics.json`` and ``params.yaml`` whole or not at all (a temporary file, then a
+        rename): DVCLive rewrites them in place, so a process killed mid-write left a truncated file that
+        DVCLive's resume then fails to parse. Such a file left by an earlier writer is read as empty."""
+
+        #: files of the folder that could not be read back on resume (the tracker notes them)
+        unreadable: list[str]
+
+        def make_summary(self) -> None:
+            if self._step is not None:
+                self.summary["step"] = self.step
+            _replace(self.metrics_file, lambda path: dump_json(self.summary, path, cls=NumpyEncoder))
+
+        def _dump_params(self) -> None:
+            try:
+                _replace(self.params_file, lambda path: dump_yaml(self._params, path))
+            except RepresenterError as error:
+                raise InvalidParameterTypeError(error.args[0]) from error
+
+        def read_latest(self) -> Any:
+            try:
+                return super().read_latest()
+            except ValueError:  # json's JSONDecodeError
+                self.__dict__.setdefault("unreadable", []).append(self.metrics_file)
+                return {}
+
+        def _read_params(self) -> None:
+            try:
+                super()._read_params()
+            except Exception:  # DVCLive's YAMLFileCorruptedError, or an empty file (None)
+                self.__dict__.setdefault("unreadable", []).append(self.params_file)
+
         def _init_dvc(self) -> None:
             self._dvc_repo = None
             self._save_dvc_exp = False
@@ -192,6 +235,8 @@ class DVCLiveTracker(GeneralTracker):
                 kwargs["resume"] = True  # the earlier process's rows and params stay
             self._live = _offline_live_class(Live)(dir=str(self.dir), save_dvc_exp=False, dvcyaml=None, **kwargs)
             self._learn_names()  # a resumed folder's metric names hold their places in metrics.json
+            for path in self._live.__dict__.get("unreadable", ()):
+                self.add_note(f"{path} could not be read (a process died writing it): rewritten, the .tsv rows kept")
         notice(f"dvclive: run folder {self.dir}; view with: dvc plots show {self.dir}/plots/metrics")
 
     def _learn_names(self) -> None:
@@ -378,8 +423,9 @@ class DVCLiveTracker(GeneralTracker):
     def resume_state(self) -> dict[str, Any] | None:
         return {"dir": str(Path(self._live.dir).absolute())} if self._live is not None else None
 
-    def _metrics_root(self) -> Path:
-        return Path(self._live.plots_dir) / "metrics"
+    def _plots(self) -> Path:
+        """DVCLive's ``plots`` folder (``Live.plots_dir``), known before the ``Live`` exists."""
+        return Path(self._live.plots_dir) if self._live is not None else Path(self.dir or "dvclive") / "plots"
 
     def read_back_history(self) -> dict[str, list[tuple[int, Any]]]:
         """Every numeric row of the run's ``plots/metrics/*.tsv`` files, in file order (a step logged
@@ -387,7 +433,7 @@ class DVCLiveTracker(GeneralTracker):
         import csv
 
         history: dict[str, list[tuple[int, Any]]] = {}
-        root = self._metrics_root()
+        root = self._plots() / "metrics"
         for path in sorted(root.rglob("*.tsv")) if root.is_dir() else ():
             name = path.relative_to(root).with_suffix("").as_posix()
             with path.open(encoding="utf-8", newline="") as file:
@@ -408,7 +454,7 @@ class DVCLiveTracker(GeneralTracker):
         import numpy as np
         from PIL import Image
 
-        root = Path(self._live.plots_dir) / "images"
+        root = self._plots() / "images"
         found: list[tuple[str, int, int, Path]] = []
         for path in root.rglob("*.png") if root.is_dir() else ():
             match = _IMAGE_FILE.match(path.name)
