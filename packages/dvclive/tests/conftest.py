@@ -42,9 +42,7 @@ def scalars(folder: str | Path) -> dict[str, dict[int, float]]:
 
 
 def texts(folder: str | Path) -> dict[str, dict[int, str]]:
-    return {
-        key: dict(rows) for key, rows in tsv_rows(folder).items() if any(_number(cell) is None for _, cell in rows)
-    }
+    return {key: dict(rows) for key, rows in tsv_rows(folder).items() if any(_number(cell) is None for _, cell in rows)}
 
 
 def summary(folder: str | Path) -> dict[str, Any]:

@@ -96,11 +96,15 @@ def test_never_runs_git_or_dvc_and_writes_only_under_logging_dir(isolated: Path)
         pytest.skip("git is not installed")
     work = isolated / "work"
     subprocess.run([git, "init", "-q", str(work)], check=True)
-    os.remove(work / ".git" / "hooks" / "pre-commit.sample") if (work / ".git/hooks/pre-commit.sample").exists() else None
     before = _tree(work)
     env = {**os.environ, "DVCLIVE_TEST": "true", "HOME": str(isolated / "home")}
     child = subprocess.run(
-        [sys.executable, "-c", CHILD, str(work / "logs")], cwd=work, env=env, capture_output=True, text=True, timeout=180
+        [sys.executable, "-c", CHILD, str(work / "logs")],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
     )
     assert child.returncode == 0, child.stderr[-3000:]
     result = json.loads(child.stdout.strip().splitlines()[-1])

@@ -93,7 +93,7 @@ def _offline_live_class(live_class: type) -> type:
     from dvclive.serialize import dump_json, dump_yaml
     from ruamel.yaml.representer import RepresenterError
 
-    class OfflineLive(live_class):  # type: ignore[misc, valid-type]
+    class OfflineLive(live_class):  # type: ignore[misc]
         """Also writes ``metrics.json`` and ``params.yaml`` whole or not at all (a temporary file, then a
         rename): DVCLive rewrites them in place, so a process killed mid-write left a truncated file that
         DVCLive's resume then fails to parse. Such a file left by an earlier writer is read as empty."""
@@ -312,7 +312,9 @@ class DVCLiveTracker(GeneralTracker):
                     if keyword in _METRIC_KEYWORDS and isinstance(value, bool):
                         options[keyword] = value
                     else:
-                        warn_once(self.name, keyword, "not a Live.log_metric keyword for dvclive; ignored", reason="kwarg")
+                        warn_once(
+                            self.name, keyword, "not a Live.log_metric keyword for dvclive; ignored", reason="kwarg"
+                        )
                 if step is None:  # direct use: the step after the previous call's (DVCLive's own at first)
                     step = self._last_step + 1 if self._last_step is not None else live.step
                 live.step = self._last_step = int(step)
