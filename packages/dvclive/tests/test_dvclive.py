@@ -266,6 +266,9 @@ def test_resumed_folder_keeps_the_key_layout(isolated: Path, dvclive_files):
     second.log({second.sanitize_key("a/b"): 2.0}, step=1)
     second.finish()
     assert dvclive_files.summary(second.dir) == {"a": 1.0, "a_b": 2.0, "step": 1}
+    third = started_tracker(DVCLiveTracker, logs, second.resume_state())
+    assert third.sanitize_key("a/b") == "a_b"  # the same series as before, not a new name
+    third.finish()
 
 
 def test_resume_survives_files_a_killed_writer_truncated(isolated: Path, dvclive_files):

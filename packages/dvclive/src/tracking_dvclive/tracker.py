@@ -275,7 +275,7 @@ class DVCLiveTracker(GeneralTracker):
         parts = tuple(name.split("/"))
         if parts not in self._leaves and self._clashes(parts):
             name = name.replace("/", "_")
-            while (name,) in self._prefixes or (name,) in self._leaves:
+            while (name,) in self._prefixes:  # a flat name already a leaf is this key's own series after a resume
                 name += "_"
             parts = (name,)
         self._claim(parts)
