@@ -20,6 +20,7 @@ BACKEND_SDKS = {
     "comet_ml": "comet_ml",
     "clearml": "clearml",
     "swanlab": "swanlab",
+    "dvclive": "dvclive",
 }
 CELL = os.environ.get("TRACKING_BACKEND") or None
 

@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-BACKENDS = ["tensorboard", "mlflow", "aim", "trackio", "wandb", "comet_ml", "clearml", "swanlab"]
+BACKENDS = ["tensorboard", "mlflow", "aim", "trackio", "wandb", "comet_ml", "clearml", "swanlab", "dvclive"]
 
 
 def values_for(step: int) -> dict:
@@ -205,6 +205,7 @@ def case_reference(steps: int, logging_dir: Path, backend: str) -> dict:
         "comet_ml": "CometMLTracker",
         "clearml": "ClearMLTracker",
         "swanlab": "SwanLabTracker",
+        "dvclive": "DVCLiveTracker",
     }
     cls = getattr(reference, classes[backend])
     started = time.perf_counter()

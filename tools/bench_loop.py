@@ -126,6 +126,7 @@ def _reference_tracker(backend: str, logging_dir: Path):
         "comet_ml": "CometMLTracker",
         "clearml": "ClearMLTracker",
         "swanlab": "SwanLabTracker",
+        "dvclive": "DVCLiveTracker",
     }
     cls = getattr(reference, names[backend])
     if cls.requires_logging_directory:

@@ -104,7 +104,7 @@ def test_runs_does_not_import_backend_sdks(tmp_path):
     script = (
         "import sys; from tracking_core.cli import main; main(['runs', 'runs']); "
         "print('imported:', sorted(m for m in sys.modules if m.split('.')[0] in "
-        "{'mlflow', 'wandb', 'aim', 'tensorboard', 'comet_ml', 'clearml', 'swanlab', 'trackio'}))"
+        "{'mlflow', 'wandb', 'aim', 'tensorboard', 'comet_ml', 'clearml', 'swanlab', 'trackio', 'dvclive', 'dvc'}))"
     )
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path)
     assert "imported: []" in result.stdout, result.stdout + result.stderr

@@ -35,7 +35,7 @@ _FENCE = re.compile(
 _NOT_RUN = re.compile(r"<!--\s*not-run\b[^>]*-->\s*$")
 
 #: Backend names the examples may use; each one not installed here gets an in-memory stand-in.
-BACKENDS = ("tensorboard", "mlflow", "aim", "trackio", "wandb", "comet_ml", "clearml", "swanlab")
+BACKENDS = ("tensorboard", "mlflow", "aim", "trackio", "wandb", "comet_ml", "clearml", "swanlab", "dvclive")
 
 PRELUDE = """
 import tracking_core

@@ -18,6 +18,7 @@ EMBEDDED_DEFAULTS = {
     "comet_ml": "offline archive in <logging_dir>/<project>/<run>/comet_ml",
     "clearml": "offline session in <logging_dir>/clearml/offline",
     "swanlab": "offline run in <logging_dir>/swanlog (swanlab sync)",
+    "dvclive": "DVCLive folder in <logging_dir>/<project>/<run>/dvclive (dvc plots show)",
 }
 
 #: The SDK module each built-in backend needs (None: no third-party SDK).

@@ -31,6 +31,7 @@ BUILT_IN_CLASSES = {
     "mlflow": "tracking_mlflow:MLflowTracker",
     "clearml": "tracking_clearml:ClearMLTracker",
     "swanlab": "tracking_swanlab:SwanLabTracker",
+    "dvclive": "tracking_dvclive:DVCLiveTracker",
 }
 
 
@@ -47,6 +48,7 @@ class LoggerType(str, enum.Enum):
     MLFLOW = "mlflow"
     CLEARML = "clearml"
     SWANLAB = "swanlab"
+    DVCLIVE = "dvclive"
 
     def __str__(self) -> str:
         return self.value

@@ -1,8 +1,8 @@
 """Accelerate's own tracker objects (``accelerate.tracking.GeneralTracker``), driven by the dispatcher.
 
 A script may pass one of accelerate's trackers (or a custom subclass of accelerate's base class) in
-``log_with``, or a name only accelerate knows (``"dvclive"``, a class registered with accelerate's
-``register_tracker_class``). Wrapped here, it runs in its own worker like any tracking backend: it
+``log_with``, or a name only accelerate knows (a class registered with accelerate's
+``register_tracker_class``, or ``"dvclive"`` when ``tracking-dvclive`` is not installed). Wrapped here, it runs in its own worker like any tracking backend: it
 cannot block the loop or take the other backends down. It keeps accelerate's contract only (start,
 config, log, finish): images, tables and artifacts go to the backends that have them.
 """

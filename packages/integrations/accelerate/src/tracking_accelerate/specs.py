@@ -1,8 +1,9 @@
 """``log_with`` as accelerate takes it, turned into what ``tracking_core.Dispatcher`` takes.
 
 tracking's names and tracker objects pass through. accelerate's ``LoggerType`` members become their
-names. accelerate's tracker objects, and names only accelerate knows (``"dvclive"``, classes registered
-with ``accelerate.tracking.register_tracker_class``), are wrapped (see :mod:`.foreign`).
+names. accelerate's tracker objects, and names only accelerate knows (classes registered with
+``accelerate.tracking.register_tracker_class``; ``"dvclive"`` when ``tracking-dvclive`` is not installed),
+are wrapped (see :mod:`.foreign`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import enum
 from typing import Any
 
 from tracking_core import GeneralTracker, LoggerType, get_available_trackers
+from tracking_core.registry import installed_entry_points
 
 from .foreign import AccelerateTracker, adapter_class
 
@@ -23,9 +25,16 @@ def _items(log_with: Any) -> list[Any]:
     return [log_with]
 
 
+#: Built-in names whose tracking package is optional here: without it, accelerate's own tracker is wrapped
+#: (as before tracking had the backend) instead of the run failing on a missing package.
+_ACCELERATE_WHEN_NOT_INSTALLED = ("dvclive",)
+
+
 def _accelerate_class(name: str) -> type | None:
     """accelerate's tracker class for a name tracking does not know, else None (tracking's own wins)."""
-    if name in get_available_trackers() or name in LoggerType.list():
+    if name in get_available_trackers():
+        return None
+    if name in LoggerType.list() and (name not in _ACCELERATE_WHEN_NOT_INSTALLED or name in installed_entry_points()):
         return None
     from accelerate.tracking import LOGGER_TYPE_TO_CLASS
 

@@ -1,0 +1,470 @@
+"""``dvclive``: the tracker contract mapped onto a DVCLive folder (``dvclive.Live``), with no git or DVC call.
+
+=====================  =====================================================================
+contract               what lands in ``<logging_dir>/<project>/<run id>/dvclive/``
+=====================  =====================================================================
+log / log_batch        ``Live.log_metric`` at ``Live.step = step``: a row per point in
+                       ``plots/metrics/<key>.tsv``; the latest values in ``metrics.json`` (strings too)
+store_init_config.     ``Live.log_params``: ``params.yaml`` (nesting kept; a later ``log_config`` merges)
+log_images             ``Live.log_image``: ``plots/images/<key>/<step>.png`` (``<step>_<i>.png`` for lists)
+log_figure             the figure as a PNG through ``Live.log_image``, named as an image
+log_table              not supported (DVCLive has no table type): the dispatcher warns once
+log_histogram          the contract's summary metrics (DVCLive has no histogram type)
+log_artifact(s)        a copy under ``artifacts/<artifact_path>/`` (DVCLive's ``copy=True`` place)
+flush / finish         ``metrics.json`` rewritten / ``metrics.json`` and the report (``report=``)
+per-rank runs          each rank's own run folder (``.../<run id>/rank-<N>/dvclive``)
+resume                 the same folder with ``Live(resume=True)``: rows are appended, params kept
+=====================  =====================================================================
+"""
+
+from __future__ import annotations
+
+import hashlib
+import numbers
+import os
+import re
+import shutil
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from tracking_core import GeneralTracker, flatten_config, notice, stringify, warn_once
+from tracking_core.adapters import figure_to_png, image_list, to_hwc_uint8
+from tracking_core.paths import MAX_NAME_LENGTH, check_artifact_path, warn_links_leaving
+
+#: ``dvclive.Live`` arguments that need a DVC repository or git (experiments, caching): never passed on.
+_REPO_ONLY_OPTIONS = ("save_dvc_exp", "dvcyaml", "cache_images", "exp_name", "exp_message")
+#: ``dvclive.Live`` arguments passed on as given.
+_LIVE_OPTIONS = ("resume", "report", "monitor_system")
+#: ``Live.log_metric`` keywords a caller may pass through ``log(..., **kwargs)`` (as accelerate does).
+_METRIC_KEYWORDS = ("timestamp", "plot")
+_UNSAFE = re.compile(r"[\\:\x00-\x1f\x7f]")
+_IMAGE_FILE = re.compile(r"^(\d+)(?:_(\d+))?\.png$")
+
+
+def _safe_segment(segment: str) -> str:
+    """One folder or file name DVCLive can create inside its folder, whatever the key held."""
+    segment = _UNSAFE.sub("_", segment)
+    if segment in (".", ".."):
+        segment = segment.replace(".", "_")
+    # room for DVCLive's ".tsv"; a cut name keeps a digest so two long keys stay two files
+    limit = MAX_NAME_LENGTH - 4
+    if len(segment.encode()) > limit:
+        digest = hashlib.sha1(segment.encode(), usedforsecurity=False).hexdigest()[:10]
+        segment = segment.encode()[: limit - 11].decode(errors="ignore") + "-" + digest
+    return segment
+
+
+def safe_path(key: str) -> str:
+    """``key`` as a relative ``/``-path that stays inside DVCLive's folder (``..``, ``/abs``, ``a//b`` cannot)."""
+    parts = [_safe_segment(part) for part in str(key).split("/") if part]
+    return "/".join(parts) or "_"
+
+
+def _merged(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
+    """``new`` merged into ``old``, nested dicts key by key (a later ``log_config`` adds or replaces keys)."""
+    merged = dict(old)
+    for key, value in new.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            value = _merged(merged[key], value)
+        merged[key] = value
+    return merged
+
+
+def _replace(path: str, write: Any) -> None:
+    """``write(temporary path)``, then the temporary file renamed over ``path`` (atomic on one file system)."""
+    temporary = f"{path}.tracking-tmp"
+    write(temporary)
+    os.replace(temporary, path)
+
+
+def _offline_live_class(live_class: type) -> type:
+    """``dvclive.Live`` that never looks for a DVC repository, git or DVC Studio.
+
+    DVCLive's start-up finds the DVC repository above the CWD, or *creates one* at the root of the git
+    repository it sits in (``Repo.init``), reads git's state, and may post to DVC Studio; with
+    ``DVCLIVE_TEST`` set it writes to a temporary folder instead. None of that belongs to a tracker
+    told to write under ``logging_dir``: those steps are replaced by "no repository", which is the
+    state DVCLive itself runs in outside a DVC project (metrics, params, plots and images unchanged).
+    """
+
+    from dvclive.error import InvalidParameterTypeError
+    from dvclive.plots import NumpyEncoder
+    from dvclive.serialize import dump_json, dump_yaml
+    from ruamel.yaml.representer import RepresenterError
+
+    class OfflineLive(live_class):  # type: ignore[misc]
+        """Also writes ``metrics.json`` and ``params.yaml`` whole or not at all (a temporary file, then a
+        rename): DVCLive rewrites them in place, so a process killed mid-write left a truncated file that
+        DVCLive's resume then fails to parse. Such a file left by an earlier writer is read as empty."""
+
+        #: files of the folder that could not be read back on resume (the tracker notes them)
+        unreadable: list[str]
+
+        def make_summary(self) -> None:
+            if self._step is not None:
+                self.summary["step"] = self.step
+            _replace(self.metrics_file, lambda path: dump_json(self.summary, path, cls=NumpyEncoder))
+
+        def _dump_params(self) -> None:
+            try:
+                _replace(self.params_file, lambda path: dump_yaml(self._params, path))
+            except RepresenterError as error:
+                raise InvalidParameterTypeError(error.args[0]) from error
+
+        def read_latest(self) -> Any:
+            try:
+                return super().read_latest()
+            except ValueError:  # json's JSONDecodeError
+                self.__dict__.setdefault("unreadable", []).append(self.metrics_file)
+                return {}
+
+        def _read_params(self) -> None:
+            try:
+                super()._read_params()
+            except Exception:  # DVCLive's YAMLFileCorruptedError, or an empty file (None)
+                self.__dict__.setdefault("unreadable", []).append(self.params_file)
+
+        def _init_dvc(self) -> None:
+            self._dvc_repo = None
+            self._save_dvc_exp = False
+            self._dvc_file = os.path.join(self.dir, "dvc.yaml")
+
+        def _init_test(self) -> None:  # DVCLIVE_TEST: keep the folder asked for
+            self._init_dvc()
+
+        def _init_studio(self) -> None:
+            self._studio_events_to_skip.update(("start", "data", "done"))
+
+        def post_data_to_studio(self, *args: Any, **kwargs: Any) -> None:
+            """No DVC Studio: nothing is queued (DVCLive would read every metric file back at each sync)."""
+
+    OfflineLive.__name__ = OfflineLive.__qualname__ = "OfflineLive"
+    return OfflineLive
+
+
+class DVCLiveTracker(GeneralTracker):
+    """Writes a DVCLive folder (``metrics.json``, ``params.yaml``, ``plots/``) that ``dvc plots``, ``dvc
+    metrics`` and DVC's VS Code extension read, without running git or DVC.
+
+    Example::
+
+        import tracking_core
+
+        with tracking_core.init("my-project", log_with="dvclive", logging_dir="runs") as run:
+            run.log({"train/loss": 0.5}, step=0)
+        # then: runs/my-project/<run id>/dvclive/plots/metrics/train/loss.tsv
+
+    Each run gets ``<logging_dir>/<project>/<run id>/dvclive`` (each rank its own in per-rank mode).
+    Used directly (no dispatcher) it writes to ``./dvclive`` as DVCLive and accelerate do, or to
+    ``<logging_dir>/dvclive`` when ``logging_dir`` is given. Settings (``init_kwargs={"dvclive": {...}}``),
+    named as in ``dvclive.Live``:
+
+    * ``dir``: the exact DVCLive folder (overrides the layout above).
+    * ``resume``: continue the folder's files instead of clearing them (a resumed tracking run does this
+      on its own, in the earlier process's folder).
+    * ``report`` (``"html"``, ``"md"``) and ``monitor_system``: as in DVCLive.
+    * ``live``: an existing ``dvclive.Live`` to log to, as accelerate allows (it is used as it is:
+      its own repository and Studio settings apply, and ``finish()`` calls its ``end()``).
+
+    ``save_dvc_exp``, ``dvcyaml``, ``cache_images``, ``exp_name`` and ``exp_message`` need a DVC
+    repository and git: they are ignored with one warning (commit the folder, or ``dvc exp save``, yourself).
+    DVCLive's own environment variables are read by DVCLive (``DVCLIVE_LOGLEVEL``, ``DVCLIVE_RESUME``);
+    none is set here. ``tracker`` (and ``live``, as in accelerate) returns the ``dvclive.Live``.
+    """
+
+    name = "dvclive"
+    requires_logging_directory = False
+    main_process_only = True
+    durable_on_return = True  # each point is a row appended to its .tsv file when log returns
+
+    def __init__(
+        self,
+        run_name: str | None = None,
+        live: Any = None,
+        *,
+        logging_dir: str | os.PathLike[str] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__()
+        unknown = sorted(set(kwargs) - {"dir", *_LIVE_OPTIONS, *_REPO_ONLY_OPTIONS})
+        if unknown:
+            raise TypeError(f"DVCLiveTracker got unknown arguments {unknown}; dvclive.Live takes dir, {_LIVE_OPTIONS}")
+        self.run_name = run_name
+        self.logging_dir = Path(logging_dir) if logging_dir is not None else None
+        self._given_live = live
+        self._live: Any = live
+        self._explicit_dir = kwargs.pop("dir", None)
+        self._ignored = sorted(key for key in _REPO_ONLY_OPTIONS if kwargs.pop(key, None))
+        self.live_kwargs = {key: kwargs[key] for key in _LIVE_OPTIONS if key in kwargs}
+        #: The DVCLive folder (known once started).
+        self.dir: Path | None = Path(live.dir) if live is not None else None
+        self._config: dict[str, Any] = {}
+        self._names: dict[str, str] = {}  # key -> metric name in DVCLive's folder
+        self._leaves: set[tuple[str, ...]] = set()
+        self._prefixes: set[tuple[str, ...]] = set()
+        self._last_step: int | None = None
+        self._finished = False
+
+    # -- start ---------------------------------------------------------------------------------------
+    def _default_dir(self) -> Path:
+        context = self.run_context
+        if self._explicit_dir is not None:
+            return Path(self._explicit_dir)
+        if context is not None:
+            earlier = (context.resume or {}).get("dir")
+            return Path(earlier) if earlier else Path(context.run_dir) / "dvclive"
+        return self.logging_dir / "dvclive" if self.logging_dir is not None else Path("dvclive")
+
+    def start(self) -> None:
+        if self._ignored:
+            warn_once(
+                self.name,
+                "options",
+                f"{', '.join(self._ignored)} need a DVC repository and git; ignored (nothing here runs git or dvc)",
+                reason="repo-only",
+            )
+            self.add_note(f"ignored dvclive options that need a DVC repository: {', '.join(self._ignored)}")
+        if self._live is None:
+            from dvclive import Live  # the SDK import happens here, in the backend's worker thread
+
+            self.dir = self._default_dir()
+            kwargs = dict(self.live_kwargs)
+            context = self.run_context
+            if context is not None and (context.resume or {}).get("dir"):
+                kwargs["resume"] = True  # the earlier process's rows and params stay
+            self._live = _offline_live_class(Live)(dir=str(self.dir), save_dvc_exp=False, dvcyaml=None, **kwargs)
+            self._learn_names()  # a resumed folder's metric names hold their places in metrics.json
+            for path in self._live.__dict__.get("unreadable", ()):
+                self.add_note(f"{path} could not be read (a process died writing it): rewritten, the .tsv rows kept")
+        notice(f"dvclive: run folder {self.dir}; view with: dvc plots show {self.dir}/plots/metrics")
+
+    def _learn_names(self) -> None:
+        root = Path(self._live.plots_dir) / "metrics"
+        for path in root.rglob("*.tsv") if root.is_dir() else ():
+            name = path.relative_to(root).with_suffix("").as_posix()
+            self._claim(tuple(name.split("/")))
+            self._names[name] = name
+
+    # -- the SDK object ------------------------------------------------------------------------------
+    @property
+    def tracker(self) -> Any:
+        """The ``dvclive.Live`` (``None`` before ``start()``); a managed tracker's waits for its start."""
+        self._wait_for_start()
+        return self._live
+
+    @property
+    def live(self) -> Any:
+        """The same ``dvclive.Live`` as ``tracker``, under the name accelerate's tracker gives it."""
+        return self.tracker
+
+    # -- keys ----------------------------------------------------------------------------------------
+    def _claim(self, parts: tuple[str, ...]) -> None:
+        self._leaves.add(parts)
+        self._prefixes.update(parts[:end] for end in range(1, len(parts)))
+
+    def _clashes(self, parts: tuple[str, ...]) -> bool:
+        """DVCLive nests ``metrics.json`` by ``/``: ``a`` and ``a/b`` cannot both hold a value there."""
+        return parts in self._prefixes or any(parts[:end] in self._leaves for end in range(1, len(parts)))
+
+    def _metric_name(self, key: str) -> str:
+        name = self._names.get(key)
+        if name is not None:
+            return name
+        name = safe_path(key)
+        parts = tuple(name.split("/"))
+        if parts not in self._leaves and self._clashes(parts):
+            name = name.replace("/", "_")
+            while (name,) in self._prefixes:  # a flat name already a leaf is this key's own series after a resume
+                name += "_"
+            parts = (name,)
+        self._claim(parts)
+        self._names[key] = self._names[name] = name
+        return name
+
+    def sanitize_key(self, key: str) -> str:
+        """The key as a path inside DVCLive's folder (``..``, ``:`` and over-long names rewritten), and not
+        both a value and a group of values in ``metrics.json`` (``a`` and ``a/b``: the later becomes ``a_b``)."""
+        return self._metric_name(key)
+
+    # -- config --------------------------------------------------------------------------------------
+    def store_init_configuration(self, values: dict[str, Any]) -> None:
+        """``Live.log_params``: ``params.yaml``; a later call (``log_config``) merges its keys."""
+        self._config = _merged(self._config, values)
+        try:
+            self._live.log_params(self._config)
+        except Exception as error:  # a value YAML cannot represent: the flat text copy still lands
+            warn_once(self.name, "params", f"DVCLive refused the config ({error!r}); stored flattened as strings")
+            self._live.log_params({key: stringify(value) for key, value in flatten_config(self._config).items()})
+
+    # -- metrics -------------------------------------------------------------------------------------
+    def log(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:
+        """``Live.log_metric`` per value at ``Live.step = step``; ``step=None`` (direct use) logs at the step
+        after the previous call's (DVCLive's current step at first), as accelerate's ``next_step()`` counts."""
+        self.log_batch([(values, step, kwargs)])
+
+    def log_batch(self, entries: Sequence[tuple[dict[str, Any], int | None, dict[str, Any]]]) -> None:
+        live = self._live
+        try:
+            for values, step, kwargs in entries:
+                options = {}
+                for keyword, value in kwargs.items():
+                    if keyword in _METRIC_KEYWORDS and isinstance(value, bool):
+                        options[keyword] = value
+                    else:
+                        warn_once(
+                            self.name, keyword, "not a Live.log_metric keyword for dvclive; ignored", reason="kwarg"
+                        )
+                if step is None:  # direct use: the step after the previous call's (DVCLive's own at first)
+                    step = self._last_step + 1 if self._last_step is not None else live.step
+                live.step = self._last_step = int(step)
+                for key, value in values.items():
+                    value = self._metric_value(key, value)
+                    if value is not None:
+                        live.log_metric(self._metric_name(key), value, **options)
+        finally:
+            live.make_summary()  # metrics.json: the latest values, as DVCLive's next_step() writes them
+
+    def _metric_value(self, key: str, value: Any) -> int | float | str | None:
+        """What DVCLive's ``.tsv`` keeps as it was given: Python numbers (a bool as 0/1) and strings."""
+        if isinstance(value, bool):
+            return int(value)
+        if isinstance(value, str):
+            return value
+        if isinstance(value, numbers.Integral):
+            return int(value)
+        if isinstance(value, numbers.Real):
+            return float(value)
+        warn_once(self.name, key, f"{type(value).__name__} is not a number or str; not logged", reason="type")
+        return None
+
+    # -- media ---------------------------------------------------------------------------------------
+    def _save_png(self, key: str, step: int | None, pixels: list[Any]) -> None:
+        from PIL import Image
+
+        live = self._live
+        at = int(step) if step is not None else live.step
+        folder = safe_path(key)
+        for index, array in enumerate(pixels):
+            file = f"{at}.png" if len(pixels) == 1 else f"{at}_{index}.png"
+            live.log_image(f"{folder}/{file}", Image.fromarray(array))
+
+    def log_images(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:
+        """``{key: image, list of images or batch}`` (numpy HW/HWC/CHW, NCHW/NHWC batches, PIL, tensors) as PNGs
+        ``plots/images/<key>/<step>.png``, DVCLive's step-slider layout; ``dataformats=`` settles a layout."""
+        for keyword in kwargs:
+            if keyword != "dataformats":
+                warn_once(self.name, keyword, "unknown log_images keyword for dvclive; ignored", reason="kwarg")
+        for key, value in values.items():
+            self._save_png(key, step, [to_hwc_uint8(item, kwargs.get("dataformats")) for item in image_list(value)])
+
+    def log_figure(self, figure: Any, name: str, step: int | None = None, **kwargs: Any) -> None:
+        """A matplotlib (or plotly) figure as a PNG image ``plots/images/<name>/<step>.png``; kwargs go to ``savefig``."""
+        import io
+
+        import numpy as np
+        from PIL import Image
+
+        with Image.open(io.BytesIO(figure_to_png(figure, **kwargs))) as image:
+            self._save_png(name, step, [np.asarray(image)])
+
+    # -- artifacts -----------------------------------------------------------------------------------
+    def _artifacts_dir(self, artifact_path: str | None) -> Path:
+        prefix = check_artifact_path(artifact_path)
+        root = Path(self._live.artifacts_dir)
+        return root / prefix if prefix else root
+
+    def log_artifact(self, local_path: str | os.PathLike[str], artifact_path: str | None = None) -> None:
+        """A copy of the file in ``artifacts/<artifact_path>/`` (where DVCLive's ``copy=True`` puts one).
+
+        ``Live.log_artifact`` itself only registers the file with DVC (``dvc add``); without a DVC
+        repository it skips the file, so the copy is made with DVCLive's own copying helper here.
+        """
+        from dvclive.utils import clean_and_copy_into
+
+        source = Path(local_path)
+        if not source.is_file():
+            raise FileNotFoundError(f"log_artifact: {source} is not a file")
+        target = self._artifacts_dir(artifact_path)
+        target.mkdir(parents=True, exist_ok=True)
+        clean_and_copy_into(source, target)
+
+    def log_artifacts(self, local_dir: str | os.PathLike[str], artifact_path: str | None = None) -> None:
+        """A copy of every file under the folder in ``artifacts/<artifact_path>/``, its layout kept."""
+        root = Path(local_dir)
+        if not root.is_dir():
+            raise NotADirectoryError(f"log_artifacts: {root} is not a directory")
+        warn_links_leaving(root)
+        shutil.copytree(root, self._artifacts_dir(artifact_path), dirs_exist_ok=True)
+
+    # -- flush / finish ------------------------------------------------------------------------------
+    def flush(self) -> None:
+        """``metrics.json`` rewritten (every point is already in its ``.tsv``)."""
+        if self._live is not None and not self._finished:
+            self._live.make_summary()
+
+    def finish(self) -> None:
+        """``metrics.json`` and the report, as ``Live.end()`` writes them, without its git, DVC and Studio steps.
+
+        An injected ``live`` (accelerate's ``live=``) is ended with its own ``end()``.
+        """
+        live = self._live
+        if live is None or self._finished:
+            return
+        self._finished = True
+        if self._given_live is not None:
+            live.end()
+            return
+        monitor = getattr(live, "_system_monitor", None)
+        if monitor is not None:
+            monitor.end()
+        live.make_summary()
+        live.make_report()
+
+    # -- resume / read-back --------------------------------------------------------------------------
+    def resume_state(self) -> dict[str, Any] | None:
+        return {"dir": str(Path(self._live.dir).absolute())} if self._live is not None else None
+
+    def _plots(self) -> Path:
+        """DVCLive's ``plots`` folder (``Live.plots_dir``), known before the ``Live`` exists."""
+        return Path(self._live.plots_dir) if self._live is not None else Path(self.dir or "dvclive") / "plots"
+
+    def read_back_history(self) -> dict[str, list[tuple[int, Any]]]:
+        """Every numeric row of the run's ``plots/metrics/*.tsv`` files, in file order (a step logged
+        twice shows twice); DVCLive's ``"nan"``/``"inf"`` read back as floats, text rows are left out."""
+        import csv
+
+        history: dict[str, list[tuple[int, Any]]] = {}
+        root = self._plots() / "metrics"
+        for path in sorted(root.rglob("*.tsv")) if root.is_dir() else ():
+            name = path.relative_to(root).with_suffix("").as_posix()
+            with path.open(encoding="utf-8", newline="") as file:
+                for row in csv.DictReader(file, delimiter="\t"):
+                    try:
+                        value = float(row[path.stem])
+                    except (KeyError, TypeError, ValueError):
+                        continue
+                    history.setdefault(name, []).append((int(row["step"]), value))
+        return history
+
+    def read_back_metrics(self) -> dict[str, dict[int, Any]]:
+        """The metric series per step (the last row of a step wins, as in ``dvc plots``)."""
+        return {name: dict(points) for name, points in self.read_back_history().items()}
+
+    def read_back_images(self) -> dict[str, list[tuple[int, Any]]]:
+        """Every PNG under ``plots/images/<key>/``, per key, as ``(step, HW or HWC uint8 array)``."""
+        import numpy as np
+        from PIL import Image
+
+        root = self._plots() / "images"
+        found: list[tuple[str, int, int, Path]] = []
+        for path in root.rglob("*.png") if root.is_dir() else ():
+            match = _IMAGE_FILE.match(path.name)
+            if match:
+                key = path.parent.relative_to(root).as_posix()
+                found.append((key, int(match.group(1)), int(match.group(2) or 0), path))
+        images: dict[str, list[tuple[int, Any]]] = {}
+        for key, step, _index, path in sorted(found):
+            with Image.open(path) as image:
+                images.setdefault(key, []).append((step, np.asarray(image)))
+        return images
