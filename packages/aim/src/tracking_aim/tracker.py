@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, NamedTuple, cast
 
 from tracking_core import GeneralTracker, Histogram, flatten_config, notice, stringify, warn_once
-from tracking_core.adapters import figure_to_png, image_list, table_rows, to_hwc_uint8
+from tracking_core.adapters import figure_to_png, image_list, merge_config, table_rows, to_hwc_uint8
 from tracking_core.filelock import file_lock
 from tracking_core.paths import check_artifact_path
 
@@ -107,16 +107,6 @@ def _index_run(repo_path: str, run_hash: str) -> None:
     finally:
         for container in list(writer.container_pool.values()):
             container.close()
-
-
-def _merged(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
-    """``new`` merged into ``old``, nested dicts key by key (a later ``log_config`` adds or replaces keys)."""
-    merged = dict(old)
-    for key, value in new.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            value = _merged(merged[key], value)
-        merged[key] = value
-    return merged
 
 
 def _join(prefix: str | None, name: str) -> str:
@@ -287,7 +277,7 @@ class AimTracker(GeneralTracker):
     # -- config -----------------------------------------------------------------------------------
     def store_init_configuration(self, values: dict[str, Any]) -> None:
         """``run["hparams"]`` (nesting kept); a later call (``log_config``) merges its keys and writes it again."""
-        self._config = config = _merged(self._config, values)
+        self._config = config = merge_config(self._config, values)
         try:
             self._run["hparams"] = config
         except Exception as error:

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from tracking_core import GeneralTracker, Histogram, notice, warn_once
-from tracking_core.adapters import figure_to_png, image_list, table_rows, to_hwc_uint8
+from tracking_core.adapters import figure_to_png, image_list, merge_config, table_rows, to_hwc_uint8
 from tracking_core.notices import logger
 from tracking_core.png import encode_png
 
@@ -263,7 +263,7 @@ class ClearMLTracker(GeneralTracker):
     def store_init_configuration(self, values: dict[str, Any]) -> None:
         """The config so far: the configuration object ``General`` (as accelerate names it) and the
         Hyperparameters section ``General``; a later call merges its keys into both."""
-        self._config.update(values)
+        self._config = merge_config(self._config, values)
         # As JSON, exact for any key: connect_configuration(dict) goes through HOCON, which raises on keys
         # such as "a.b" or "x@y" and cannot tell None from "".
         text = json.dumps(self._config, indent=2, ensure_ascii=False, default=str)

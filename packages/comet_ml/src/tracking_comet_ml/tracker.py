@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from tracking_core import GeneralTracker, Histogram, notice, warn_once
-from tracking_core.adapters import figure_to_png, image_list, table_rows, to_hwc_uint8
+from tracking_core.adapters import figure_to_png, image_list, merge_config, table_rows, to_hwc_uint8
 from tracking_core.notices import logger
 from tracking_core.paths import check_name
 from tracking_core.png import encode_png
@@ -288,7 +288,7 @@ class CometMLTracker(GeneralTracker):
         """Parameters (merged by Comet key by key) and the whole config so far as the ``config.json`` asset."""
         experiment = self._experiment
         experiment.log_parameters(values)
-        self._config.update(values)
+        self._config = merge_config(self._config, values)
         # Parameters lose the difference between a nested key and a key containing "|"; the asset keeps it exactly.
         text = json.dumps(self._config, sort_keys=True, default=str)
         self._check(experiment.log_asset_data(text, name="config.json", overwrite=True), "config.json")

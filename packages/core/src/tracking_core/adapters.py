@@ -12,9 +12,18 @@ import io
 import threading
 from typing import Any
 
+from .config import merge_config
 from .jsonl import table_rows
 
-__all__ = ["figure_to_array", "figure_to_png", "image_list", "probe_http", "table_rows", "to_hwc_uint8"]
+__all__ = [
+    "figure_to_array",
+    "figure_to_png",
+    "image_list",
+    "merge_config",
+    "probe_http",
+    "table_rows",
+    "to_hwc_uint8",
+]
 
 _CHANNELS = (1, 3, 4)
 

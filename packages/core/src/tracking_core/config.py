@@ -18,7 +18,7 @@ from typing import Any
 from .redaction import REDACTED, announce, is_secret_key, redact_text
 from .values import SEPARATOR, _scalar
 
-__all__ = ["REDACTED", "flatten_config", "is_secret_key", "sanitize_config", "stringify"]
+__all__ = ["REDACTED", "flatten_config", "is_secret_key", "merge_config", "sanitize_config", "stringify"]
 
 _MAX_DEPTH = 32
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
@@ -143,6 +143,17 @@ def flatten_config(config: Mapping[Any, Any], separator: str = SEPARATOR) -> dic
     for key, item in config.items():
         walk(str(key), item)
     return flat
+
+
+def merge_config(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
+    """``new`` merged into ``old``, nested sections key by key: a later ``log_config`` adds to or replaces
+    keys, never a whole section (every backend that keeps the run's config merges with this)."""
+    merged = dict(old)
+    for key, value in new.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            value = merge_config(merged[key], value)
+        merged[key] = value
+    return merged
 
 
 def stringify(value: Any) -> str:

@@ -32,6 +32,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Any, NamedTuple, cast
 
+from .config import merge_config
 from .errors import PartialDelivery, TrackingError
 from .mapping import BackendValues
 from .missing import KIND_NAMES, missing_reason
@@ -415,7 +416,7 @@ class Delivery:
     def _remember_config(self, record: Record) -> None:
         """The run's whole config so far (init's, then each ``log_config``), to head a spill journal."""
         if self.config is not None and isinstance(self.config.payload, dict) and isinstance(record.payload, dict):
-            record = record._replace(payload={**self.config.payload, **record.payload})
+            record = record._replace(payload=merge_config(self.config.payload, record.payload))
         self.config = record
 
     def _take(self, records: list[Record]) -> None:

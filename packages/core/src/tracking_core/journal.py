@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from .appendfile import AppendFile
+from .config import merge_config
 
 FORMAT = "tracking-journal"
 FORMAT_VERSION = 1
@@ -165,7 +166,7 @@ class JournalSummary:
             kind = record["type"]
             self.counts[kind] = self.counts.get(kind, 0) + 1
             if kind == "config":
-                self.config.update(record.get("values") or {})
+                self.config = merge_config(self.config, record.get("values") or {})
             elif kind == "metrics":
                 step = record.get("step")
                 for key, value in (record.get("values") or {}).items():

@@ -17,6 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from .config import merge_config
 from .dispatcher import Dispatcher
 from .journal import read_header, read_journal, resolve_journal
 from .manifest import MANIFEST_NAME, RunManifest
@@ -78,7 +79,7 @@ def journal_config(journal: str | os.PathLike[str]) -> dict[str, Any]:
     config: dict[str, Any] = {}
     for record in read_journal(resolve_journal(journal)):
         if record["type"] == "config":
-            config.update(record.get("values") or {})
+            config = merge_config(config, record.get("values") or {})
     return config
 
 

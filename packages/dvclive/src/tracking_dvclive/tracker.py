@@ -24,12 +24,12 @@ import numbers
 import os
 import re
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from tracking_core import GeneralTracker, flatten_config, notice, stringify, warn_once
-from tracking_core.adapters import figure_to_png, image_list, to_hwc_uint8
+from tracking_core.adapters import figure_to_png, image_list, merge_config, to_hwc_uint8
 from tracking_core.paths import MAX_NAME_LENGTH, check_artifact_path, warn_links_leaving
 
 #: ``dvclive.Live`` arguments that need a DVC repository or git (experiments, caching): never passed on.
@@ -59,16 +59,6 @@ def safe_path(key: str) -> str:
     """``key`` as a relative ``/``-path that stays inside DVCLive's folder (``..``, ``/abs``, ``a//b`` cannot)."""
     parts = [_safe_segment(part) for part in str(key).split("/") if part]
     return "/".join(parts) or "_"
-
-
-def _merged(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
-    """``new`` merged into ``old``, nested dicts key by key (a later ``log_config`` adds or replaces keys)."""
-    merged = dict(old)
-    for key, value in new.items():
-        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
-            value = _merged(merged[key], value)
-        merged[key] = value
-    return merged
 
 
 def _replace(path: str, write: Any) -> None:
@@ -290,7 +280,7 @@ class DVCLiveTracker(GeneralTracker):
     # -- config --------------------------------------------------------------------------------------
     def store_init_configuration(self, values: dict[str, Any]) -> None:
         """``Live.log_params``: ``params.yaml``; a later call (``log_config``) merges its keys."""
-        self._config = _merged(self._config, values)
+        self._config = merge_config(self._config, values)
         try:
             self._live.log_params(self._config)
         except Exception as error:  # a value YAML cannot represent: the flat text copy still lands

@@ -40,7 +40,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from tracking_core import GeneralTracker, flatten_config, notice, stringify, warn_once
-from tracking_core.adapters import figure_to_array, image_list, table_rows, to_hwc_uint8
+from tracking_core.adapters import figure_to_array, image_list, merge_config, table_rows, to_hwc_uint8
 from tracking_core.errors import PartialDelivery
 from tracking_core.filelock import file_lock
 from tracking_core.gitinfo import read_head
@@ -93,16 +93,6 @@ def _parse_tags(raw: Any, source: str) -> dict[str, str]:
     if not isinstance(raw, dict):
         raise ValueError(f"{source} must be a dict (or a JSON object) of tags, got {type(raw).__name__}")
     return {str(key): stringify(value) for key, value in raw.items()}
-
-
-def _merged(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
-    """``new`` merged into ``old``, nested dicts key by key (a later ``log_config`` adds or replaces keys)."""
-    merged = dict(old)
-    for key, value in new.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            value = _merged(merged[key], value)
-        merged[key] = value
-    return merged
 
 
 def _png_name(artifact_file: str) -> str:
@@ -561,7 +551,7 @@ class MLflowTracker(GeneralTracker):
         for chunk in _chunks(list(params.items()), self.limits["MAX_PARAMS_TAGS_PER_BATCH"]):
             self._client.log_batch(self.active_run_id, params=[Param(k, v) for k, v in chunk], synchronous=True)
             self._params.update(chunk)
-        self._config = _merged(self._config, values)
+        self._config = merge_config(self._config, values)
         self._client.log_dict(self.active_run_id, self._config, "config.json")
 
     # -- keys -------------------------------------------------------------------------------------

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from tracking_core import GeneralTracker, RunContext, notice, warn_once
-from tracking_core.adapters import figure_to_png, image_list, probe_http, table_rows, to_hwc_uint8
+from tracking_core.adapters import figure_to_png, image_list, merge_config, probe_http, table_rows, to_hwc_uint8
 from tracking_core.notices import logger
 from tracking_core.paths import check_optional_name
 
@@ -245,6 +245,7 @@ class SwanLabTracker(GeneralTracker):
         **kwargs: Any,
     ) -> None:
         super().__init__()
+        self._config: dict[str, Any] = {}  # the run's config so far, for merging a later log_config
         check_optional_name(kwargs.get("id"), "id")  # the run id is part of SwanLab's run folder name
         self.run_name = run_name
         self.logging_dir = Path(logging_dir) if logging_dir is not None else None
@@ -416,7 +417,9 @@ class SwanLabTracker(GeneralTracker):
     def store_init_configuration(self, values: dict[str, Any]) -> None:
         # SwanLab 0.10.3 stores a top-level None as {} (it parses each value as a config mapping);
         # the string keeps the value readable instead of turning it into an empty group.
-        self._run.config.update({key: "None" if value is None else value for key, value in values.items()})
+        self._config = merge_config(self._config, values)  # nested sections key by key
+        merged = {key: self._config[key] for key in values}
+        self._run.config.update({key: "None" if value is None else value for key, value in merged.items()})
 
     def log(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:
         payload = {}

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from tracking_core import GeneralTracker, Histogram, flatten_config, notice, stringify, warn_once
-from tracking_core.adapters import figure_to_png, image_list, table_rows, to_hwc_uint8
+from tracking_core.adapters import figure_to_png, image_list, merge_config, table_rows, to_hwc_uint8
 from tracking_core.paths import check_name, check_optional_name
 from tracking_core.png import encode_png
 
@@ -56,16 +56,6 @@ def _hparam(value: Any) -> bool | float | str:
     if isinstance(value, (bool, int, str)) or (isinstance(value, float) and math.isfinite(value)):
         return value
     return stringify(value)
-
-
-def _merged(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
-    """``new`` merged into ``old``, nested dicts key by key (a later ``log_config`` adds or replaces keys)."""
-    merged = dict(old)
-    for key, value in new.items():
-        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
-            value = _merged(merged[key], value)
-        merged[key] = value
-    return merged
 
 
 def _pngs(images: Any, dataformats: str | None) -> list[bytes]:
@@ -194,7 +184,7 @@ class TensorBoardTracker(GeneralTracker):
         the first flush :data:`HPARAMS_SETTLE_SECONDS` after the first config (a run killed later
         keeps it). Keys arriving after that are only in the JSON text, with a report note.
         """
-        self._config = _merged(self._config, values)
+        self._config = merge_config(self._config, values)
         if self._hparams_at is None:
             self._hparams_at = time.monotonic() + HPARAMS_SETTLE_SECONDS
         exact = json.dumps(self._config, indent=2, default=str)

@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from tracking_core import GeneralTracker
-from tracking_core.adapters import figure_to_png, image_list, table_rows, to_hwc_uint8
+from tracking_core.adapters import figure_to_png, image_list, merge_config, table_rows, to_hwc_uint8
 from tracking_core.histogram import Histogram
 from tracking_core.notices import logger, notice, warn_once
 from tracking_core.paths import check_optional_name
@@ -183,6 +183,7 @@ class TrackioTracker(GeneralTracker):
 
     def __init__(self, run_name: str, *, logging_dir: str | os.PathLike[str] | None = None, **kwargs: Any) -> None:
         super().__init__()
+        self._config: dict[str, Any] = {}  # the run's config so far, for merging a later log_config
         check_optional_name(kwargs.get("name"), "name")  # Trackio saves media under media/<project>/<name>/
         self.run_name = run_name
         self.logging_dir = logging_dir
@@ -323,7 +324,8 @@ class TrackioTracker(GeneralTracker):
             # first config of each write batch, so the queued rows carrying the old one are written first.
             self.flush()
             self._run._config_logged = False
-        self._run.config.update(values)
+        self._config = merge_config(self._config, values)  # nested sections key by key
+        self._run.config.update({key: self._config[key] for key in values})
         self._config_pending = True
 
     def log(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:

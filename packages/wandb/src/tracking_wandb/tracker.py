@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from tracking_core import GeneralTracker, notice, warn_once
-from tracking_core.adapters import figure_to_png, image_list, table_rows, to_hwc_uint8
+from tracking_core.adapters import figure_to_png, image_list, merge_config, table_rows, to_hwc_uint8
 from tracking_core.histogram import Histogram
 from tracking_core.notices import logger
 from tracking_core.paths import check_optional_name
@@ -237,6 +237,7 @@ class WandBTracker(GeneralTracker):
 
     def __init__(self, run_name: str, *, logging_dir: str | os.PathLike[str] | None = None, **kwargs: Any) -> None:
         super().__init__()
+        self._config: dict[str, Any] = {}  # the run's config so far, for merging a later log_config
         check_optional_name(kwargs.get("id"), "id")  # W&B names the run folder after it
         self.run_name = run_name
         self.logging_dir = Path(logging_dir) if logging_dir is not None else None
@@ -410,8 +411,10 @@ class WandBTracker(GeneralTracker):
 
     # -- config and metrics ---------------------------------------------------------------------
     def store_init_configuration(self, values: dict[str, Any]) -> None:
-        """Merged into the run's config; called again later (``log_config``), changed values win."""
-        self._run.config.update(values, allow_val_change=True)
+        """Merged into the run's config; called again later (``log_config``), changed values win and nested
+        sections are merged key by key (W&B's own update replaces a top-level key whole)."""
+        self._config = merge_config(self._config, values)
+        self._run.config.update({key: self._config[key] for key in values}, allow_val_change=True)
         self._dirty = True
 
     def log(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:

@@ -234,6 +234,17 @@ class TrackerContract:
         assert str(stored.get("model/depth")) == "2", stored
         assert "hf_should_never_leave_the_process" not in repr(stored), "a secret-looking key reached the backend"
 
+    def test_config_logged_later_merges_into_nested_sections(self, tmp_path: Path) -> None:
+        """``log_config`` after start adds to a nested section: it never replaces the section whole."""
+        run = self.start_run(tmp_path, config=contract_config(tmp_path))
+        run.dispatcher.log({"loss": 1.0}, step=0)
+        run.dispatcher.log_config({"model": {"width": 128}, "seed": 7})
+        run.dispatcher.log({"loss": 0.5}, step=1)
+        self.finish(run)
+        stored = flatten_config(self._optional("read_config", run))
+        assert str(stored.get("model/name")) == "mlp" and str(stored.get("model/depth")) == "2", stored
+        assert str(stored.get("model/width")) == "128" and str(stored.get("seed")) == "7", stored
+
     def test_images(self, tmp_path: Path) -> None:
         np = pytest.importorskip("numpy")
         if not has_capability(resolve_tracker_class(self.backend_name), "log_images"):

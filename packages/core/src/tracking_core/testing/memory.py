@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from typing import Any, cast
 
+from ..config import merge_config
 from ..tracker import GeneralTracker
 
 
@@ -40,7 +41,7 @@ class MemoryTracker(GeneralTracker):
 
     def store_init_configuration(self, values: dict[str, Any]) -> None:
         # Called again by ``Dispatcher.log_config``: later keys join (and override) the earlier ones.
-        self.config = {**(self.config or {}), **values}
+        self.config = merge_config(self.config or {}, values)
         self.config_calls = getattr(self, "config_calls", 0) + 1
 
     def log(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:
