@@ -222,6 +222,42 @@ CHOSEN_MODE_SCRIPT = """
 """
 
 
+SPAWN_SCRIPT = """
+    import json, sys, tracking_core
+    spawned = []
+    sys.addaudithook(lambda event, args: event == "subprocess.Popen" and spawned.append([str(a) for a in args[1]]))
+    run = tracking_core.init("spawn", log_with="wandb", logging_dir=sys.argv[1])
+    run.log({"loss": 1.0}, step=0)
+    report = run.finish()
+    print(json.dumps({"ok": report.ok, "spawned": spawned}))
+"""
+
+
+def test_start_runs_no_git_in_the_working_directory(tmp_path: Path):
+    """disable_git=True is this backend's default, and W&B's process settings honour it too."""
+    repository = tmp_path / "cwd"
+    repository.mkdir()
+    subprocess.run(["git", "init", "-q", str(repository)], check=True)
+    script = repository / "train.py"  # a script file: W&B then looks for its path inside the repository
+    script.write_text(textwrap.dedent(SPAWN_SCRIPT), encoding="utf-8")
+    env = {key: value for key, value in os.environ.items() if not key.startswith("WANDB_")}
+    process = subprocess.run(
+        [sys.executable, str(script), str(repository / "logs")],
+        cwd=repository,
+        env={**env, "HOME": str(tmp_path / "home")},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=150,
+    )
+    assert process.returncode == 0, process.stderr[-4000:]
+    result = json.loads(process.stdout.strip().splitlines()[-1])
+    assert result["ok"], result
+    # `git version` is GitPython's check of its executable, run when wandb 0.19 imports it: it reads no repository.
+    git = [command for command in result["spawned"] if Path(command[0]).name == "git" and command[1:] != ["version"]]
+    assert git == [], result["spawned"]
+
+
 @pytest.mark.parametrize("mode", ["offline", "disabled"])
 def test_mode_chosen_through_wandb_mode_wins_over_credentials(tmp_path: Path, mode: str):
     credentials = {"WANDB_API_KEY": "0123456789abcdef" * 2 + "01234567", "WANDB_MODE": mode}

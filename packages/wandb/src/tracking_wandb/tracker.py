@@ -81,6 +81,13 @@ def _as_settings(wandb: Any, settings: Any) -> Any:
     return settings.model_copy()  # never mutate the user's object
 
 
+def _settings_choose(settings: Any, field: str) -> bool:
+    """Whether the user's ``settings`` (a ``wandb.Settings``, a dict or None) set ``field``."""
+    if isinstance(settings, dict):
+        return field in settings
+    return field in getattr(settings, "model_fields_set", ())
+
+
 def _global_settings() -> Any:
     """W&B's process settings (environment variables and settings files), loaded without a service."""
     return compat.global_settings()
@@ -232,7 +239,9 @@ class WandBTracker(GeneralTracker):
     ``disable_git=True``, ``save_code=False``, ``silent=True``, ``init_timeout=30``,
     ``x_transaction_log_flush_interval=0.5``, and ``reinit="create_new"`` when another W&B run is active.
     ``WANDB_CACHE_DIR`` and ``WANDB_DATA_DIR`` (read by W&B from the environment only) default to
-    ``<logging_dir>/wandb/{cache,data}`` when unset and W&B was not yet set up in this process.
+    ``<logging_dir>/wandb/{cache,data}`` when unset and W&B was not yet set up in this process, and so
+    does ``WANDB_DISABLE_GIT=true`` unless ``disable_git`` was chosen (W&B's process settings, loaded from
+    the environment, would otherwise run ``git`` in the working directory).
 
     Per-rank runs (``run_context.group`` set by ``per_rank=True``): every rank's run is in the W&B
     group ``<group>`` and named ``<name>-rank<N>``, ``<name>`` being the ``name=`` given or the group.
@@ -381,7 +390,16 @@ class WandBTracker(GeneralTracker):
         a copy of it), so they are set process-wide -- and only before W&B is set up, because W&B warns
         when its variables change afterwards.
         """
-        if self.logging_dir is None or _wandb_is_set_up():
+        if _wandb_is_set_up():
+            return
+        # W&B loads its process settings from the environment before a run's settings apply: unless
+        # WANDB_DISABLE_GIT is set there, that load runs `git rev-parse` in the working directory even
+        # though the run itself has disable_git=True (a run's Settings(disable_git=False) still wins).
+        if "disable_git" not in self.init_kwargs and not _settings_choose(
+            self.init_kwargs.get("settings"), "disable_git"
+        ):
+            os.environ.setdefault("WANDB_DISABLE_GIT", "true")
+        if self.logging_dir is None:
             return
         root = self.logging_dir.resolve() / "wandb"
         for variable, folder in (("WANDB_CACHE_DIR", "cache"), ("WANDB_DATA_DIR", "data")):
