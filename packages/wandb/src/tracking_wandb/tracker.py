@@ -240,8 +240,9 @@ class WandBTracker(GeneralTracker):
     ``x_transaction_log_flush_interval=0.5``, and ``reinit="create_new"`` when another W&B run is active.
     ``WANDB_CACHE_DIR`` and ``WANDB_DATA_DIR`` (read by W&B from the environment only) default to
     ``<logging_dir>/wandb/{cache,data}`` when unset and W&B was not yet set up in this process, and so
-    does ``WANDB_DISABLE_GIT=true`` unless ``disable_git`` was chosen (W&B's process settings, loaded from
-    the environment, would otherwise run ``git`` in the working directory).
+    does ``WANDB_DISABLE_GIT=true`` unless it is set or the ``settings`` given choose ``disable_git`` (W&B's
+    process settings, loaded from the environment, would otherwise run ``git`` in the working directory;
+    the variable also outranks a ``disable_git`` in a W&B settings file).
 
     Per-rank runs (``run_context.group`` set by ``per_rank=True``): every rank's run is in the W&B
     group ``<group>`` and named ``<name>-rank<N>``, ``<name>`` being the ``name=`` given or the group.
@@ -395,9 +396,7 @@ class WandBTracker(GeneralTracker):
         # W&B loads its process settings from the environment before a run's settings apply: unless
         # WANDB_DISABLE_GIT is set there, that load runs `git rev-parse` in the working directory even
         # though the run itself has disable_git=True (a run's Settings(disable_git=False) still wins).
-        if "disable_git" not in self.init_kwargs and not _settings_choose(
-            self.init_kwargs.get("settings"), "disable_git"
-        ):
+        if not _settings_choose(self.init_kwargs.get("settings"), "disable_git"):
             os.environ.setdefault("WANDB_DISABLE_GIT", "true")
         if self.logging_dir is None:
             return
