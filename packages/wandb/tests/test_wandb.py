@@ -20,8 +20,15 @@ from pathlib import Path
 import pytest
 import tracking_core
 from tracking_core.journal import read_journal
-from tracking_wandb import WandBTracker
+from tracking_wandb import WandBTracker, compat
 from tracking_wandb.transaction_log import ends_with_exit, read_run
+
+#: wandb-core writes the .wandb file at flush() only from wandb 0.31 (x_transaction_log_flush_interval).
+FLUSH_WRITES = compat.has_setting(__import__("wandb").Settings(), "x_transaction_log_flush_interval")
+needs_flush_interval = pytest.mark.skipif(
+    not FLUSH_WRITES,
+    reason="wandb < 0.31 has no x_transaction_log_flush_interval: the .wandb file is written at finish",
+)
 
 
 @pytest.fixture(autouse=True)
@@ -167,6 +174,11 @@ def _refusing_port() -> int:
     return port
 
 
+@pytest.mark.skipif(
+    not FLUSH_WRITES,
+    reason="wandb < 0.31 (seen on 0.19.10): after an online wandb.init times out, wandb-core stays busy with the "
+    "unreachable server, the offline fallback times out too (records spill) and exit waits for wandb-core",
+)
 @pytest.mark.parametrize("service", ["black_hole", "refusing"])
 def test_unreachable_service_never_holds_the_loop_and_falls_back_offline(tmp_path: Path, service: str):
     server = None
@@ -210,6 +222,42 @@ CHOSEN_MODE_SCRIPT = """
 """
 
 
+SPAWN_SCRIPT = """
+    import json, sys, tracking_core
+    spawned = []
+    sys.addaudithook(lambda event, args: event == "subprocess.Popen" and spawned.append([str(a) for a in args[1]]))
+    run = tracking_core.init("spawn", log_with="wandb", logging_dir=sys.argv[1])
+    run.log({"loss": 1.0}, step=0)
+    report = run.finish()
+    print(json.dumps({"ok": report.ok, "spawned": spawned}))
+"""
+
+
+def test_start_runs_no_git_in_the_working_directory(tmp_path: Path):
+    """disable_git=True is this backend's default, and W&B's process settings honour it too."""
+    repository = tmp_path / "cwd"
+    repository.mkdir()
+    subprocess.run(["git", "init", "-q", str(repository)], check=True)
+    script = repository / "train.py"  # a script file: W&B then looks for its path inside the repository
+    script.write_text(textwrap.dedent(SPAWN_SCRIPT), encoding="utf-8")
+    env = {key: value for key, value in os.environ.items() if not key.startswith("WANDB_")}
+    process = subprocess.run(
+        [sys.executable, str(script), str(repository / "logs")],
+        cwd=repository,
+        env={**env, "HOME": str(tmp_path / "home")},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=150,
+    )
+    assert process.returncode == 0, process.stderr[-4000:]
+    result = json.loads(process.stdout.strip().splitlines()[-1])
+    assert result["ok"], result
+    # `git version` is GitPython's check of its executable, run when wandb 0.19 imports it: it reads no repository.
+    git = [command for command in result["spawned"] if Path(command[0]).name == "git" and command[1:] != ["version"]]
+    assert git == [], result["spawned"]
+
+
 @pytest.mark.parametrize("mode", ["offline", "disabled"])
 def test_mode_chosen_through_wandb_mode_wins_over_credentials(tmp_path: Path, mode: str):
     credentials = {"WANDB_API_KEY": "0123456789abcdef" * 2 + "01234567", "WANDB_MODE": mode}
@@ -243,12 +291,12 @@ def test_two_concurrent_runs_stay_apart_and_config_is_per_run(tmp_path: Path):
 def test_explicit_kwargs_and_settings_win_without_duplicate_argument(tmp_path: Path):
     import wandb
 
-    settings = wandb.Settings(init_timeout=7.0, x_transaction_log_flush_interval=3.0)
+    chosen = {"init_timeout": 7.0, **({"x_transaction_log_flush_interval": 3.0} if FLUSH_WRITES else {})}
+    settings = wandb.Settings(**chosen)
     run, tracker = start(tmp_path, project="explicit", name="my-run", tags=["t"], settings=settings)
     run.log({"loss": 1.0}, step=0)
     finish(run)
-    assert tracker.run.settings.init_timeout == 7.0
-    assert tracker.run.settings.x_transaction_log_flush_interval == 3.0
+    assert {field: getattr(tracker.run.settings, field) for field in chosen} == chosen
     assert tracker.run.settings.console == "off" and tracker.run.settings.x_disable_stats  # our defaults
     assert "console" not in settings.model_fields_set  # the user's object is not modified
     stored = read_run(tracker.run_dir)
@@ -272,6 +320,7 @@ def test_disabled_mode_records_nothing_and_finishes(tmp_path: Path):
 
 
 # -- durability and the transaction log -------------------------------------------------------------
+@needs_flush_interval
 def test_flush_makes_logged_steps_readable_while_the_run_is_live(tmp_path: Path):
     run, tracker = start(tmp_path)
     for step in range(10):
@@ -283,6 +332,34 @@ def test_flush_makes_logged_steps_readable_while_the_run_is_live(tmp_path: Path)
     assert not ends_with_exit(next(tracker.run_dir.glob("run-*.wandb")))
     finish(run)
     assert sorted(read_run(tracker.run_dir).metrics()["loss"]) == list(range(10))
+
+
+@pytest.mark.skipif(FLUSH_WRITES, reason="wandb >= 0.31 has x_transaction_log_flush_interval")
+def test_an_older_wandb_without_the_flush_interval_warns_once_and_notes_it(tmp_path: Path):
+    from tracking_core import TrackingWarning
+    from tracking_core.notices import reset_warnings
+    from tracking_core.testing.resume import log_loss, started_tracker
+
+    reset_warnings()
+    with pytest.warns(TrackingWarning, match="x_transaction_log_flush_interval") as caught:
+        first = started_tracker(WandBTracker, tmp_path / "logs", None)
+        second = started_tracker(WandBTracker, tmp_path / "logs", None)
+    log_loss(first, range(3))
+    first.finish()
+    second.finish()
+    assert len([w for w in caught if "x_transaction_log_flush_interval" in str(w.message)]) == 1
+    for tracker in (first, second):  # one warning per process, a note in every run's report
+        note = f"wandb {compat.version()} has no setting 'x_transaction_log_flush_interval'"
+        assert any(note in line for line in tracker.report_notes()), tracker.report_notes()
+    assert sorted(read_run(first.run_dir).metrics()["loss"]) == [0, 1, 2]  # written at finish
+
+
+def test_an_empty_transaction_log_reads_as_no_records(tmp_path: Path):
+    """wandb-core creates the file before it writes anything (before 0.31, until the run ends)."""
+    folder = tmp_path / "offline-run-20260101_000000-abc"
+    folder.mkdir()
+    (folder / "run-abc.wandb").write_bytes(b"")
+    assert read_run(folder).metrics() == {} and read_run(folder).record_counts == {}
 
 
 def test_many_steps_span_blocks_and_finish_waits_for_the_whole_file(tmp_path: Path):

@@ -36,6 +36,8 @@ from tracking_core.adapters import figure_to_png, image_list, merge_config, prob
 from tracking_core.notices import logger
 from tracking_core.paths import check_optional_name
 
+from . import compat
+
 #: SwanLab refuses control characters anywhere in a key and '.', '/' or whitespace at either end;
 #: longer keys are cut at 512 characters (``swanlab.sdk.internal.pkg.constraints``).
 _CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f]")
@@ -271,6 +273,7 @@ class SwanLabTracker(GeneralTracker):
     def start(self) -> None:
         import swanlab
 
+        compat.main_thread_only_signals()  # SwanLab < 0.9.1 sets a SIGINT handler even off the main thread
         self._swanlab = swanlab
         kwargs = dict(self.init_kwargs)
         kwargs.setdefault("project", self.run_name)

@@ -37,6 +37,7 @@ from tracking_core.histogram import Histogram
 from tracking_core.notices import logger
 from tracking_core.paths import check_optional_name
 
+from . import compat
 from .transaction_log import read_run, read_runs, wait_until_written
 
 #: Used when neither the user's settings nor ``WANDB_INIT_TIMEOUT`` choose one. W&B waits 90 s (plus a
@@ -80,11 +81,16 @@ def _as_settings(wandb: Any, settings: Any) -> Any:
     return settings.model_copy()  # never mutate the user's object
 
 
+def _settings_choose(settings: Any, field: str) -> bool:
+    """Whether the user's ``settings`` (a ``wandb.Settings``, a dict or None) set ``field``."""
+    if isinstance(settings, dict):
+        return field in settings
+    return field in getattr(settings, "model_fields_set", ())
+
+
 def _global_settings() -> Any:
     """W&B's process settings (environment variables and settings files), loaded without a service."""
-    from wandb.sdk import wandb_setup
-
-    return wandb_setup.singleton().settings
+    return compat.global_settings()
 
 
 def _wandb_is_set_up() -> bool:
@@ -93,9 +99,7 @@ def _wandb_is_set_up() -> bool:
     if "wandb" not in sys.modules:
         return False
     try:
-        from wandb.sdk import wandb_setup
-
-        return wandb_setup.singleton().settings_if_loaded is not None
+        return compat.is_set_up()
     except Exception:  # internal layout changed: assume set up, leave the environment alone
         return True
 
@@ -134,15 +138,26 @@ def _has_credentials(wandb: Any, settings: Any) -> bool:
     if settings.api_key or settings.identity_token_file:
         return True
     try:
-        from wandb.sdk.lib.wbauth import authenticate
-
         host = settings.base_url if "base_url" in settings.model_fields_set else _global_settings().base_url
-        found = authenticate.authenticate_session(host=host, source="tracking", prompt=False, update_session=False)
-        return found is not None
+        return compat.find_api_key(settings, host)
     except wandb.errors.AuthenticationError:
         return True  # present but malformed: wandb.init reports it and the run falls back to offline
     except Exception:  # internal layout changed: look where W&B documents it looks
         return bool(os.environ.get("WANDB_API_KEY") or os.environ.get("WANDB_IDENTITY_TOKEN_FILE"))
+
+
+_FOLDER_SECOND = re.compile(r"(?:offline-)?run-(\d{8}_\d{6})-")
+
+
+def _start_in_a_later_second(folders: list[Path]) -> None:
+    """Wait (under a second) until the clock is past the second every earlier part of the run started in.
+
+    W&B names a run's folder ``<mode>-run-<start second>-<id>``: a resumed part started within the same
+    second as an earlier part of the same run gets that part's folder, and its ``.wandb`` file is rewritten.
+    """
+    seconds = {found.group(1) for folder in folders if (found := _FOLDER_SECOND.match(folder.name))}
+    while time.strftime("%Y%m%d_%H%M%S") in seconds:
+        time.sleep(0.05)
 
 
 def _another_run_is_active(wandb: Any) -> bool:
@@ -224,7 +239,10 @@ class WandBTracker(GeneralTracker):
     ``disable_git=True``, ``save_code=False``, ``silent=True``, ``init_timeout=30``,
     ``x_transaction_log_flush_interval=0.5``, and ``reinit="create_new"`` when another W&B run is active.
     ``WANDB_CACHE_DIR`` and ``WANDB_DATA_DIR`` (read by W&B from the environment only) default to
-    ``<logging_dir>/wandb/{cache,data}`` when unset and W&B was not yet set up in this process.
+    ``<logging_dir>/wandb/{cache,data}`` when unset and W&B was not yet set up in this process, and so
+    does ``WANDB_DISABLE_GIT=true`` unless it is set or the ``settings`` given choose ``disable_git`` (W&B's
+    process settings, loaded from the environment, would otherwise run ``git`` in the working directory;
+    the variable also outranks a ``disable_git`` in a W&B settings file).
 
     Per-rank runs (``run_context.group`` set by ``per_rank=True``): every rank's run is in the W&B
     group ``<group>`` and named ``<name>-rank<N>``, ``<name>`` being the ``name=`` given or the group.
@@ -268,7 +286,10 @@ class WandBTracker(GeneralTracker):
             kwargs["dir"] = str(self.logging_dir.resolve())
         for field, value in _QUIET_DEFAULTS.items():
             if field not in chosen and not (field == "silent" and "quiet" in chosen):
-                setattr(settings, field, value)
+                if compat.has_setting(settings, field):
+                    setattr(settings, field, value)
+                else:
+                    self._lacks_setting(field)
         self._name_rank(kwargs, settings, chosen)
         self._continue_saved_run(kwargs, chosen)
         if "reinit" not in chosen and _another_run_is_active(wandb):
@@ -287,9 +308,16 @@ class WandBTracker(GeneralTracker):
                 self.fallback_reason = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
                 _stop_analytics_export()
                 self._init_offline(wandb, kwargs, settings)
-        interval = self._run.settings.x_transaction_log_flush_interval
+        interval = compat.setting(self._run.settings, "x_transaction_log_flush_interval")
         self._flush_wait = min(interval + 0.1, MAX_FLUSH_WAIT) if interval and interval > 0 else 0.0
         self._announce()
+
+    def _lacks_setting(self, field: str) -> None:
+        """A default this backend sets that the installed W&B does not have: one warning, one report note."""
+        effect = compat.SETTING_EFFECTS.get(field, "left at W&B's default")
+        message = f"wandb {compat.version()} has no setting {field!r} ({effect})"
+        self.add_note(message)
+        warn_once(self.name, f"setting:{field}", message, reason="sdk-version")
 
     def _name_rank(self, kwargs: dict[str, Any], settings: Any, chosen: set[str]) -> None:
         """Per-rank mode: this rank's run joins the job's W&B group, named after its rank."""
@@ -327,6 +355,7 @@ class WandBTracker(GeneralTracker):
             )
             return
         self.earlier_run_dirs = existing
+        _start_in_a_later_second(existing)
         kwargs["id"], kwargs["resume"] = run_id, "allow"
         if "project" not in chosen and isinstance(saved.get("project"), str) and saved["project"]:
             kwargs["project"] = saved["project"]
@@ -363,7 +392,14 @@ class WandBTracker(GeneralTracker):
         a copy of it), so they are set process-wide -- and only before W&B is set up, because W&B warns
         when its variables change afterwards.
         """
-        if self.logging_dir is None or _wandb_is_set_up():
+        if _wandb_is_set_up():
+            return
+        # W&B loads its process settings from the environment before a run's settings apply: unless
+        # WANDB_DISABLE_GIT is set there, that load runs `git rev-parse` in the working directory even
+        # though the run itself has disable_git=True (a run's Settings(disable_git=False) still wins).
+        if not _settings_choose(self.init_kwargs.get("settings"), "disable_git"):
+            os.environ.setdefault("WANDB_DISABLE_GIT", "true")
+        if self.logging_dir is None:
             return
         root = self.logging_dir.resolve() / "wandb"
         for variable, folder in (("WANDB_CACHE_DIR", "cache"), ("WANDB_DATA_DIR", "data")):
@@ -509,7 +545,7 @@ class WandBTracker(GeneralTracker):
         self._finished = True
         self._run.finish()
         log_file = Path(self._run.settings.sync_file) if self.mode != "disabled" else None
-        if log_file is not None and not self._run.settings.x_skip_transaction_log:
+        if log_file is not None and not compat.setting(self._run.settings, "x_skip_transaction_log", False):
             if not wait_until_written(log_file, FINISH_WRITE_TIMEOUT):
                 logger.warning("wandb: %s was not complete %.0f s after finish()", log_file, FINISH_WRITE_TIMEOUT)
 

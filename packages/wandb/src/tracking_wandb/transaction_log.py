@@ -77,6 +77,8 @@ def _parse(payload: bytes) -> Any:
 def iter_records(path: str | Path) -> Iterator[Any]:
     """Every ``wandb_internal_pb2.Record`` in the file, in order."""
     data = Path(path).read_bytes()
+    if len(data) < _HEADER:  # created, nothing written yet (wandb-core buffers the file before 0.31)
+        return
     ident, magic, _version = struct.unpack_from("<4sHB", data)
     if ident != b":W&B" or magic != 0xBEE1:
         raise ValueError(f"{path} is not a W&B transaction log")

@@ -1,0 +1,74 @@
+"""SwanLab release differences (``tracking_swanlab.compat``): the floor cell runs these against 0.8.0."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from pathlib import Path
+
+import pytest
+from tracking_swanlab import compat
+
+
+@pytest.fixture(autouse=True)
+def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in list(os.environ):
+        if name.startswith("SWANLAB_"):
+            monkeypatch.delenv(name)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("SWANLAB_ROOT", str(tmp_path / "home" / ".swanlab"))
+
+
+def test_release_is_read_from_the_installed_distribution() -> None:
+    found = compat.release()
+    assert len(found) >= 3 and found >= (0, 8, 0), found
+
+
+def test_older_releases_get_signal_handlers_on_the_main_thread_only() -> None:
+    from swanlab.sdk.internal import run as run_module
+
+    shimmed = compat.main_thread_only_signals()
+    assert shimmed == (compat.release() < compat.SIGNALS_ON_MAIN_THREAD_ONLY)
+    if not shimmed:
+        assert run_module.signal is signal  # a release that guards the call itself is left alone
+        return
+    shim = run_module.signal
+    assert shim.SIGINT == signal.SIGINT and shim.getsignal is signal.getsignal
+    before = signal.getsignal(signal.SIGINT)
+    outcome: list[object] = []
+
+    def off_the_main_thread() -> None:
+        outcome.append(shim.signal(signal.SIGINT, signal.SIG_IGN))  # the real call raises ValueError here
+
+    worker = threading.Thread(target=off_the_main_thread)
+    worker.start()
+    worker.join()
+    assert outcome == [before] and signal.getsignal(signal.SIGINT) is before
+    try:  # on the main thread it is the real call
+        shim.signal(signal.SIGINT, signal.SIG_IGN)
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, before)
+    assert compat.main_thread_only_signals() and run_module.signal is shim  # applied once
+
+
+def test_a_run_started_and_finished_off_the_main_thread(tmp_path: Path) -> None:
+    """What the backend's worker thread does: SwanLab < 0.9.1 raised ValueError in ``swanlab.init``."""
+    from tracking_core.testing.resume import finished_run
+    from tracking_swanlab import SwanLabTracker
+
+    errors: list[BaseException] = []
+    trackers: list[SwanLabTracker] = []
+
+    def work() -> None:
+        try:
+            trackers.append(finished_run(SwanLabTracker, tmp_path / "logs", range(3)))
+        except BaseException as error:
+            errors.append(error)
+
+    worker = threading.Thread(target=work)
+    worker.start()
+    worker.join()
+    assert errors == [] and trackers[0].read_back_metrics() == {"loss": {s: 1.0 / (s + 1) for s in range(3)}}
