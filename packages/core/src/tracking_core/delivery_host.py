@@ -22,6 +22,7 @@ from .delivery import Delivery, RetryPolicy
 from .errors import portable_cause
 from .jsonl import JsonlTracker
 from .record import Record
+from .remote_view import tracker_state
 from .report import BackendReport
 from .selection import construct_tracker
 from .session import CursorFile, cursor_name, not_resumed_note, resume_state_of
@@ -119,7 +120,7 @@ class Host:
         note = not_resumed_note(tracker, bool(self.setup["context"].get("resumed")))
         if note is not None:
             report.notes.append(note)
-        self.send(("started", tracker.name, resume_state_of(tracker), report.start_seconds))
+        self.send(("started", tracker.name, resume_state_of(tracker), report.start_seconds, tracker_state(tracker)))
 
     # -- the loop ----------------------------------------------------------------------------
     def serve(self) -> None:
@@ -181,7 +182,7 @@ class Host:
         if orphaned:
             worker.report.notes.append("the training process died; what it had sent was delivered and the run closed")
         self._report_safe_once()
-        self.send(("finished", name, worker.report))
+        self.send(("finished", name, worker.report, tracker_state(worker.tracker)))
         with self._send_lock:
             self._finished.add(name)
 

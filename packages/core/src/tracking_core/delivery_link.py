@@ -29,6 +29,7 @@ from typing import Any
 from .notices import logger, warn_once
 from .record import CONTROL_KINDS, Record
 from .record import new_record as as_record
+from .remote_view import adopt
 from .report import BackendReport
 from .tracker import GeneralTracker
 from .worker import START_WAIT_SECONDS, ManagedMixin, wait_for_room
@@ -265,10 +266,11 @@ class DeliveryLink:
         if kind == "ready":
             self._ready.set()
         elif kind == "started":
-            _, name, state, start_seconds = event
+            _, name, state, start_seconds, view = event
             worker = self.workers[name]
             worker.resume_state = state
             worker.report.start_seconds = start_seconds
+            adopt(worker.tracker, view)
             try:
                 self._on_started(name, state)
             finally:
@@ -285,12 +287,13 @@ class DeliveryLink:
         elif kind == "error":
             self._on_error(*event[1:])
         elif kind == "finished":
-            _, name, report = event
+            _, name, report, view = event
             if self._not_sent[name]:
                 report.dropped += self._not_sent[name]
                 report.notes.append(f"{self._not_sent[name]} record(s) could not be sent to the delivery process")
             worker = self.workers[name]
             worker.report = report
+            adopt(worker.tracker, view)
             worker.finished.set()
 
     def _trim(self) -> None:
