@@ -12,10 +12,25 @@ from __future__ import annotations
 from typing import Any
 
 import accelerate
-from tracking_core import Dispatcher, FinishReport, NoOpTracker
+from tracking_core import Dispatcher, FinishReport, GeneralTracker, NoOpTracker
+from tracking_core.worker import BackendWorker
 
 from .foreign import AccelerateTracker
 from .specs import tracking_specs
+
+
+class _Dispatcher(Dispatcher):
+    """The dispatcher, with accelerate's own tracker objects called on the caller's thread, as accelerate calls them.
+
+    Their SDK state must be the script's: a script calls their methods directly too (``tracker.log(...)``
+    after ``init_trackers``), and SDK state such as MLflow's active run is per thread, so a run started
+    in a worker is not the run the script's calls reach. Failures stay isolated and counted.
+    """
+
+    def _local_worker(self, tracker: GeneralTracker, delivery_for: Any) -> BackendWorker:
+        if not isinstance(tracker, AccelerateTracker):
+            return super()._local_worker(tracker, delivery_for)
+        return BackendWorker(tracker, delivery_for, queue_size=self.queue_size, on_full=self.on_full, blocking=True)
 
 
 class Accelerator(accelerate.Accelerator):
@@ -37,7 +52,7 @@ class Accelerator(accelerate.Accelerator):
         self.log_with = tracking_specs(log_with)
         if self.log_with:
             try:
-                self._tracking = Dispatcher(self.log_with, self.logging_dir, **(tracking_options or {}))
+                self._tracking = _Dispatcher(self.log_with, self.logging_dir, **(tracking_options or {}))
             except ValueError as error:
                 if self.logging_dir is None:
                     raise ValueError(
