@@ -273,3 +273,24 @@ def test_importing_the_package_does_not_import_accelerate():
 
 def test_documentation_examples_run(tmp_path, run_docs_page):
     run_docs_page("integrations/accelerate.md", tmp_path)  # the core cell leaves this page to this one
+
+
+def test_clearml_values_without_a_step_are_single_values_as_in_accelerate(tmp_path, monkeypatch):
+    pytest.importorskip("tracking_clearml")
+    from tracking_clearml.session import OfflineSession
+
+    monkeypatch.setenv("CLEARML_CONFIG_FILE", str(tmp_path / "no-clearml.conf"))  # no server: an offline session
+    accelerator = Accelerator(cpu=True, log_with=["clearml", "jsonl"], project_dir=tmp_path)
+    accelerator.init_trackers("single-values")
+    accelerator.log({"eval_loss": 0.5, "loss": 0.7}, step=1)
+    accelerator.log({"eval_value": 2.0, "final": 1.1})  # no step: ClearML's single values ("Summary")
+    accelerator.log({"loss": 0.6}, step=3, log_kwargs={"clearml": {"single_value": False}})
+    clearml = accelerator.get_tracker("clearml")
+    journal = accelerator.get_tracker("jsonl")
+    assert accelerator.end_training().ok
+    session = OfflineSession(f"{clearml.offline_folder}.zip")
+    assert session.single_values() == {"eval_value": 2.0, "final": 1.1}  # the whole key, as accelerate reports it
+    assert session.scalar_history() == {"eval_loss": [(1, 0.5)], "loss": [(1, 0.7), (3, 0.6)]}
+    from tracking_core.journal import JournalSummary
+
+    assert JournalSummary(journal.run_dir).metrics["final"] == [(2, 1.1)]  # the other backends: the next step
