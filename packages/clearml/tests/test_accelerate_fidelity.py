@@ -154,6 +154,17 @@ def test_lossless_images_are_png_files(tmp_path: Path) -> None:
     assert len(files) == 1 and files[0].endswith(".png"), files
 
 
+def test_an_image_with_alpha_is_kept_as_png(tmp_path: Path) -> None:
+    np = pytest.importorskip("numpy")
+    rgba = (np.arange(8 * 8 * 4) % 251).astype("uint8").reshape(8, 8, 4)
+    tracker = ClearMLTracker("alpha", logging_dir=tmp_path / "logs")
+    tracker.start()
+    tracker.log_images({"mask": rgba}, step=3)  # JPEG has no alpha: ClearML's uploader would drop it
+    tracker.finish()
+    ((step, stored),) = tracker.read_back_images()["mask"]
+    assert step == 3 and (stored == rgba).all()
+
+
 def test_a_table_without_columns_takes_its_header_from_its_first_row(tmp_path: Path) -> None:
     tracker = ClearMLTracker("tables", logging_dir=tmp_path / "logs")
     tracker.start()

@@ -329,17 +329,19 @@ class ClearMLTracker(GeneralTracker):
 
         One image is reported as ``(title, series)`` of its key, as accelerate does; several are the
         series ``<series>/0``, ``<series>/1``, ... of that title. ClearML encodes each as accelerate's
-        images are (JPEG by default), or as PNG with ``lossless_images=True``.
+        images are (JPEG by default), or as PNG with ``lossless_images=True``. An image with an alpha
+        channel is always a PNG file: JPEG has no alpha, and ClearML's uploader thread would drop it.
         """
         for key, value in values.items():
             title, series = self._pair(key)
             images = image_list(value)
             for index, image in enumerate(images):
                 variant = series if len(images) == 1 else f"{series}/{index}"
-                if not self.lossless_images:
-                    self._logger.report_image(title, variant, iteration=step, image=to_hwc_uint8(image), **kwargs)
+                pixels = to_hwc_uint8(image)
+                if not self.lossless_images and not (pixels.ndim == 3 and pixels.shape[-1] == 4):
+                    self._logger.report_image(title, variant, iteration=step, image=pixels, **kwargs)
                     continue
-                path = _png_file(image)
+                path = _png_file(pixels)
                 try:
                     self._logger.report_image(
                         title, variant, iteration=step, local_path=path, delete_after_upload=True, **kwargs
