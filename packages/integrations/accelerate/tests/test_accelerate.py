@@ -150,6 +150,7 @@ def test_accelerate_mlflow_tracker_called_directly_logs_into_its_run(tmp_path, m
     from accelerate.tracking import MLflowTracker as AccelerateMLflowTracker
 
     monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    monkeypatch.chdir(tmp_path)  # MLflow's default store (sqlite:///mlflow.db) is relative to the working directory
     previous = mlflow.get_tracking_uri()
     mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'mlflow.db'}")
     try:
