@@ -108,7 +108,7 @@ def test_image_layouts_read_back(tmp_path: Path) -> None:
         "pil": (Image.fromarray(base), [base]),
         "eval_float": (base.astype("float32") / 255.0, [base]),
     }
-    tracker = ClearMLTracker("images", logging_dir=tmp_path / "logs")
+    tracker = ClearMLTracker("images", logging_dir=tmp_path / "logs", lossless_images=True)  # exact pixels
     tracker.start()
     tracker.log_images({name: value for name, (value, _) in layouts.items()}, step=2)
     tracker.finish()
@@ -122,9 +122,63 @@ def test_image_layouts_read_back(tmp_path: Path) -> None:
     assert [series for _, series, _ in images["eval_float"]] == ["eval"]
 
 
+def test_images_are_clearml_jpeg_files_as_accelerate_stores_them(tmp_path: Path) -> None:
+    np = pytest.importorskip("numpy")
+    gray = np.eye(64, 64, dtype="uint8") * 255  # accelerate's test images: HW and HWC
+    rgb = np.concatenate((np.atleast_3d(gray), np.zeros((64, 64, 2), dtype="uint8")), axis=2)
+    tracker = ClearMLTracker("jpeg", logging_dir=tmp_path / "logs")
+    tracker.start()
+    tracker.log_images({"base_image": gray, "eval_rgb": rgb}, step=1)
+    tracker.finish()
+    session = session_of(tracker)
+    files = [name for name in session.names() if name.startswith("data/")]
+    assert len(files) == 2 and all(name.endswith(".jpeg") for name in files), files
+    assert {(key, series) for key, items in session.images().items() for _, series, _ in items} == {
+        ("base_image", "train"),
+        ("eval_rgb", "eval"),
+    }
+    stored = dict(tracker.read_back_images())
+    for key, want in (("base_image", gray), ("eval_rgb", rgb)):
+        (step, got), *_ = stored[key]
+        assert step == 1 and got.shape == want.shape, key
+        assert float(np.abs(got.astype(float) - want).mean()) < 8.0, key  # JPEG: close, not exact
+
+
+def test_lossless_images_are_png_files(tmp_path: Path) -> None:
+    np = pytest.importorskip("numpy")
+    tracker = ClearMLTracker("png", logging_dir=tmp_path / "logs", lossless_images=True)
+    tracker.start()
+    tracker.log_images({"frame": np.full((4, 6), 7, dtype="uint8")}, step=0)
+    tracker.finish()
+    files = [name for name in session_of(tracker).names() if name.startswith("data/")]
+    assert len(files) == 1 and files[0].endswith(".png"), files
+
+
+def test_an_image_with_alpha_is_kept_as_png(tmp_path: Path) -> None:
+    np = pytest.importorskip("numpy")
+    rgba = (np.arange(8 * 8 * 4) % 251).astype("uint8").reshape(8, 8, 4)
+    tracker = ClearMLTracker("alpha", logging_dir=tmp_path / "logs")
+    tracker.start()
+    tracker.log_images({"mask": rgba}, step=3)  # JPEG has no alpha: ClearML's uploader would drop it
+    tracker.finish()
+    ((step, stored),) = tracker.read_back_images()["mask"]
+    assert step == 3 and (stored == rgba).all()
+
+
+def test_a_table_without_columns_takes_its_header_from_its_first_row(tmp_path: Path) -> None:
+    tracker = ClearMLTracker("tables", logging_dir=tmp_path / "logs")
+    tracker.start()
+    tracker.log_table("from lists", data=[["A2", "B2", "C2"], [7, 9, 11], [8, 10, 12]])  # accelerate's docstring
+    tracker.log_table("with columns", columns=["A", "B"], data=[[1, 3], [2, 4]])
+    tracker.finish()
+    session = session_of(tracker)
+    assert session.table_headers() == {"from lists": ["A2", "B2", "C2"], "with columns": ["A", "B"]}
+    assert session.tables() == {"from lists": [[7, 9, 11], [8, 10, 12]], "with columns": [[1, 3], [2, 4]]}
+
+
 def test_overwritten_image_files_are_not_read_back(tmp_path: Path) -> None:
     np = pytest.importorskip("numpy")
-    tracker = ClearMLTracker("history", logging_dir=tmp_path / "logs")
+    tracker = ClearMLTracker("history", logging_dir=tmp_path / "logs", lossless_images=True)
     tracker.start()
     for step in range(7):  # ClearML keeps max_image_history files per title/series and reuses the oldest names
         tracker.log_images({"frame": np.full((4, 4), step * 10, dtype="uint8")}, step=step, max_image_history=5)

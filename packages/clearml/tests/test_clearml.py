@@ -203,7 +203,8 @@ def test_images_tables_figures_artifacts(tmp_path: Path) -> None:
     ]
     arrays = dict(session.image_arrays())["val/samples"]
     assert [array.shape for _, array in arrays] == [(16, 16), (8, 12, 3), (6, 8, 3)]
-    assert (arrays[0][1] == np.rint(gray * 255).astype("uint8")).all(), "PNG, not JPEG: the pixels come back exact"
+    # ClearML's JPEG, as accelerate stores images: close to the pixels logged (lossless_images=True: exact)
+    assert np.abs(arrays[0][1].astype(float) - np.rint(gray * 255)).mean() < 6.0
     assert session.tables()["rows"] == [[1, "inf"], [None, "t"]] and session.table_headers()["rows"] == ["x", "y"]
     assert session.table_headers()["preds"] == ["input", "score"] and session.tables()["preds"][0] == ["a", 0.5]
     figures = session.image_arrays()["curves/loss"]

@@ -107,11 +107,33 @@ def test_long_keys_are_cut_like_comet_and_reported(tmp_path, monkeypatch, comet_
         run.log({long_key: 1.0, "nan": float("nan")}, step=0)
         report = run.finish(timeout=120)
     backend = report.backends["comet_ml"]
-    assert backend.key_map == {long_key: "k" * 100}
+    (stored_as,) = backend.key_map.values()
+    assert list(backend.key_map) == [long_key] and len(stored_as) == 100 and stored_as.startswith("k" * 91)
     assert "nan" in backend.skipped_values
     assert any("'nan'" in str(w.message) for w in caught if issubclass(w.category, TrackingWarning))
     metrics = comet_archive(run.trackers[0]).metrics()
-    assert metrics["k" * 100] == {0: 1.0} and "nan" not in metrics
+    assert metrics[stored_as] == {0: 1.0} and "nan" not in metrics
+
+
+def test_long_keys_with_one_start_or_control_characters_all_keep_their_points(tmp_path, monkeypatch, comet_archive):
+    monkeypatch.chdir(tmp_path)
+    run = start_run(tmp_path)
+    start = "k" * 120  # longer than Comet's 100 characters: cut, they would all be one name
+    keys = {f"{start}\x02": 1.0, f"{start}a": 2.0, f"{start}b": 3.0, "ctl\x01key": 4.0, "\x7f" + "q" * 150: 5.0}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run.log(keys, step=0)
+        report = run.finish(timeout=120)
+    backend = report.backends["comet_ml"]
+    stored = comet_archive(run.trackers[0]).metrics()
+    names = {key: backend.key_map.get(key, key) for key in keys}
+    assert len(set(names.values())) == len(keys), names  # distinct keys stay distinct
+    assert all(len(name) <= 100 for name in names.values()), names
+    for key, value in keys.items():
+        assert stored[names[key]] == {0: value}, (key, sorted(stored))  # no point lost
+    cut = [str(w.message) for w in caught if issubclass(w.category, TrackingWarning) and "stored as" in str(w.message)]
+    assert len(cut) == 4, cut  # each renamed key warned about, and in the report's key map
+    assert set(backend.key_map) == {key for key in keys if len(key) > 100}
 
 
 def test_images_figures_tables_artifacts(tmp_path, monkeypatch, comet_archive):

@@ -15,9 +15,12 @@ How the contract maps onto the SDK (``task`` is the ``clearml.Task``, ``logger``
                             as accelerate, ``eval_loss`` -> (``loss``, ``eval``), ``loss`` -> (``loss``, ``train``)
 ``log``, ``step=None``      ``logger.report_single_value(key, value)`` (a summary value, not a series)
 ``log``, strings            ``logger.report_text("[step N] key: value")`` (the task's console log)
-``log_images``              ``logger.report_image(title, series, local_path=<png>)`` (debug samples, PNG); several
-                            images under one key: series ``<series>/0``, ``<series>/1``, ...
-``log_table``               ``logger.report_table(title, series, table_plot=DataFrame or rows)`` (plots)
+``log_images``              ``logger.report_image(title, series, image=<HW/HWC uint8>)`` (debug samples in
+                            ClearML's image format, JPEG by default, as accelerate stores them;
+                            ``lossless_images=True``: PNG files, exact pixels); several images under one key:
+                            series ``<series>/0``, ``<series>/1``, ...
+``log_table``               ``logger.report_table(title, series, table_plot=DataFrame or rows)`` (plots); without
+                            ``columns`` the first row of ``data`` is the header, as in accelerate
 ``log_figure``              matplotlib: the figure as a PNG debug sample; plotly: ``logger.report_plotly``
 ``log_histogram``           ``logger.report_histogram(title, series, counts, iteration=step)`` (bars at the bins)
 ``log_artifact(s)``         ``task.upload_artifact(name, path)`` (a folder is uploaded as a zip)
@@ -73,7 +76,8 @@ def _png_file(image: Any) -> str:
     """A temporary PNG file of the image (HW, HWC or CHW array, tensor, PIL), for ``report_image(local_path=)``.
 
     ClearML encodes arrays as JPEG (``sdk.metrics.images.format``); a PNG file is stored as it is, so the
-    pixels read back are the ones logged. ``delete_after_upload`` removes the file once ClearML copied it.
+    pixels read back are the ones logged (``lossless_images=True``). ``delete_after_upload`` removes the
+    file once ClearML copied it.
     """
     handle, path = tempfile.mkstemp(prefix="tracking-clearml-", suffix=".png")
     with os.fdopen(handle, "wb") as file:
@@ -111,7 +115,9 @@ class ClearMLTracker(GeneralTracker):
     default to ``CLEARML_PROJECT`` / ``CLEARML_TASK`` or the run's project name; framework patching,
     repository detection, stdout/stderr capture, argparse capture and resource monitoring are off and
     ``reuse_last_task_id=False``. A task the application created itself (``Task.current_task()``) is
-    reused and never closed by this tracker.
+    reused and never closed by this tracker. ``lossless_images=True`` stores images as PNG files (exact
+    pixels) instead of ClearML's own encoding of arrays (JPEG unless ``sdk.metrics.images.format`` says
+    otherwise), which is what accelerate's users find in the session.
 
     Honoured SDK settings: ``clearml.conf`` / ``CLEARML_CONFIG_FILE``; ``CLEARML_API_HOST``,
     ``CLEARML_API_ACCESS_KEY``, ``CLEARML_API_SECRET_KEY``, ``CLEARML_AUTH_TOKEN`` (online);
@@ -128,10 +134,16 @@ class ClearMLTracker(GeneralTracker):
     server_timeout: ClassVar[float] = 5.0
 
     def __init__(
-        self, run_name: str | None = None, *, logging_dir: str | os.PathLike[str] | None = None, **kwargs: Any
+        self,
+        run_name: str | None = None,
+        *,
+        logging_dir: str | os.PathLike[str] | None = None,
+        lossless_images: bool = False,
+        **kwargs: Any,
     ) -> None:
         super().__init__()
         self.run_name = run_name
+        self.lossless_images = lossless_images
         self.logging_dir = Path(logging_dir if logging_dir is not None else "runs")
         self.init_kwargs = kwargs
         #: How the task was opened: "offline", "online", "remote" (clearml-agent) or "external".
@@ -313,17 +325,23 @@ class ClearMLTracker(GeneralTracker):
 
     # -- media -------------------------------------------------------------------------------
     def log_images(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:
-        """Debug samples (PNG): ``{key: image, list of images or NCHW/NHWC batch}``.
+        """Debug samples: ``{key: image, list of images or NCHW/NHWC batch}``.
 
         One image is reported as ``(title, series)`` of its key, as accelerate does; several are the
-        series ``<series>/0``, ``<series>/1``, ... of that title.
+        series ``<series>/0``, ``<series>/1``, ... of that title. ClearML encodes each as accelerate's
+        images are (JPEG by default), or as PNG with ``lossless_images=True``. An image with an alpha
+        channel is always a PNG file: JPEG has no alpha, and ClearML's uploader thread would drop it.
         """
         for key, value in values.items():
             title, series = self._pair(key)
             images = image_list(value)
             for index, image in enumerate(images):
                 variant = series if len(images) == 1 else f"{series}/{index}"
-                path = _png_file(image)
+                pixels = to_hwc_uint8(image)
+                if not self.lossless_images and not (pixels.ndim == 3 and pixels.shape[-1] == 4):
+                    self._logger.report_image(title, variant, iteration=step, image=pixels, **kwargs)
+                    continue
+                path = _png_file(pixels)
                 try:
                     self._logger.report_image(
                         title, variant, iteration=step, local_path=path, delete_after_upload=True, **kwargs
@@ -345,6 +363,8 @@ class ClearMLTracker(GeneralTracker):
             raise ValueError("`ClearMLTracker.log_table` requires that `data` to be supplied if `dataframe` is `None`")
         title, series = self._pair(table_name)
         if dataframe is None:
+            if not columns and data:  # accelerate: "the first entry in data will be the name of the columns"
+                columns, data = [str(name) for name in data[0]], data[1:]
             columns, rows = table_rows(columns, data, None)
             dataframe = [list(columns)] + [[_json_cell(cell) for cell in row] for row in rows]
         self._logger.report_table(title, series, iteration=step, table_plot=dataframe, **kwargs)

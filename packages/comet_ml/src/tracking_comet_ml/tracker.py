@@ -28,6 +28,7 @@ per-rank runs               experiment ``<name>-rank<N>``, tags ``group:<job run
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import itertools
 import json
@@ -295,8 +296,14 @@ class CometMLTracker(GeneralTracker):
 
     # -- metrics -----------------------------------------------------------------------------
     def sanitize_key(self, key: str) -> str:
-        # Comet cuts longer metric names itself; doing it here puts the mapping in the finish report.
-        return key[: self._max_key_length]
+        # Comet cuts longer metric names itself, so keys with one long start would become one name and
+        # all but one of their points would be lost at each step. Cut here with a digest of the whole
+        # key instead: distinct keys stay distinct, and the mapping is warned about and in the report.
+        limit = self._max_key_length
+        if len(key) <= limit:
+            return key
+        digest = hashlib.sha1(key.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+        return f"{key[: limit - 9]}-{digest}"
 
     def log(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:
         experiment = self._experiment

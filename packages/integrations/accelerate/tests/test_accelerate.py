@@ -129,6 +129,46 @@ def test_accelerate_tracker_objects_still_work(tmp_path):
     assert recording.calls == [("start", "run"), ("config", {"lr": 0.1}), ("log", 3, {"loss": 1.5}), ("finish",)]
 
 
+def test_accelerate_tracker_objects_run_on_the_callers_thread(tmp_path):
+    import threading
+
+    recording = RecordingTracker()
+    threads = []
+    recording.log = lambda values, step=None, **kwargs: threads.append(threading.get_ident())
+    recording.start = lambda: threads.append(threading.get_ident())
+    accelerator = Accelerator(cpu=True, log_with=recording, project_dir=tmp_path)
+    accelerator.init_trackers("thread")
+    accelerator.log({"loss": 1.0}, step=0)
+    assert accelerator.end_training().ok
+    assert threads == [threading.get_ident()] * 2  # as accelerate calls them: SDK state per thread stays the script's
+
+
+def test_accelerate_mlflow_tracker_called_directly_logs_into_its_run(tmp_path, monkeypatch):
+    """accelerate's MLflowTracker keeps MLflow's fluent active run, which is per thread: started by
+    the dispatcher, it must be the run that the script's own ``tracker.log(...)`` reaches."""
+    mlflow = pytest.importorskip("mlflow")
+    from accelerate.tracking import MLflowTracker as AccelerateMLflowTracker
+
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    monkeypatch.chdir(tmp_path)  # MLflow's default store (sqlite:///mlflow.db) is relative to the working directory
+    previous = mlflow.get_tracking_uri()
+    mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    try:
+        tracker = AccelerateMLflowTracker(experiment_name="direct", logging_dir=str(tmp_path / "artifacts"))
+        accelerator = Accelerator(cpu=True, log_with=tracker)
+        accelerator.init_trackers("direct")
+        tracker.log({"accuracy": 0.95}, step=10)  # accelerate's own method, from the script
+        accelerator.log({"loss": 0.5}, step=11, log_kwargs={"mlflow": {"synchronous": True}})
+        run_id = tracker.active_run.info.run_id
+        assert accelerator.end_training().ok
+        history = mlflow.MlflowClient().get_metric_history
+        assert [(m.step, m.value) for m in history(run_id, "accuracy")] == [(10, 0.95)]
+        assert [(m.step, m.value) for m in history(run_id, "loss")] == [(11, 0.5)]
+        assert mlflow.get_run(run_id).info.status == "FINISHED"
+    finally:
+        mlflow.set_tracking_uri(previous)
+
+
 def test_a_name_registered_with_accelerate_is_built_by_accelerate_rules(tmp_path):
     from accelerate.tracking import LOGGER_TYPE_TO_CLASS
 
@@ -234,3 +274,24 @@ def test_importing_the_package_does_not_import_accelerate():
 
 def test_documentation_examples_run(tmp_path, run_docs_page):
     run_docs_page("integrations/accelerate.md", tmp_path)  # the core cell leaves this page to this one
+
+
+def test_clearml_values_without_a_step_are_single_values_as_in_accelerate(tmp_path, monkeypatch):
+    pytest.importorskip("tracking_clearml")
+    from tracking_clearml.session import OfflineSession
+
+    monkeypatch.setenv("CLEARML_CONFIG_FILE", str(tmp_path / "no-clearml.conf"))  # no server: an offline session
+    accelerator = Accelerator(cpu=True, log_with=["clearml", "jsonl"], project_dir=tmp_path)
+    accelerator.init_trackers("single-values")
+    accelerator.log({"eval_loss": 0.5, "loss": 0.7}, step=1)
+    accelerator.log({"eval_value": 2.0, "final": 1.1})  # no step: ClearML's single values ("Summary")
+    accelerator.log({"loss": 0.6}, step=3, log_kwargs={"clearml": {"single_value": False}})
+    clearml = accelerator.get_tracker("clearml")
+    journal = accelerator.get_tracker("jsonl")
+    assert accelerator.end_training().ok
+    session = OfflineSession(f"{clearml.offline_folder}.zip")
+    assert session.single_values() == {"eval_value": 2.0, "final": 1.1}  # the whole key, as accelerate reports it
+    assert session.scalar_history() == {"eval_loss": [(1, 0.5)], "loss": [(1, 0.7), (3, 0.6)]}
+    from tracking_core.journal import JournalSummary
+
+    assert JournalSummary(journal.run_dir).metrics["final"] == [(2, 1.1)]  # the other backends: the next step

@@ -6,10 +6,13 @@ contract                   MLflow call (all on ``self.client``, never the fluent
 ``start``                  ``get_experiment_by_name`` / ``create_experiment`` + ``create_run``
                            (or ``update_run(status="RUNNING")`` to resume ``run_id`` or the run
                            saved by ``resume_state`` in an earlier process)
-``store_init_configuration`` ``log_batch(params=...)`` (flattened, stringified, truncated) and
+``store_init_configuration`` ``log_batch(params=...)`` (flattened, stringified; a value longer than
+                           MLflow takes is left out with a warning, as accelerate does) and
                            ``log_dict(config, "config.json")`` with the exact nested config
 ``log`` / ``log_batch``    ``log_batch(metrics=...)`` in chunks of the SDK's per-request limits;
-                           strings -> ``log_text`` artifact ``text/<key>/step_<step>.txt``
+                           ``mlflow.log_metrics``' options as ``log_kwargs``: ``synchronous``,
+                           ``model_id``, ``dataset``; strings -> ``log_text`` artifact
+                           ``text/<key>/step_<step>.txt``
 ``log_images``             ``log_image(image, key=..., step=...)`` (the UI's stepped image view)
 ``log_table``              ``log_table(data, artifact_file="tables/<name>/step_<step>.json")``
 ``log_figure``             the figure as a PNG artifact ``artifact_file`` (``.png`` added when missing)
@@ -101,6 +104,8 @@ def _png_name(artifact_file: str) -> str:
     return artifact_file if suffix.lower() == ".png" else f"{stem if suffix else artifact_file}.png"
 
 
+#: ``log_kwargs`` this tracker takes: ``mlflow.log_metrics``' own options (``timestamp`` is the dispatcher's)
+_LOG_OPTIONS = frozenset(("synchronous", "timestamp", "model_id", "dataset"))
 _IMAGE_FILE = re.compile(r"^images/(?P<key>.+)\+step\+(?P<step>\d+)\+timestamp\+(?P<time>\d+)\+[0-9a-f-]+\.png$")
 
 
@@ -264,6 +269,7 @@ class MLflowTracker(GeneralTracker):
         self._params: dict[str, str] = {}  # params in the run: MLflow keeps a param's first value for good
         self._config: dict[str, Any] = {}  # the merged config, written whole to config.json at each store
         self._image_time = 0  # last log_image timestamp (ms): strictly increasing keeps the images' order
+        self._pending: list[Any] = []  # MLflow's RunOperations of metrics logged with synchronous=False
 
     @staticmethod
     def _caller_active_run_id() -> str | None:
@@ -515,15 +521,16 @@ class MLflowTracker(GeneralTracker):
         params: dict[str, str] = {}
         for key, value in flatten_config(values).items():
             text = stringify(value)
-            if len(text) > limit:
+            if len(text) > limit:  # left out, as accelerate does: a cut value would read as the real one
                 warn_once(
                     self.name,
                     key,
-                    f"parameter value of {len(text)} characters cut to MLflow's limit of {limit}; "
-                    "the full value is in the run's config.json artifact",
-                    reason="param-truncated",
+                    f"parameter value of {len(text)} characters is longer than MLflow's limit of {limit}: "
+                    "not a param (the full value is in the run's config.json artifact)",
+                    reason="param-too-long",
                 )
-                text = text[:limit]
+                self.add_note(f"param {key} left out: its value is longer than MLflow takes; config.json has it")
+                continue
             name = self.sanitize_key(key)
             if name != key:
                 warn_once(self.name, key, f"stored as param {name!r}: MLflow refuses the original", reason="renamed")
@@ -587,13 +594,21 @@ class MLflowTracker(GeneralTracker):
         now = int(time.time() * 1000)
         metrics = []
         ends = []  # len(metrics) after each entry
+        # MLflow's async queue only when every entry of the batch asked for it (it is waited for at flush)
+        synchronous = not all(kwargs.get("synchronous") is False for _, _, kwargs in entries)
         for values, step, kwargs in entries:
             step = 0 if step is None else int(step)
             # when log() was called (the dispatcher's timestamp), not when this worker delivered it
             timestamp = int(kwargs["timestamp"] * 1000) if kwargs.get("timestamp") is not None else now
             for option in kwargs:
-                if option not in ("synchronous", "timestamp"):
+                if option not in _LOG_OPTIONS:
                     warn_once(self.name, option, "unknown log option for MLflow; ignored", reason="log-kwarg")
+            dataset = kwargs.get("dataset")
+            entity_options = {
+                "model_id": kwargs.get("model_id"),
+                "dataset_name": getattr(dataset, "name", None),
+                "dataset_digest": getattr(dataset, "digest", None),
+            }
             for key, value in values.items():
                 if isinstance(value, str):
                     self._client.log_text(self.active_run_id, value, f"text/{_artifact_path(key)}/step_{step}.txt")
@@ -601,13 +616,15 @@ class MLflowTracker(GeneralTracker):
                 value = float(value)
                 if math.isinf(value):
                     warn_once(self.name, key, "MLflow stores infinity as +/-1.8e308 (the largest float)", reason="inf")
-                metrics.append(Metric(key, value, timestamp, step))
+                metrics.append(Metric(key, value, timestamp, step, **entity_options))
             ends.append(len(metrics))
         size = min(self.limits["MAX_METRICS_PER_BATCH"], self.limits["MAX_ENTITIES_PER_BATCH"])
         stored = 0
         for chunk in _chunks(metrics, size):
             try:
-                self._client.log_batch(self.active_run_id, metrics=chunk, synchronous=True)
+                operation = self._client.log_batch(self.active_run_id, metrics=chunk, synchronous=synchronous)
+                if operation is not None:  # synchronous=False: MLflow's async queue; waited for at flush
+                    self._pending.append(operation)
             except Exception as error:
                 # entries whose metrics all went out in earlier chunks are stored: say so, and
                 # the dispatcher retries or spills exactly the rest
@@ -680,9 +697,15 @@ class MLflowTracker(GeneralTracker):
         self._client.log_artifacts(self.active_run_id, os.fspath(local_dir), artifact_path)
 
     # -- finish -----------------------------------------------------------------------------------
+    def flush(self) -> None:
+        """Wait for the metrics sent with ``log_kwargs={"mlflow": {"synchronous": False}}``."""
+        while self._pending:
+            self._pending.pop(0).wait()
+
     def finish(self) -> None:
         if self._run is None or self._finished:
             return
+        self.flush()
         self._client.set_terminated(self.active_run_id, "FINISHED")
         self._finished = True
 

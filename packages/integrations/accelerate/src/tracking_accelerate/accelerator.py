@@ -12,10 +12,25 @@ from __future__ import annotations
 from typing import Any
 
 import accelerate
-from tracking_core import Dispatcher, FinishReport, NoOpTracker
+from tracking_core import Dispatcher, FinishReport, GeneralTracker, NoOpTracker
+from tracking_core.worker import BackendWorker
 
 from .foreign import AccelerateTracker
 from .specs import tracking_specs
+
+
+class _Dispatcher(Dispatcher):
+    """The dispatcher, with accelerate's own tracker objects called on the caller's thread, as accelerate calls them.
+
+    Their SDK state must be the script's: a script calls their methods directly too (``tracker.log(...)``
+    after ``init_trackers``), and SDK state such as MLflow's active run is per thread, so a run started
+    in a worker is not the run the script's calls reach. Failures stay isolated and counted.
+    """
+
+    def _local_worker(self, tracker: GeneralTracker, delivery_for: Any) -> BackendWorker:
+        if not isinstance(tracker, AccelerateTracker):
+            return super()._local_worker(tracker, delivery_for)
+        return BackendWorker(tracker, delivery_for, queue_size=self.queue_size, on_full=self.on_full, blocking=True)
 
 
 class Accelerator(accelerate.Accelerator):
@@ -37,7 +52,7 @@ class Accelerator(accelerate.Accelerator):
         self.log_with = tracking_specs(log_with)
         if self.log_with:
             try:
-                self._tracking = Dispatcher(self.log_with, self.logging_dir, **(tracking_options or {}))
+                self._tracking = _Dispatcher(self.log_with, self.logging_dir, **(tracking_options or {}))
             except ValueError as error:
                 if self.logging_dir is None:
                     raise ValueError(
@@ -87,9 +102,34 @@ class Accelerator(accelerate.Accelerator):
         return _unwrapped(self._tracking.get_tracker(name, unwrap=unwrap))
 
     def log(self, values: dict[str, Any], step: int | None = None, log_kwargs: dict[str, Any] | None = None) -> None:
-        """Queue ``values`` at ``step`` for every tracker (``step=None``: the previous step + 1)."""
+        """Queue ``values`` at ``step`` for every tracker (``step=None``: the previous step + 1).
+
+        As in accelerate, ``step=None`` makes ClearML's values single values (its "Summary"), not
+        points of a series; ``log_kwargs={"clearml": {"single_value": False}}`` keeps them series.
+        """
         if self._tracking is not None:
+            if step is None and self._single_values_backends():
+                log_kwargs = dict(log_kwargs or {})
+                for name in self._single_values_backends():
+                    log_kwargs[name] = {"single_value": True, **(log_kwargs.get(name) or {})}
             self._tracking.log(values, step=step, log_kwargs=log_kwargs)
+
+    def _single_values_backends(self) -> tuple[str, ...]:
+        """The trackers whose ``log`` takes ``single_value`` (tracking's ClearML): accelerate's ``step=None``."""
+        found: tuple[str, ...] | None = getattr(self, "_single_value_names", None)
+        if found is None:
+            import inspect
+
+            trackers = self._tracking.trackers if self._tracking is not None else []
+            found = tuple(
+                tracker.name
+                for tracker in trackers
+                if not isinstance(tracker, AccelerateTracker)
+                and "single_value" in inspect.signature(tracker.log).parameters
+            )
+            if self._tracking is not None and self._tracking.run_id is not None:
+                self._single_value_names = found  # the trackers are known once init_trackers ran
+        return found
 
     def end_training(self) -> FinishReport | None:
         """Deliver what is queued, close every tracker, then end the process group as accelerate does."""

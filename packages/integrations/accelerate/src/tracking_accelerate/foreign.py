@@ -2,9 +2,11 @@
 
 A script may pass one of accelerate's trackers (or a custom subclass of accelerate's base class) in
 ``log_with``, or a name only accelerate knows (a class registered with accelerate's
-``register_tracker_class``, or ``"dvclive"`` when ``tracking-dvclive`` is not installed). Wrapped here, it runs in its own worker like any tracking backend: it
-cannot block the loop or take the other backends down. It keeps accelerate's contract only (start,
-config, log, finish): images, tables and artifacts go to the backends that have them.
+``register_tracker_class``, or ``"dvclive"`` when ``tracking-dvclive`` is not installed). Wrapped here,
+it is called on the script's thread, as accelerate calls it (its SDK state, such as MLflow's per-thread
+active run, is the one the script's own calls on it reach), and its failures are isolated and counted
+like any backend's. It keeps accelerate's contract only (start, config, log, finish): images, tables
+and artifacts go to the backends that have them.
 """
 
 from __future__ import annotations
