@@ -5,11 +5,18 @@ folders), hyperparameters come after that, ``log_metrics`` and ``save`` follow e
 ``finalize`` ends each of ``fit``, ``validate`` and ``test``. The run therefore starts at the first of
 ``experiment``, ``version`` or ``log_hyperparams``; hyperparameters that arrive after the start go
 through ``Dispatcher.log_config``; a ``test()`` after ``fit()`` reopens the same run (``resume``).
+
+Lightning pickles and deep-copies loggers (``ddp_spawn`` sends the trainer to new processes, trainer
+state is copied). A copy carries the run id but not the open run (threads, SDK handles): on first use
+it takes the open run of the same id when this process holds one, else it reopens the run by id
+(``resume=<run id>``), so every copy logs into the one run.
 """
 
 from __future__ import annotations
 
 import os
+import threading
+import weakref
 from argparse import Namespace
 from collections.abc import Mapping
 from typing import Any
@@ -19,6 +26,18 @@ import tracking_core
 from ._lightning import Logger, rank_zero_experiment, rank_zero_only
 
 DEFAULT_PROJECT = "lightning_logs"  # the folder name Lightning's own loggers use
+#: Bound on the flush a pickled running logger makes, so that the copy's reopened run starts after it.
+PICKLE_FLUSH_TIMEOUT = 30.0
+
+#: The runs loggers of this process hold open, by (logging dir, project, run id): a copy of a logger
+#: made in this process (``copy.deepcopy``, pickle) logs into the open run instead of reopening it.
+_open_runs: weakref.WeakValueDictionary[tuple[str, str, str], tracking_core.Dispatcher] = weakref.WeakValueDictionary()
+_open_runs_lock = threading.Lock()
+
+
+def _is_open(run: tracking_core.Dispatcher) -> bool:
+    """False once ``finish()`` started, by whichever holder of the run called it."""
+    return not getattr(run, "_finishing", False)
 
 
 class TrackingLogger(Logger):
@@ -30,7 +49,12 @@ class TrackingLogger(Logger):
     :class:`~tracking_core.Dispatcher` (for ``log_images``, ``log_table``, ``log_figure``,
     ``log_artifact``), ``log_dir`` the run folder, where Lightning then puts the run's checkpoints.
     Only global rank 0 logs (Lightning's ``rank_zero_only``); :attr:`report` is the
-    :class:`~tracking_core.FinishReport` of the last ``finalize``.
+    :class:`~tracking_core.FinishReport` of the last ``finalize`` or :meth:`close`.
+
+    The logger pickles and deep-copies at any point (Lightning does both); the copy logs into the
+    same run. :meth:`close` (or ``with TrackingLogger(...) as logger:``) finishes the run and joins
+    its worker threads outside a ``Trainer``; so does ``logger.experiment.finish()``, after which
+    the next use reopens the run.
     """
 
     def __init__(
@@ -85,25 +109,73 @@ class TrackingLogger(Logger):
     @property
     @rank_zero_experiment
     def experiment(self) -> tracking_core.Dispatcher:
-        """The run's dispatcher, started on first use (reopened after ``finalize``); a stand-in on other ranks."""
-        if self._run is None:
+        """The run's dispatcher, started on first use (reopened after it finished); a stand-in on other ranks."""
+        run = self._run
+        if run is None or not _is_open(run):
+            self._run = None
             self._start(self._config or None)
-        assert self._run is not None
-        return self._run
+            run = self._run
+        assert run is not None
+        return run
+
+    def _key(self) -> tuple[str, str, str]:
+        return (os.path.abspath(self._logging_dir), self._project, str(self._run_id))
 
     def _start(self, config: Mapping[str, Any] | None) -> None:
         reopen = self._run_id is not None
-        self._run = tracking_core.init(
-            self._project,
-            log_with=_by_name(self._log_with) if reopen else self._log_with,
-            logging_dir=self._logging_dir,
-            config=None if reopen else config,
-            init_kwargs=self._init_kwargs,
-            resume=self._run_id if reopen else False,
-            **self._options,
-        )
-        self._run_id = self._run.run_id
+        with _open_runs_lock:
+            shared = _open_runs.get(self._key()) if reopen else None
+            if shared is not None and _is_open(shared):  # a copy made in this process: the same open run
+                self._run = shared
+            else:
+                self._run = tracking_core.init(
+                    self._project,
+                    log_with=_by_name(self._log_with) if reopen else self._log_with,
+                    logging_dir=self._logging_dir,
+                    config=None if reopen else config,
+                    init_kwargs=self._init_kwargs,
+                    resume=self._run_id if reopen else False,
+                    **self._options,
+                )
+                self._run_id = self._run.run_id
+                _open_runs[self._key()] = self._run
         self.trackers = self._run.trackers
+
+    # -- copies and pickling -------------------------------------------------------------------------
+    def __getstate__(self) -> dict[str, Any]:
+        """Everything but the open run: a copy reopens the run by id (or shares it in this process).
+
+        A running logger flushes first (bounded), so a copy reopened in another process continues
+        after what this one logged.
+        """
+        run = self._run
+        if run is not None and _is_open(run):
+            try:
+                run.flush(timeout=PICKLE_FLUSH_TIMEOUT)
+            except tracking_core.TrackingError as error:  # on_error="raise": the copy must still be made
+                tracking_core.notice(f"lightning: flush before copying the logger failed: {error}")
+        state = self.__dict__.copy()
+        state["_run"] = None
+        state["trackers"] = []  # SDK objects (writers, clients, modules) belong to the open run
+        state["_log_with"] = _by_name(self._log_with)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
+    # -- closing -------------------------------------------------------------------------------------
+    @rank_zero_only
+    def close(self) -> None:
+        """Finish the run now (deliver, close every backend, join its threads); the next use reopens it."""
+        run, self._run = self._run, None
+        if run is not None:
+            self.report = run.finish()
+
+    def __enter__(self) -> TrackingLogger:
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
 
     @rank_zero_only
     def log_hyperparams(self, params: Mapping[str, Any] | Namespace, *args: Any, **kwargs: Any) -> None:
@@ -125,8 +197,7 @@ class TrackingLogger(Logger):
     def finalize(self, status: str) -> None:
         """End of a ``fit``/``validate``/``test``: deliver and close the run (``report`` says how it went)."""
         if self._run is not None:
-            self.report = self._run.finish()
-            self._run = None
+            self.close()
             if status != "success":
                 tracking_core.notice(f"lightning: run {self._run_id} ended with status {status!r}")
 
