@@ -28,6 +28,8 @@ from ._lightning import Logger, rank_zero_experiment, rank_zero_only
 DEFAULT_PROJECT = "lightning_logs"  # the folder name Lightning's own loggers use
 #: Bound on the flush a pickled running logger makes, so that the copy's reopened run starts after it.
 PICKLE_FLUSH_TIMEOUT = 30.0
+#: Between a prefix and a metric key, as in Lightning's own loggers.
+LOGGER_JOIN_CHAR = "-"
 
 #: The runs loggers of this process hold open, by (logging dir, project, run id): a copy of a logger
 #: made in this process (``copy.deepcopy``, pickle) logs into the open run instead of reopening it.
@@ -48,6 +50,13 @@ class TrackingLogger(Logger):
     :func:`tracking_core.init`. ``name`` is the project, ``version`` the run id, ``experiment`` the
     :class:`~tracking_core.Dispatcher` (for ``log_images``, ``log_table``, ``log_figure``,
     ``log_artifact``), ``log_dir`` the run folder, where Lightning then puts the run's checkpoints.
+
+    As in Lightning's ``TensorBoardLogger``: ``name`` (the same as ``project``), ``version`` (the id
+    of an earlier run under ``logging_dir`` to continue; ``None`` starts a new run, whose id then is
+    the version), ``prefix`` (put before every metric key with ``-``: ``prefix="fold1"`` logs
+    ``fold1-train_loss``) and ``log_graph`` (the model's graph in TensorBoard, traced from
+    ``example_input_array``; a one-time warning when the run has no TensorBoard backend).
+    ``resume=True`` continues the project's most recent run instead of starting one.
     Only global rank 0 logs (Lightning's ``rank_zero_only``); :attr:`report` is the
     :class:`~tracking_core.FinishReport` of the last ``finalize`` or :meth:`close`.
 
@@ -63,19 +72,48 @@ class TrackingLogger(Logger):
         project: str = DEFAULT_PROJECT,
         logging_dir: str | os.PathLike[str] = "runs",
         *,
+        name: str | None = None,
+        version: str | None = None,
+        prefix: str = "",
+        log_graph: bool = False,
         config: Mapping[str, Any] | None = None,
         init_kwargs: dict[str, Any] | None = None,
         **options: Any,
     ) -> None:
         super().__init__()
+        if name is not None and project not in (DEFAULT_PROJECT, name):
+            raise ValueError(f"name and project are the same setting; got name={name!r} and project={project!r}")
+        if version is not None and not (isinstance(version, str) and version):
+            raise TypeError(
+                f"version must be the id of an earlier run (a string) or None for a new run, got {version!r}"
+            )
+        if not isinstance(prefix, str):
+            raise TypeError(f"prefix must be a string, got {prefix!r}")
+        resume = options.pop("resume", False)
+        if not isinstance(resume, (bool, str)) or resume == "":
+            raise ValueError(f"resume must be True, False or a run id, got {resume!r}")
+        if isinstance(resume, str):  # resume="<run id>" is version="<run id>"
+            if version is not None and version != resume:
+                raise ValueError(f"version={version!r} and resume={resume!r} name different runs")
+            version, resume = resume, False
         self._log_with = log_with
-        self._project = project
+        self._project = name if name is not None else project
         self._logging_dir = os.fspath(logging_dir)
+        if version is not None and rank_zero_only.rank == 0:
+            run_file = os.path.join(self._logging_dir, self._project, version, "run.json")
+            if not os.path.isfile(run_file):
+                raise ValueError(
+                    f"version={version!r}: no such run of {self._project!r} in {self._logging_dir} ({run_file} is "
+                    "missing); a version names an earlier run to continue, leave it None to start a new run"
+                )
+        self._resume_last = bool(resume)
+        self._prefix = prefix
+        self._log_graph = bool(log_graph)
         self._config = dict(config or {})
         self._init_kwargs = init_kwargs
         self._options = options
         self._run: tracking_core.Dispatcher | None = None
-        self._run_id: str | None = None
+        self._run_id: str | None = version
         self.report: tracking_core.FinishReport | None = None
         #: The tracker objects of the open run, or of the last one once finalized.
         self.trackers: list[tracking_core.GeneralTracker] = []
@@ -134,7 +172,7 @@ class TrackingLogger(Logger):
                     logging_dir=self._logging_dir,
                     config=None if reopen else config,
                     init_kwargs=self._init_kwargs,
-                    resume=self._run_id if reopen else False,
+                    resume=self._run_id if reopen else self._resume_last,
                     **self._options,
                 )
                 self._run_id = self._run.run_id
@@ -188,7 +226,49 @@ class TrackingLogger(Logger):
 
     @rank_zero_only
     def log_metrics(self, metrics: Mapping[str, Any], step: int | None = None) -> None:
-        self.experiment.log(dict(metrics), step=step)
+        values = (
+            {f"{self._prefix}{LOGGER_JOIN_CHAR}{key}": value for key, value in metrics.items()}
+            if self._prefix
+            else dict(metrics)
+        )
+        self.experiment.log(values, step=step)
+
+    @rank_zero_only
+    def log_graph(self, model: Any, input_array: Any = None) -> None:
+        """The model's graph in TensorBoard, as ``TensorBoardLogger(log_graph=True)`` draws it.
+
+        The graph is traced here (torch's ``SummaryWriter.add_graph``) into an event file of its own
+        in the TensorBoard backend's run folder, which TensorBoard shows with the run's other events.
+        """
+        if not self._log_graph:
+            return
+        run = self.experiment
+        tensorboard = next((tracker for tracker in run.trackers if tracker.name == "tensorboard"), None)
+        if tensorboard is None:
+            tracking_core.warn_once(
+                "lightning",
+                "log_graph",
+                "log_graph=True draws the graph in TensorBoard only, and this run has no tensorboard backend",
+            )
+            return
+        example = getattr(model, "example_input_array", None) if input_array is None else input_array
+        if example is None:
+            tracking_core.warn_once(
+                "lightning",
+                "log_graph",
+                "log_graph=True needs model.example_input_array (or log_graph(model, input_array))",
+            )
+            return
+        if hasattr(model, "_on_before_batch_transfer") and hasattr(model, "_apply_batch_transfer_handler"):
+            example = model._apply_batch_transfer_handler(model._on_before_batch_transfer(example))  # a LightningModule
+        from torch.utils.tensorboard import SummaryWriter
+
+        run.get_tracker("tensorboard", unwrap=True)  # waits for the backend's start, which settles its folder
+        writer = SummaryWriter(log_dir=str(tensorboard.log_dir), filename_suffix=".graph")
+        try:
+            writer.add_graph(model, example)
+        finally:
+            writer.close()
 
     def save(self) -> None:
         """Nothing to do: Lightning calls this after every logging step, and the dispatcher flushes on its own."""
