@@ -14,6 +14,7 @@ it takes the open run of the same id when this process holds one, else it reopen
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import weakref
@@ -57,6 +58,14 @@ class TrackingLogger(Logger):
     ``fold1-train_loss``) and ``log_graph`` (the model's graph in TensorBoard, traced from
     ``example_input_array``; a one-time warning when the run has no TensorBoard backend).
     ``resume=True`` continues the project's most recent run instead of starting one.
+
+    ``log_model`` sends ``ModelCheckpoint``'s checkpoints to every backend that stores artifacts
+    (``log_artifact``), as Lightning's MLflow and W&B loggers do: ``True`` the best and latest ones
+    when the run ends (each as it is saved when ``save_top_k=-1``), ``"all"`` each one as it is
+    saved. Each goes to ``checkpoints/step-<global step>-<best|latest|best_k>/`` with a ``checkpoint.json`` beside it
+    (step, score, monitor, best/latest/best_k, file name). The file is hard-linked into the run
+    folder's ``logged-checkpoints/`` (copied where links are impossible), so the training loop
+    never waits for an upload and the backends still find it after ``ModelCheckpoint`` deletes it.
     Only global rank 0 logs (Lightning's ``rank_zero_only``); :attr:`report` is the
     :class:`~tracking_core.FinishReport` of the last ``finalize`` or :meth:`close`.
 
@@ -76,6 +85,7 @@ class TrackingLogger(Logger):
         version: str | None = None,
         prefix: str = "",
         log_graph: bool = False,
+        log_model: bool | str = False,
         config: Mapping[str, Any] | None = None,
         init_kwargs: dict[str, Any] | None = None,
         **options: Any,
@@ -87,6 +97,8 @@ class TrackingLogger(Logger):
             raise TypeError(
                 f"version must be the id of an earlier run (a string) or None for a new run, got {version!r}"
             )
+        if log_model not in (False, True, "all"):
+            raise ValueError(f"log_model must be False, True or 'all', got {log_model!r}")
         if not isinstance(prefix, str):
             raise TypeError(f"prefix must be a string, got {prefix!r}")
         resume = options.pop("resume", False)
@@ -109,6 +121,10 @@ class TrackingLogger(Logger):
         self._resume_last = bool(resume)
         self._prefix = prefix
         self._log_graph = bool(log_graph)
+        self._log_model: bool | str = log_model
+        self._checkpoint_callback: Any = None  # log_model=True: the callback whose checkpoints go at the end
+        self._checkpoint_steps: dict[tuple[str, float], int | None] = {}  # (path, mtime) -> step it was saved at
+        self._logged_checkpoints: dict[str, float] = {}  # path -> mtime of the version logged
         self._config = dict(config or {})
         self._init_kwargs = init_kwargs
         self._options = options
@@ -196,10 +212,55 @@ class TrackingLogger(Logger):
         state["_run"] = None
         state["trackers"] = []  # SDK objects (writers, clients, modules) belong to the open run
         state["_log_with"] = _by_name(self._log_with)
+        state["_checkpoint_callback"] = None  # Lightning hands over a weak proxy; the next save hands it again
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
+
+    # -- checkpoints ---------------------------------------------------------------------------------
+    @rank_zero_only
+    def after_save_checkpoint(self, checkpoint_callback: Any) -> None:
+        """``ModelCheckpoint`` saved: note each new file's step; log it now or at the end (``log_model``)."""
+        if not self._log_model:
+            return
+        step = getattr(checkpoint_callback, "_last_global_step_saved", None)
+        for path in _checkpoints_of(checkpoint_callback):
+            self._checkpoint_steps.setdefault((path, os.path.getmtime(path)), step)
+        if self._log_model == "all" or getattr(checkpoint_callback, "save_top_k", None) == -1:
+            self._log_checkpoints(checkpoint_callback)
+        else:
+            self._checkpoint_callback = checkpoint_callback
+
+    def _log_checkpoints(self, callback: Any) -> None:
+        """Every checkpoint file of ``callback`` not logged yet (or rewritten since), oldest first."""
+        run = self.experiment
+        if not isinstance(run.run_dir, os.PathLike):  # no run folder: nothing to link the files into
+            return
+        found = _checkpoints_of(callback)
+        for mtime, path in sorted((os.path.getmtime(path), path) for path in found):
+            if self._logged_checkpoints.get(path) == mtime:
+                continue
+            score, tag = found[path]
+            step = self._checkpoint_steps.get((path, mtime))
+            folder = (
+                f"step-{step}-{tag}" if step is not None else f"{tag}-{os.path.splitext(os.path.basename(path))[0]}"
+            )
+            staged = os.path.join(str(run.run_dir), "logged-checkpoints", folder)
+            target = _stage(path, staged)
+            metadata = {
+                "step": step,
+                "score": _number(score),
+                "monitor": getattr(callback, "monitor", None),
+                "tag": tag,
+                "original_filename": os.path.basename(path),
+            }
+            meta_path = os.path.join(staged, "checkpoint.json")
+            with open(meta_path, "w", encoding="utf-8") as file:
+                json.dump(metadata, file, indent=1)
+            run.log_artifact(target, artifact_path=f"checkpoints/{folder}")
+            run.log_artifact(meta_path, artifact_path=f"checkpoints/{folder}")
+            self._logged_checkpoints[path] = mtime
 
     # -- closing -------------------------------------------------------------------------------------
     @rank_zero_only
@@ -276,10 +337,51 @@ class TrackingLogger(Logger):
     @rank_zero_only
     def finalize(self, status: str) -> None:
         """End of a ``fit``/``validate``/``test``: deliver and close the run (``report`` says how it went)."""
+        if self._checkpoint_callback is not None:
+            callback, self._checkpoint_callback = self._checkpoint_callback, None
+            self._log_checkpoints(callback)
         if self._run is not None:
             self.close()
             if status != "success":
                 tracking_core.notice(f"lightning: run {self._run_id} ended with status {status!r}")
+
+
+def _checkpoints_of(callback: Any) -> dict[str, tuple[Any, str]]:
+    """``ModelCheckpoint``'s files now: path -> (score, "latest" | "best" | "best_k"), best first."""
+    found: dict[str, tuple[Any, str]] = {}
+    for path, score in (getattr(callback, "best_k_models", None) or {}).items():
+        found[path] = (score, "best_k")
+    if getattr(callback, "best_model_path", ""):
+        found[callback.best_model_path] = (getattr(callback, "best_model_score", None), "best")
+    if getattr(callback, "last_model_path", "") and callback.last_model_path not in found:
+        found[callback.last_model_path] = (getattr(callback, "current_score", None), "latest")
+    return {path: value for path, value in found.items() if path and os.path.isfile(path)}
+
+
+def _number(value: Any) -> float | None:
+    """A score as a plain float (Lightning keeps tensors), for JSON."""
+    if value is None:
+        return None
+    try:
+        return float(value.item() if hasattr(value, "item") else value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _stage(source: str, folder: str) -> str:
+    """``source`` in ``folder`` under the same name: a hard link (instant, and it outlives a deletion
+    of the original), or a copy when the two are on different file systems."""
+    os.makedirs(folder, exist_ok=True)
+    target = os.path.join(folder, os.path.basename(source))
+    if os.path.lexists(target):
+        os.unlink(target)
+    try:
+        os.link(source, target)
+    except OSError:
+        import shutil
+
+        shutil.copy2(source, target)
+    return target
 
 
 def _by_name(log_with: Any) -> Any:
