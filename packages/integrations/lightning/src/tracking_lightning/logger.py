@@ -58,6 +58,10 @@ class TrackingLogger(Logger):
     ``fold1-train_loss``) and ``log_graph`` (the model's graph in TensorBoard, traced from
     ``example_input_array``; a one-time warning when the run has no TensorBoard backend).
     ``resume=True`` continues the project's most recent run instead of starting one.
+    ``ckpt_path`` (the checkpoint given to ``Trainer.fit(ckpt_path=...)``) continues the run that
+    wrote it: Lightning stores no logger state in checkpoints, but it stores ``ModelCheckpoint``'s
+    folder, which is the run's folder (``log_dir``) unless set otherwise, so the run id is read from
+    the checkpoint's contents (and from its own path), wherever the file was copied to.
 
     ``log_model`` sends ``ModelCheckpoint``'s checkpoints to every backend that stores artifacts
     (``log_artifact``), as Lightning's MLflow and W&B loggers do: ``True`` the best and latest ones
@@ -86,6 +90,7 @@ class TrackingLogger(Logger):
         prefix: str = "",
         log_graph: bool = False,
         log_model: bool | str = False,
+        ckpt_path: str | os.PathLike[str] | None = None,
         config: Mapping[str, Any] | None = None,
         init_kwargs: dict[str, Any] | None = None,
         **options: Any,
@@ -111,6 +116,17 @@ class TrackingLogger(Logger):
         self._log_with = log_with
         self._project = name if name is not None else project
         self._logging_dir = os.fspath(logging_dir)
+        if ckpt_path is not None and version is None and rank_zero_only.rank == 0:
+            version = run_of_checkpoint(ckpt_path, self._logging_dir, self._project)
+            if version is None:
+                import warnings
+
+                warnings.warn(
+                    f"lightning: {os.fspath(ckpt_path)} was not written in a run of {self._project!r} under "
+                    f"{self._logging_dir}; a new run starts (pass version=<run id> to continue one)",
+                    tracking_core.TrackingWarning,
+                    stacklevel=2,
+                )
         if version is not None and rank_zero_only.rank == 0:
             run_file = os.path.join(self._logging_dir, self._project, version, "run.json")
             if not os.path.isfile(run_file):
@@ -382,6 +398,38 @@ def _stage(source: str, folder: str) -> str:
 
         shutil.copy2(source, target)
     return target
+
+
+def run_of_checkpoint(
+    ckpt_path: str | os.PathLike[str], logging_dir: str | os.PathLike[str], project: str
+) -> str | None:
+    """The id of the run of ``project`` under ``logging_dir`` that wrote the Lightning checkpoint, or ``None``.
+
+    Looks at the file's own path and at the folders its callbacks' state names (``ModelCheckpoint``'s
+    ``dirpath``, ``best_model_path``, ``last_model_path``); tensors are memory-mapped, not read.
+    """
+    import torch
+
+    path = os.path.abspath(os.fspath(ckpt_path))
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"ckpt_path: {path} is not a file")
+    try:
+        checkpoint = torch.load(path, map_location="cpu", mmap=True, weights_only=True)
+    except Exception:  # a checkpoint with pickled objects (hyperparameters): the Trainer loads it the same way
+        checkpoint = torch.load(path, map_location="cpu", mmap=True, weights_only=False)
+    places: list[Any] = [path]
+    for state in (checkpoint.get("callbacks") or {}).values() if isinstance(checkpoint, dict) else ():
+        if isinstance(state, dict):
+            places += [state[key] for key in ("dirpath", "best_model_path", "last_model_path") if state.get(key)]
+    project_dir = os.path.abspath(os.path.join(os.fspath(logging_dir), project))
+    for place in places:
+        if not isinstance(place, str):
+            continue
+        inside = os.path.relpath(os.path.abspath(place), project_dir)
+        run_id = inside.split(os.sep)[0]
+        if not inside.startswith(os.pardir) and os.path.isfile(os.path.join(project_dir, run_id, "run.json")):
+            return run_id
+    return None
 
 
 def _by_name(log_with: Any) -> Any:
