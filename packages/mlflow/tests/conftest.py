@@ -25,7 +25,9 @@ _MLFLOW_ENV = (
     "MLFLOW_HTTP_REQUEST_TIMEOUT",
 )
 # MLflow 3: <key>+step+<n>+timestamp+<ms>+<uuid>.png, "/" in the key as "~"; MLflow 2.x: "%" and "#".
-_IMAGE_FILE = re.compile(r"^(?P<key>.+)(?P<sep>[+%])step(?P=sep)(?P<step>\d+)(?P=sep)timestamp(?P=sep)\d+(?P=sep)[0-9a-f-]+\.png$")
+_IMAGE_FILE = re.compile(
+    r"^(?P<key>.+)(?P<sep>[+%])step(?P=sep)(?P<step>\d+)(?P=sep)timestamp(?P=sep)\d+(?P=sep)[0-9a-f-]+\.png$"
+)
 _STEP_FILE = re.compile(r"^(?P<key>.+)/step_(?P<step>\d+)\.(txt|json)$")
 
 

@@ -474,3 +474,12 @@ def test_a_chw_image_is_stored(tmp_path, reader_of):
     tracker.log_images({"chw": np.zeros((3, 4, 5), dtype=np.uint8)}, step=0)
     tracker.finish()
     assert list(tmp_path.rglob("chw[+%]step[+%]0[+%]*.png")), "the CHW image was not stored"  # "%" in MLflow 2.x
+
+
+def test_sqlalchemy_2_1_under_an_old_mlflow_names_the_fix():
+    from tracking_mlflow.tracker import _sqlalchemy_mismatch
+
+    raised = ImportError("cannot import name 'FallbackAsyncAdaptedQueuePool' from 'sqlalchemy.pool'")
+    error = _sqlalchemy_mismatch(raised)
+    assert error is not None and "sqlalchemy<2.1" in str(error) and "MLflow 3.9" in str(error)
+    assert _sqlalchemy_mismatch(ImportError("No module named 'sqlalchemy'")) is None

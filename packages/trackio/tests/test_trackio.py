@@ -185,7 +185,8 @@ def test_direct_use_config_update_after_logging(tmp_path: Path) -> None:
     before_run, before_config = context_vars.current_run.get(), trackio.config
     tracker = TrackioTracker("direct", logging_dir=tmp_path / "runs", name="my-run")
     tracker.start()
-    assert tracker.tracker.name == "my-run" and getattr(tracker.tracker, "_cpu_monitor", None) is None  # trackio < 0.27: none
+    # trackio before 0.27 has no CPU monitor at all
+    assert tracker.tracker.name == "my-run" and getattr(tracker.tracker, "_cpu_monitor", None) is None
     tracker.log({"x": 1.0})
     tracker.log({"x": 2.0})
     tracker.flush()

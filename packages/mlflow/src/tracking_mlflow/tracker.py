@@ -795,7 +795,9 @@ class MLflowTracker(GeneralTracker):
         images: dict[str, list[tuple[int, Any]]] = {}
         with tempfile.TemporaryDirectory() as folder:
             for _time, key, step, path in sorted(found):
-                stored = local / path if local is not None else client.download_artifacts(self.active_run_id, path, folder)
+                stored = (
+                    local / path if local is not None else client.download_artifacts(self.active_run_id, path, folder)
+                )
                 with Image.open(stored) as image:
                     images.setdefault(key, []).append((step, np.asarray(image)))
         return images
