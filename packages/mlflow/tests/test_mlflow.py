@@ -483,3 +483,31 @@ def test_sqlalchemy_2_1_under_an_old_mlflow_names_the_fix():
     error = _sqlalchemy_mismatch(raised)
     assert error is not None and "sqlalchemy<2.1" in str(error) and "MLflow 3.9" in str(error)
     assert _sqlalchemy_mismatch(ImportError("No module named 'sqlalchemy'")) is None
+
+
+def test_a_resumed_embedded_run_leaves_the_working_directory_alone(tmp_path):
+    """MLflow 2.x makes ./mlruns whenever a process opens a database store, the saved store of a resumed run too."""
+    code = textwrap.dedent(
+        """
+        import json, sys
+        from pathlib import Path
+        from tracking_core.testing.resume import finished_run
+        from tracking_mlflow import MLflowTracker
+
+        state = json.loads(sys.argv[1]) if len(sys.argv) > 1 else None
+        tracker = finished_run(MLflowTracker, Path("logs"), range(2), state)
+        print(json.dumps(tracker.resume_state()))
+        """
+    )
+
+    def run(*args: str) -> dict:
+        done = subprocess.run(
+            [sys.executable, "-c", code, *args], cwd=tmp_path, capture_output=True, text=True, timeout=300
+        )
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    first = run()
+    second = run(json.dumps(first))
+    assert second["run_id"] == first["run_id"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["logs"], "MLflow wrote into the working directory"

@@ -319,7 +319,9 @@ class MLflowTracker(GeneralTracker):
         self.tracking_uri = uri
         self._announce(client, run, uri, embedded)
 
-    def _client_for(self, uri: str, embedded: bool) -> Any:
+    def _client_for(self, uri: str, embedded: bool, *, tidy: bool | None = None) -> Any:
+        """A client on ``uri``; ``embedded`` also makes ``logging_dir``; ``tidy`` (default: ``embedded``) removes
+        the empty ``./mlruns`` MLflow 2.x makes when it opens a database store."""
         from mlflow import MlflowClient
 
         if uri.startswith(("http://", "https://")):
@@ -333,7 +335,8 @@ class MLflowTracker(GeneralTracker):
             return MlflowClient(tracking_uri=uri)
         # MLflow 2.x makes its default artifact root ./mlruns when it opens a database store; the embedded
         # store keeps its artifacts under logging_dir, so an empty ./mlruns made here is removed again.
-        stray = Path("mlruns").absolute() if embedded and not os.path.exists("mlruns") else None
+        tidy = embedded if tidy is None else tidy
+        stray = Path("mlruns").absolute() if tidy and not os.path.exists("mlruns") else None
         try:
             return self._open_sqlite(uri, store)
         except ImportError as error:
@@ -388,7 +391,7 @@ class MLflowTracker(GeneralTracker):
             reason = f"its store {store} no longer exists"
         else:
             try:
-                client = self._client_for(where, False)
+                client = self._client_for(where, False, tidy=embedded)  # the saved embedded store, if so
                 return where, client, self._resume(client, run_id)
             except Exception as error:
                 if where == uri and _unreachable(error):
