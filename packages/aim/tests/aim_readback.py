@@ -21,8 +21,12 @@ def open_repo(path: str | Path) -> Any:
     # and a reader opened afterwards may then miss the newest entries.
     manager = RepoIndexManager(writer)
     # Not ``writer.list_all_runs()``: it is cached for 0.5 s per repo path and misses a run just closed.
+    # Aim 3.18 finalizes only a run with a progress file (and fails on one already indexed);
+    # later releases have no run_needs_indexing and index any run.
+    needs_indexing = getattr(manager, "run_needs_indexing", None)
     for run_hash in sorted(os.listdir(os.path.join(writer.path, "meta", "chunks"))):
-        manager.index(run_hash)
+        if needs_indexing is None or needs_indexing(run_hash):
+            manager.index(run_hash)
     for container in list(writer.container_pool.values()):
         container.close()  # flushes the index and releases its lock
     return Repo(str(path))

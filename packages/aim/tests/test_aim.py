@@ -23,6 +23,15 @@ _spec.loader.exec_module(readback)
 np = pytest.importorskip("numpy")
 
 
+def _aim_has_artifacts() -> bool:
+    from aim import Run
+
+    return hasattr(Run, "log_artifact")  # added in Aim 3.19
+
+
+needs_artifacts = pytest.mark.skipif(not _aim_has_artifacts(), reason="run artifacts need aim>=3.19")
+
+
 @pytest.fixture(scope="module")
 def repo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One repo for the direct-use tests: only the first run in a fresh repo pays Aim's ~2 s setup."""
@@ -198,6 +207,7 @@ def test_plotly_figure_is_native(repo_dir: Path) -> None:
     assert readback.sequence(run, "figure", "interactive")[0].to_plotly_figure().data[0].y == (1, 0)
 
 
+@needs_artifacts
 def test_artifacts(repo_dir: Path, tmp_path: Path) -> None:
     (tmp_path / "model.bin").write_bytes(b"\x00weights")
     (tmp_path / "ckpt" / "sub").mkdir(parents=True)
@@ -213,6 +223,27 @@ def test_artifacts(repo_dir: Path, tmp_path: Path) -> None:
     assert (stored / "sub" / "b.txt").read_text() == "b" and (stored / "a.txt").read_text() == "a"
     run = readback.get_run(repo_dir, tracker.run_hash)
     assert sorted(run.artifacts) == ["a.txt", "models/model.bin", "sub/b.txt"]
+
+
+@pytest.mark.skipif(_aim_has_artifacts(), reason="this Aim has run artifacts (3.19 and later)")
+def test_artifacts_without_aim_support_warn_once_and_note(tmp_path: Path) -> None:
+    (tmp_path / "model.bin").write_bytes(b"w")
+    (tmp_path / "ckpt").mkdir()
+    (tmp_path / "ckpt" / "a.txt").write_text("a")
+    dispatcher = Dispatcher(log_with=["aim"], logging_dir=tmp_path / "runs", on_error="raise")
+    dispatcher.init_trackers("no-artifacts", init_kwargs={"aim": {"artifacts_uri": (tmp_path / "store").as_uri()}})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        dispatcher.log_artifact(tmp_path / "model.bin")
+        dispatcher.log_artifacts(tmp_path / "ckpt")
+        dispatcher.log({"loss": 1.0}, step=0)
+        report = dispatcher.finish(timeout=120)
+    assert report.ok, str(report)
+    about = [w for w in caught if issubclass(w.category, TrackingWarning) and "no run artifacts" in str(w.message)]
+    assert len(about) == 1, [str(w.message) for w in caught]
+    assert any("no run artifacts" in note for note in report.backends["aim"].notes), str(report)
+    assert not (tmp_path / "store").exists()
+    assert readback.metrics(readback.get_run(tmp_path / "runs", dispatcher.trackers[0].run_hash)) == {"loss": {0: 1.0}}
 
 
 def test_markdown_table_escapes() -> None:

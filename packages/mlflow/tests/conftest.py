@@ -24,7 +24,10 @@ _MLFLOW_ENV = (
     "MLFLOW_HTTP_REQUEST_MAX_RETRIES",
     "MLFLOW_HTTP_REQUEST_TIMEOUT",
 )
-_IMAGE_FILE = re.compile(r"^(?P<key>.+)\+step\+(?P<step>\d+)\+timestamp\+\d+\+[0-9a-f-]+\.png$")
+# MLflow 3: <key>+step+<n>+timestamp+<ms>+<uuid>.png, "/" in the key as "~"; MLflow 2.x: "%" and "#".
+_IMAGE_FILE = re.compile(
+    r"^(?P<key>.+)(?P<sep>[+%])step(?P=sep)(?P<step>\d+)(?P=sep)timestamp(?P=sep)\d+(?P=sep)[0-9a-f-]+\.png$"
+)
 _STEP_FILE = re.compile(r"^(?P<key>.+)/step_(?P<step>\d+)\.(txt|json)$")
 
 
@@ -98,7 +101,7 @@ class Reader:
         for path in self.files("images"):
             match = _IMAGE_FILE.match(path[len("images/") :])
             if match:  # the +compressed.webp previews are skipped
-                out.setdefault(match["key"].replace("~", "/"), []).append(int(match["step"]))
+                out.setdefault(match["key"].replace("~", "/").replace("#", "/"), []).append(int(match["step"]))
         return out
 
     def tables(self) -> dict[str, list[list[Any]]]:

@@ -35,9 +35,9 @@ def run_python(code: str, tmp_path: Path, returncode: int = 0, **env: str) -> su
 
 def trackio_db(logging_dir: Path, project: str) -> Path:
     """Where the adapter's embedded default puts a project: ``<logging_dir>/trackio/<project>.db``."""
-    from trackio.utils import canonical_project_name
+    from trackio.sqlite_storage import SQLiteStorage
 
-    return logging_dir / "trackio" / f"{canonical_project_name(project)}.db"
+    return logging_dir / "trackio" / SQLiteStorage.get_project_db_filename(project)
 
 
 def read_rows(logging_dir: Path, project: str) -> list[tuple[int, dict]]:

@@ -10,7 +10,7 @@ import warnings
 from pathlib import Path
 
 import pytest
-from tracking_core import Dispatcher, TrackingWarning
+from tracking_core import Dispatcher, FinishReport, TrackingWarning
 from tracking_core.config import sanitize_config
 from tracking_core.testing.contract import contract_config
 from tracking_trackio import TrackioTracker
@@ -20,9 +20,10 @@ from .test_contract import read_config, read_rows, run_python, trackio_db
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 
-def finish_ok(dispatcher: Dispatcher) -> None:
+def finish_ok(dispatcher: Dispatcher) -> FinishReport:
     report = dispatcher.finish(timeout=120)
     assert report.ok and report.backends["trackio"].state == "finished", str(report)
+    return report
 
 
 # -- where the data goes --------------------------------------------------------------------------------
@@ -184,7 +185,8 @@ def test_direct_use_config_update_after_logging(tmp_path: Path) -> None:
     before_run, before_config = context_vars.current_run.get(), trackio.config
     tracker = TrackioTracker("direct", logging_dir=tmp_path / "runs", name="my-run")
     tracker.start()
-    assert tracker.tracker.name == "my-run" and tracker.tracker._cpu_monitor is None
+    # trackio before 0.27 has no CPU monitor at all
+    assert tracker.tracker.name == "my-run" and getattr(tracker.tracker, "_cpu_monitor", None) is None
     tracker.log({"x": 1.0})
     tracker.log({"x": 2.0})
     tracker.flush()
@@ -214,8 +216,13 @@ def test_a_step_logged_twice_shows_twice_in_the_history(tmp_path: Path) -> None:
 
 def test_failed_init_raises_and_releases_the_store(tmp_path: Path) -> None:
     tracker = TrackioTracker("registry-reserved", logging_dir=tmp_path / "runs")  # a name Trackio refuses
-    with pytest.raises(ValueError, match="reserved"):
+    try:
         tracker.start()
+    except ValueError as error:
+        assert "reserved" in str(error)
+    else:
+        tracker.finish()
+        pytest.skip("trackio before 0.35 accepts the project name 'registry-reserved'")
     # the autouse fixture checks that no storage claim is left behind
 
 
@@ -281,9 +288,11 @@ def test_images_tables_figures_and_artifacts(tmp_path: Path) -> None:
     dispatcher.log_table("preds", columns=["text", "label"], data=[["a", 1], ["b", 0]], step=2)
     dispatcher.log_figure(figure, "curve", step=3)
     dispatcher.log_figure(figure, "curve_png", step=3, log_kwargs={"trackio": {"dpi": 30}})
-    dispatcher.log_artifact(model, "weights")
-    dispatcher.log_artifacts(folder)
-    finish_ok(dispatcher)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        dispatcher.log_artifact(model, "weights")
+        dispatcher.log_artifacts(folder)
+        report = finish_ok(dispatcher)
 
     store = tmp_path / "runs" / "trackio"
     values = {
@@ -306,6 +315,13 @@ def test_images_tables_figures_and_artifacts(tmp_path: Path) -> None:
         {"_type": "trackio.table", "_value": [{"text": "a", "label": 1}, {"text": "b", "label": 0}]},
     )
 
+    import trackio
+
+    if not hasattr(trackio, "Artifact"):  # trackio before 0.30: one warning and a report note instead
+        notes = report.backends["trackio"].notes
+        assert sum("has no artifacts" in note for note in notes) == 1, str(report)
+        assert sum("has no artifacts" in str(w.message) for w in caught) == 1, [str(w.message) for w in caught]
+        return
     with sqlite3.connect(trackio_db(tmp_path / "runs", "media")) as connection:
         rows = connection.execute(
             "SELECT a.name, v.manifest FROM artifacts a JOIN artifact_versions v ON v.artifact_id = a.id ORDER BY a.name"

@@ -231,7 +231,7 @@ class AimTracker(GeneralTracker):
             run.description = str(self.description)
         for tag in tags:
             run.add_tag(str(tag))
-        if self.artifacts_uri:
+        if self.artifacts_uri and self._has_artifacts():
             run.set_artifacts_uri(self.artifacts_uri)
         location = self.repo_path
         if "://" in location:
@@ -418,6 +418,15 @@ class AimTracker(GeneralTracker):
         self._run.track(distribution, name=name, step=step, **track_kwargs)
 
     # -- artifacts --------------------------------------------------------------------------------
+    def _has_artifacts(self) -> bool:
+        """Whether this Aim stores run artifacts (Aim 3.19 added them); if not, one warning and a report note."""
+        if hasattr(self._run, "log_artifact"):
+            return True
+        message = "this Aim release has no run artifacts (added in Aim 3.19): log_artifact(s) stores nothing"
+        warn_once(self.name, "log_artifact", message, reason="no-artifacts")
+        self.add_note(message)
+        return False
+
     def _ensure_artifacts_uri(self) -> None:
         try:
             current = self._run.artifacts_uri  # a resumed run keeps the URI it already has
@@ -429,16 +438,20 @@ class AimTracker(GeneralTracker):
 
     def log_artifact(self, local_path: str | os.PathLike[str], artifact_path: str | None = None) -> None:
         """Copy a file to ``<artifacts_uri>/<run hash>/<artifact_path>/<file name>`` and list it on the run."""
+        if not self._has_artifacts():
+            return
         self._ensure_artifacts_uri()
         file_name = Path(local_path).name
         self._run.log_artifact(os.fspath(local_path), name=_join(artifact_path, file_name), block=True)
 
     def log_artifacts(self, local_dir: str | os.PathLike[str], artifact_path: str | None = None) -> None:
         """Copy a directory's files under ``<artifacts_uri>/<run hash>/<artifact_path>/`` (its layout kept)."""
-        self._ensure_artifacts_uri()
         root = Path(local_dir)
         if not root.is_dir():
             raise NotADirectoryError(f"log_artifacts: {root} is not a directory")
+        if not self._has_artifacts():
+            return
+        self._ensure_artifacts_uri()
         for path in sorted(root.rglob("*")):
             if path.is_file():
                 self._run.log_artifact(

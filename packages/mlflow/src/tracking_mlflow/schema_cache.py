@@ -57,9 +57,11 @@ def unseed(store: Path, uri: str) -> None:
     try:
         from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
 
-        engine = SqlAlchemyStore._engine_map.pop(uri, None)  # MLflow keeps one engine per URI
-        if engine is not None:
-            engine.dispose()
+        # MLflow keeps one engine per URI: ``_engine_map`` in MLflow 3, ``_db_uri_sql_alchemy_engine_map`` in 2.x
+        for name in ("_engine_map", "_db_uri_sql_alchemy_engine_map"):
+            engine = getattr(SqlAlchemyStore, name, {}).pop(uri, None)
+            if engine is not None:
+                engine.dispose()
     except Exception:
         pass
     try:

@@ -106,7 +106,10 @@ def _png_name(artifact_file: str) -> str:
 
 #: ``log_kwargs`` this tracker takes: ``mlflow.log_metrics``' own options (``timestamp`` is the dispatcher's)
 _LOG_OPTIONS = frozenset(("synchronous", "timestamp", "model_id", "dataset"))
-_IMAGE_FILE = re.compile(r"^images/(?P<key>.+)\+step\+(?P<step>\d+)\+timestamp\+(?P<time>\d+)\+[0-9a-f-]+\.png$")
+# MLflow 2.x separates the parts with "%" and writes "/" in keys as "#"; MLflow 3 uses "+" and "~".
+_IMAGE_FILE = re.compile(
+    r"^images/(?P<key>.+)(?P<sep>[+%])step(?P=sep)(?P<step>\d+)(?P=sep)timestamp(?P=sep)(?P<time>\d+)(?P=sep)[0-9a-f-]+\.png$"
+)
 
 
 def _artifact_path(key: str) -> str:
@@ -143,6 +146,36 @@ def _local_store(uri: str) -> Path | None:
     if uri.startswith("file:"):
         return Path(urllib.request.url2pathname(urlsplit(uri).path))
     return None
+
+
+def _sdk_image_separator() -> str:
+    """What MLflow's ``log_image(key=, step=)`` puts between the parts of a file name: ``%`` (MLflow 2.x) or ``+``.
+
+    A tracking server URL-decodes the ``%`` names (``%29`` becomes ``)``), so such images reach a server's
+    artifact store under altered names that MLflow's own image view no longer parses.
+    """
+    import inspect
+
+    from mlflow import MlflowClient
+
+    try:
+        source = inspect.getsource(MlflowClient.log_image)
+    except (OSError, TypeError):
+        return "+"
+    return "%" if "%step%" in source else "+"
+
+
+def _sqlalchemy_mismatch(error: ImportError) -> ImportError | None:
+    """A clear error for MLflow before 3.9 next to SQLAlchemy 2.1, which removed a pool class that MLflow imports."""
+    if "FallbackAsyncAdaptedQueuePool" not in str(error):
+        return None
+    import mlflow
+    import sqlalchemy
+
+    return ImportError(
+        f"MLflow {mlflow.__version__} cannot open a database store with SQLAlchemy {sqlalchemy.__version__} "
+        "(it imports a pool class SQLAlchemy 2.1 removed): pip install 'sqlalchemy<2.1', or MLflow 3.9 or later"
+    )
 
 
 def _unreachable(error: Exception) -> bool:
@@ -308,7 +341,9 @@ class MLflowTracker(GeneralTracker):
         self.tracking_uri = uri
         self._announce(client, run, uri, embedded)
 
-    def _client_for(self, uri: str, embedded: bool) -> Any:
+    def _client_for(self, uri: str, embedded: bool, *, tidy: bool | None = None) -> Any:
+        """A client on ``uri``; ``embedded`` also makes ``logging_dir``; ``tidy`` (default: ``embedded``) removes
+        the empty ``./mlruns`` MLflow 2.x makes when it opens a database store."""
         from mlflow import MlflowClient
 
         if uri.startswith(("http://", "https://")):
@@ -320,6 +355,25 @@ class MLflowTracker(GeneralTracker):
         store = _local_store(uri) if uri.startswith("sqlite:") else None
         if store is None:
             return MlflowClient(tracking_uri=uri)
+        # MLflow 2.x makes its default artifact root ./mlruns when it opens a database store; the embedded
+        # store keeps its artifacts under logging_dir, so an empty ./mlruns made here is removed again.
+        tidy = embedded if tidy is None else tidy
+        stray = Path("mlruns").absolute() if tidy and not os.path.exists("mlruns") else None
+        try:
+            return self._open_sqlite(uri, store)
+        except ImportError as error:
+            raise (_sqlalchemy_mismatch(error) or error) from error
+        finally:
+            if stray is not None and stray.is_dir() and not any(stray.iterdir()):
+                try:
+                    stray.rmdir()
+                except OSError:  # another process's MLflow made or filled it meanwhile
+                    pass
+
+    @staticmethod
+    def _open_sqlite(uri: str, store: Path) -> Any:
+        from mlflow import MlflowClient
+
         # Opening a sqlite store creates and migrates it; ranks of a per-rank job opening one fresh
         # store at once would race in the migrations, so the first creates it and the others wait.
         with file_lock(store.with_name(f".{store.name}.lock")):
@@ -359,7 +413,7 @@ class MLflowTracker(GeneralTracker):
             reason = f"its store {store} no longer exists"
         else:
             try:
-                client = self._client_for(where, False)
+                client = self._client_for(where, False, tidy=embedded)  # the saved embedded store, if so
                 return where, client, self._resume(client, run_id)
             except Exception as error:
                 if where == uri and _unreachable(error):
@@ -635,6 +689,13 @@ class MLflowTracker(GeneralTracker):
     def log_images(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:
         """``log_image(key=..., step=...)`` per image (HW/HWC/CHW arrays, batches, PIL), as uint8 HW/HWC."""
         step = 0 if step is None else int(step)
+        if str(self.tracking_uri).startswith(("http://", "https://")) and _sdk_image_separator() == "%":
+            message = (
+                "this MLflow release names image files with '%', which the tracking server URL-decodes: the "
+                "images are stored under altered names its image view does not show (MLflow 3 names them with '+')"
+            )
+            warn_once(self.name, "log_images", message, reason="image-names")
+            self.add_note(message)
         for key, images in values.items():
             safe = "".join(c if _IMAGE_KEY_CHAR.fullmatch(c) else "_" for c in self.sanitize_key(str(key)))
             if safe != key:
@@ -750,7 +811,8 @@ class MLflowTracker(GeneralTracker):
         """Every image ``log_images`` stored, per key, as ``(step, HW or HWC uint8 array)`` in logging order.
 
         Listed and downloaded with a fresh ``MlflowClient``; MLflow names each file after its key, step
-        and timestamp (``images/<key>+step+<n>+timestamp+<ms>+<uuid>.png``, ``/`` in keys as ``~``).
+        and timestamp (``images/<key>+step+<n>+timestamp+<ms>+<uuid>.png``, ``/`` in keys as ``~``; MLflow 2.x:
+        ``%`` for ``+`` and ``#`` for ``~``).
         """
         import tempfile
 
@@ -765,10 +827,17 @@ class MLflowTracker(GeneralTracker):
         for info in client.list_artifacts(self.active_run_id, "images"):
             match = _IMAGE_FILE.match(info.path)
             if match:  # the +compressed.webp previews are skipped
-                found.append((int(match["time"]), match["key"].replace("~", "/"), int(match["step"]), info.path))
+                key = match["key"].replace("~", "/").replace("#", "/")
+                found.append((int(match["time"]), key, int(match["step"]), info.path))
+        # A local artifact store is read in place: MLflow 2.x's download refuses "#" in a path and URL-decodes
+        # its "%" separators ("%20" ...), so it cannot fetch the images it named itself.
+        local = _local_store(client.get_run(self.active_run_id).info.artifact_uri or "")
         images: dict[str, list[tuple[int, Any]]] = {}
         with tempfile.TemporaryDirectory() as folder:
             for _time, key, step, path in sorted(found):
-                with Image.open(client.download_artifacts(self.active_run_id, path, folder)) as image:
+                stored = (
+                    local / path if local is not None else client.download_artifacts(self.active_run_id, path, folder)
+                )
+                with Image.open(stored) as image:
                     images.setdefault(key, []).append((step, np.asarray(image)))
         return images

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import builtins
 import contextvars
+import inspect
 import os
 import re
 import shlex
@@ -54,6 +55,9 @@ from tracking_core.paths import check_optional_name
 _LOCATION_ATTRIBUTES = {"TRACKIO_DIR": None, "MEDIA_DIR": "media", "ARTIFACTS_DIR": "artifacts"}
 #: Metric keys Trackio renames to ``__<key>`` (with a warning on every call); used until trackio is imported.
 _FALLBACK_RESERVED_KEYS = ("project", "run", "timestamp", "step", "time", "metrics")
+
+#: ``trackio.init`` defaults set here (each overridable): no CPU sampler thread, no dashboard in notebooks.
+_QUIET_INIT_DEFAULTS = {"auto_log_cpu": False, "embed": False}
 
 _storage_lock = threading.Lock()
 _runs_per_dir: Counter[Path] = Counter()
@@ -121,6 +125,18 @@ def _release_storage(directory: Path) -> None:
         _runs_per_dir[directory] -= 1
         if _runs_per_dir[directory] <= 0:
             del _runs_per_dir[directory]
+
+
+def _quiet_defaults(init: Any) -> dict[str, Any]:
+    """The quiet defaults this trackio's ``init`` takes: ``auto_log_cpu`` came in trackio 0.27 (none before it
+    sampled the CPU), so an older ``init`` would refuse it."""
+    try:
+        parameters = inspect.signature(init).parameters
+    except (TypeError, ValueError):
+        return dict(_QUIET_INIT_DEFAULTS)
+    if any(parameter.kind is inspect.Parameter.VAR_KEYWORD for parameter in parameters.values()):
+        return dict(_QUIET_INIT_DEFAULTS)
+    return {key: value for key, value in _QUIET_INIT_DEFAULTS.items() if key in parameters}
 
 
 def _write_png(image: Any, folder: str, index: int) -> str:
@@ -216,7 +232,7 @@ class TrackioTracker(GeneralTracker):
             _silence_sdk_banner()
             self._context = contextvars.Context()
             self._context.run(_quiet.set, True)
-            kwargs = {"auto_log_cpu": False, "embed": False, **self.init_kwargs}
+            kwargs = {**_quiet_defaults(trackio.init), **self.init_kwargs}
             self._name_rank(kwargs)
             module_config = trackio.config  # init() rebinds the module-global; keep the caller's
             try:
@@ -401,6 +417,11 @@ class TrackioTracker(GeneralTracker):
     def _log_artifact(self, path: Path, artifact_path: str | None, is_dir: bool) -> None:
         import trackio
 
+        if not hasattr(trackio, "Artifact") or not hasattr(self._run, "log_artifact"):
+            message = "this trackio release has no artifacts (added in trackio 0.30): log_artifact(s) stores nothing"
+            warn_once(self.name, "log_artifact", message, reason="no-artifacts")
+            self.add_note(message)
+            return
         artifact = trackio.Artifact(name=path.resolve().name, type="unspecified")  # trackio's own default for paths
         folder = artifact_path.strip("/") if artifact_path else ""
         if is_dir:
@@ -503,9 +524,10 @@ class TrackioTracker(GeneralTracker):
         import json
         import sqlite3
 
-        from trackio.utils import canonical_project_name, deserialize_values
+        from trackio.sqlite_storage import SQLiteStorage
+        from trackio.utils import deserialize_values
 
-        database = cast(Path, self.storage_dir) / f"{canonical_project_name(self.run_name)}.db"
+        database = cast(Path, self.storage_dir) / SQLiteStorage.get_project_db_filename(self.run_name)
         run_id = getattr(self._run, "id", None) or getattr(self._run, "run_id", None)
         column, value = ("run_id", run_id) if run_id else ("run_name", self._run.name)
         if not database.is_file():
