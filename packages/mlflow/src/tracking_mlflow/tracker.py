@@ -30,6 +30,7 @@ nothing left to do.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import math
 import os
@@ -657,12 +658,7 @@ class MLflowTracker(GeneralTracker):
             for option in kwargs:
                 if option not in _LOG_OPTIONS:
                     warn_once(self.name, option, "unknown log option for MLflow; ignored", reason="log-kwarg")
-            dataset = kwargs.get("dataset")
-            entity_options = {
-                "model_id": kwargs.get("model_id"),
-                "dataset_name": getattr(dataset, "name", None),
-                "dataset_digest": getattr(dataset, "digest", None),
-            }
+            entity_options = self._metric_options(kwargs)
             for key, value in values.items():
                 if isinstance(value, str):
                     self._client.log_text(self.active_run_id, value, f"text/{_artifact_path(key)}/step_{step}.txt")
@@ -684,6 +680,31 @@ class MLflowTracker(GeneralTracker):
                 # the dispatcher retries or spills exactly the rest
                 raise PartialDelivery(sum(end <= stored for end in ends)) from error
             stored += len(chunk)
+
+    def _metric_options(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """``model_id`` / ``dataset`` for each ``Metric``, where this MLflow's ``Metric`` takes them (MLflow 3);
+        an older one gets one warning and the points without them."""
+        from mlflow.entities import Metric
+
+        dataset = kwargs.get("dataset")
+        wanted = {
+            "model_id": kwargs.get("model_id"),
+            "dataset_name": getattr(dataset, "name", None),
+            "dataset_digest": getattr(dataset, "digest", None),
+        }
+        wanted = {name: value for name, value in wanted.items() if value is not None}
+        if not wanted:
+            return {}
+        accepted = set(inspect.signature(Metric.__init__).parameters)
+        missing = sorted(set(wanted) - accepted)
+        if missing:
+            warn_once(
+                self.name,
+                "log_kwargs",
+                f"this MLflow's metrics take no {', '.join(missing)} (MLflow 3 does); logged without it",
+                reason="metric-options",
+            )
+        return {name: value for name, value in wanted.items() if name in accepted}
 
     # -- media ------------------------------------------------------------------------------------
     def log_images(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:
