@@ -6,6 +6,7 @@ import copy
 import json
 import math
 import os
+import shlex
 import subprocess
 import sys
 import textwrap
@@ -52,8 +53,10 @@ def test_start_up_notice_says_mlflow_ui_needs_the_ui_extra(tmp_path, caplog):
     tracker = _started(tmp_path, "notice")
     tracker.finish()
     (line,) = [r.getMessage() for r in caplog.records if "mlflow ui" in r.getMessage()]
-    assert f"mlflow ui --backend-store-uri {tracker.tracking_uri}" in line
-    assert "tracking-mlflow[ui]" in line and "full mlflow" in line, line
+    from tracking_core.registry import install_command
+
+    assert f"mlflow ui --backend-store-uri {shlex.quote(tracker.tracking_uri)}" in line
+    assert install_command("mlflow", extra="ui") in line and "full mlflow" in line, line  # works from here
 
 
 def test_explicit_tracking_uri_beats_environment(tmp_path, monkeypatch, reader_of):

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import io
 import os
+import shlex
 import time
 from collections.abc import Sequence
 from itertools import pairwise
@@ -237,7 +238,7 @@ class AimTracker(GeneralTracker):
         if "://" in location:
             notice(f"aim: run {run.hash} in the Aim server repo {location}")
         else:
-            notice(f"aim: run {run.hash} in the Aim repo {location} (view: aim up --repo {location})")
+            notice(f"aim: run {run.hash} in the Aim repo {location} (view: aim up --repo {shlex.quote(str(location))})")
 
     def _resumed_run(self, sdk: _Sdk, kwargs: dict[str, Any]) -> Any:
         """The earlier process's Aim run when the tracking run is resumed (an explicit ``run_hash`` wins).

@@ -64,21 +64,23 @@ def package_for(name: str) -> str:
     return "tracking-core" if name == "jsonl" else f"tracking-{name.replace('_', '-')}"
 
 
-def install_command(name: str) -> str:
+def install_command(name: str, extra: str | None = None) -> str:
     """The command that installs backend ``name`` from where this tracking-core came from.
 
     Installed from a clone (``pip install ./packages/core``, or an editable workspace), that is the
     backend's folder beside core's (``pip install /path/to/clone/packages/mlflow``: core is already
-    there, so pip needs no index for it); installed from an index, the distribution's name.
+    there, so pip needs no index for it); installed from an index, the distribution's name. ``extra``
+    names one of the backend's extras (``ui``).
     """
     import shlex
 
+    suffix = f"[{extra}]" if extra else ""
     folder = _source_folder()
     if folder is not None and name != "jsonl":
         candidate = folder.parent / name
         if (candidate / "pyproject.toml").is_file():
-            return f"pip install {shlex.quote(str(candidate))}"
-    return f"pip install {package_for(name)}"
+            return f"pip install {shlex.quote(str(candidate) + suffix)}"
+    return f"pip install {shlex.quote(package_for(name) + suffix)}"
 
 
 def _source_folder() -> Path | None:

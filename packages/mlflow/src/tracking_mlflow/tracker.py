@@ -35,6 +35,7 @@ import json
 import math
 import os
 import re
+import shlex
 import sys
 import time
 import urllib.request
@@ -48,6 +49,7 @@ from tracking_core.adapters import figure_to_array, image_list, merge_config, ta
 from tracking_core.errors import PartialDelivery
 from tracking_core.filelock import file_lock
 from tracking_core.gitinfo import read_head
+from tracking_core.registry import install_command
 
 from .schema_cache import seed_store, unseed
 
@@ -534,8 +536,8 @@ class MLflowTracker(GeneralTracker):
             )
         elif uri.startswith(("sqlite:", "file:", "postgresql", "mysql", "mssql")) or embedded:
             notice(
-                f"mlflow: {where}; view it with: mlflow ui --backend-store-uri {uri} "
-                "(`mlflow ui` comes with full mlflow: pip install 'tracking-mlflow[ui]')"
+                f"mlflow: {where}; view it with: mlflow ui --backend-store-uri {shlex.quote(uri)} "
+                f"(`mlflow ui` comes with full mlflow: {install_command('mlflow', extra='ui')})"
             )
         else:
             notice(f"mlflow: {where} at {uri}")

@@ -23,6 +23,7 @@ import json
 import math
 import numbers
 import os
+import shlex
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -160,7 +161,10 @@ class TensorBoardTracker(GeneralTracker):
 
         self._events = _events
         self._writer = _events.EventWriter(self.log_dir, self.filename_suffix, self.purge_step)
-        notice(f"tensorboard: event files in {self.log_dir}; view with: tensorboard --logdir {self.log_dir.parent}")
+        notice(
+            f"tensorboard: event files in {self.log_dir}; view with: "
+            f"tensorboard --logdir {shlex.quote(str(self.log_dir.parent))}"
+        )
 
     # -- the SDK object ----------------------------------------------------------------------------
     @property
