@@ -50,19 +50,33 @@ def test_every_backend_folder_is_a_matrix_cell():
 
 
 def test_oldest_sdk_pins_are_the_packages_lower_bounds():
+    """Every backend's floor is tested: its oldest cell pins each SDK it declares at the declared lower bound
+    (pins of packages it does not declare, such as an SDK's own dependency, are left to the cell)."""
     import re
     import tomllib
 
-    oldest = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["hatch"]["envs"]["oldest"]
-    pins = oldest["overrides"]["matrix"]["backend"]["extra-dependencies"]
+    hatch = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["hatch"]["envs"]
+    pins = hatch["oldest"]["overrides"]["matrix"]["backend"]["extra-dependencies"]
     assert pins, "no oldest-SDK cell"
+    backends = hatch["test"]["matrix"][0]["backend"]
+    assert sorted(backend for matrix in hatch["oldest"]["matrix"] for backend in matrix["backend"]) == sorted(backends)
+    floored = set()
     for pin in pins:
         (backend,) = pin["if"]
         sdk, version = pin["value"].split("==")
         package = tomllib.loads((ROOT / "packages" / backend / "pyproject.toml").read_text())["project"]
-        bounds = [re.sub(r"\s", "", dep) for dep in package["dependencies"] if re.match(rf"{sdk}\b", dep)]
+        declared = [
+            *package["dependencies"],
+            *[d for extra in package.get("optional-dependencies", {}).values() for d in extra],
+        ]
+        bounds = [re.sub(r"\s", "", dep) for dep in declared if re.match(rf"{re.escape(sdk)}(\W|$)", dep)]
+        bounds = [bound for bound in bounds if ">=" in bound]
+        if not bounds:
+            continue  # not the package's own dependency: a pin the floor needs around it
         floor = re.search(r">=([\w.]+)", bounds[0]).group(1)
         assert version == floor or version.startswith(floor + "."), (pin, bounds)
+        floored.add(backend)
+    assert floored == set(backends), f"no floor pin for {sorted(set(backends) - floored)}"
 
 
 def _load_tool(name: str):
