@@ -31,6 +31,21 @@ class FailingTracker(GeneralTracker):
         raise ConnectionError("server said no")
 
 
+class PickyTracker(FailingTracker):
+    """Takes everything but the key ``refused``, which it refuses (a value error, in its worker thread)."""
+
+    name = "picky"
+
+    def log(self, values, step=None, **kwargs):
+        if "refused" in values:
+            raise ValueError("this backend does not take 'refused'")
+
+    log_batch = GeneralTracker.log_batch
+
+    def store_init_configuration(self, values):
+        pass
+
+
 class HangingTracker(GeneralTracker):
     """Blocks forever in ``log`` (a backend stuck on a dead connection)."""
 

@@ -11,6 +11,8 @@ import pytest
 import tracking_core
 from tracking_core.__about__ import __version__
 
+from .helpers import FailingTracker
+
 
 def tracking(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
@@ -254,33 +256,19 @@ def test_a_replayed_copy_keeps_the_original_start_time_and_counts_what_its_repor
 
 
 def test_a_failed_finish_warns_in_one_line_and_leaves_the_table_to_the_report(tmp_path, caplog):
-    class Broken(tracking_core.GeneralTracker):
-        name = "broken-at-finish"
-        requires_logging_directory = False
-
-        def __init__(self, *args, **kwargs):
-            super().__init__()
-
-        @property
-        def tracker(self):
-            return None
-
-        def log(self, values, step=None, **kwargs):
-            raise ConnectionResetError("gone")
-
-    tracking_core.register_tracker_class(Broken)
+    tracking_core.register_tracker_class(FailingTracker)
     try:
-        run = tracking_core.init("p", log_with=["broken-at-finish"], logging_dir=tmp_path / "runs")
+        run = tracking_core.init("p", log_with=["failing"], logging_dir=tmp_path / "runs")
         run.log({"loss": 1.0}, step=0)
         with caplog.at_level("WARNING", logger="tracking"):
             report = run.finish(timeout=5)
     finally:
         from tracking_core import registry
 
-        registry.unregister_tracker_class("broken-at-finish")
+        registry.unregister_tracker_class("failing")
     assert not report.ok
     (line,) = [r.getMessage() for r in caplog.records if "not everything was delivered" in r.getMessage()]
-    assert "\n" not in line and "broken-at-finish (" in line and "spilled" in line
+    assert "\n" not in line and "failing (" in line and "spilled" in line
 
 
 def test_the_demo_ends_with_commands_that_run_as_printed(tmp_path):

@@ -9,25 +9,9 @@ from pathlib import Path
 import tracking_core
 from tracking_core.errors import TrackingWarning
 
+from .helpers import PickyTracker
+
 CORE = Path(tracking_core.__file__).parent
-
-
-class Picky(tracking_core.GeneralTracker):
-    """Refuses one key, in its worker thread."""
-
-    name = "picky"
-    requires_logging_directory = False
-
-    def __init__(self, *args, **kwargs):
-        super().__init__()
-
-    @property
-    def tracker(self):
-        return None
-
-    def log(self, values, step=None, **kwargs):
-        if "refused" in values:
-            raise ValueError("this backend does not take 'refused'")
 
 
 def test_a_warning_about_a_value_points_at_the_log_call(tmp_path):
@@ -45,7 +29,7 @@ def test_a_warning_about_a_value_points_at_the_log_call(tmp_path):
 
 
 def test_a_warning_raised_in_a_worker_thread_names_the_thread_not_a_library_file(tmp_path):
-    tracking_core.register_tracker_class(Picky)
+    tracking_core.register_tracker_class(PickyTracker)
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
