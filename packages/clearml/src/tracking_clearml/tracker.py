@@ -332,6 +332,10 @@ class ClearMLTracker(GeneralTracker):
         images are (JPEG by default), or as PNG with ``lossless_images=True``. An image with an alpha
         channel is always a PNG file: JPEG has no alpha, and ClearML's uploader thread would drop it.
         """
+        # ClearML encodes in its uploader thread, where a missing Pillow drops the image silently: ask
+        # here, so that the dispatcher skips images with one warning and a report line instead.
+        import PIL.Image  # noqa: F401
+
         for key, value in values.items():
             title, series = self._pair(key)
             images = image_list(value)
