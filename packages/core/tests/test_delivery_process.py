@@ -462,3 +462,32 @@ def test_on_full_applies_in_the_delivery_process(tmp_path, on_full):
         assert figures["lost"] == 0 and figures["duplicated"] == 0, figures
         assert entry.ok and stored == list(range(steps)), str(report)
         assert not any("did not return" in note for note in entry.notes), str(report)  # spilled at once
+
+
+@pytest.mark.parametrize("on_full", ["drop", "spill"])
+def test_on_full_applies_to_the_queue_to_a_frozen_delivery_process(tmp_path, on_full):
+    """The delivery process itself frozen (SIGSTOP): the queue to it fills in this process, and
+    ``on_full`` decides there as everywhere — dropped and counted, or kept until it takes them again
+    ("spill": they wait in this process's memory, as the records it has not yet confirmed already do)."""
+    steps = 30_000
+    run = Dispatcher(log_with=["jsonl"], logging_dir=tmp_path, delivery="process", queue_size=200, on_full=on_full)
+    run.init_trackers("p")
+    run.flush(30)
+    pid = run._link.process.pid
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        waited = not logged_without_waiting(run, range(steps), "loss", timeout=60)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert not waited, "log() waited for the frozen delivery process"
+    report = run.finish(timeout=120)
+    entry = report.backends["jsonl"]
+    stored = _points(run.run_dir)
+    assert stored == sorted(set(stored)), "a record was stored twice or out of order"
+    if on_full == "drop":
+        assert entry.dropped > 0 and len(stored) + entry.dropped == steps, str(report)
+        assert any("queue to the delivery process was full" in note for note in entry.notes), str(report)
+    else:
+        figures = tally("on_full='spill', delivery process frozen", "jsonl", range(steps), stored)
+        assert figures["lost"] == 0 and figures["duplicated"] == 0, figures
+        assert stored == list(range(steps)) and entry.ok, str(report)

@@ -105,12 +105,19 @@ class DeliveryLink:
         on_progress: Callable[[str, int, int], None],
         on_error: Callable[..., None],
         on_death: Callable[[DeliveryLink, str], None],
+        on_full: str = "block",
     ) -> None:
         self.workers: dict[str, RemoteWorker] = {}
         self._queue: queue.SimpleQueue[Any] = (
             queue.SimpleQueue()
         )  # (record or control message, targets) pairs; None: stop
         self._maxsize = queue_size
+        #: what a full queue to the delivery process does, as a full backend queue does there: wait
+        #: ("block"), drop and count ("drop"), or take the record anyway ("spill": it waits in memory
+        #: here, as every record the delivery process has not confirmed already does)
+        self._on_full = on_full
+        #: per backend, records dropped because that queue was full (on_full="drop")
+        self._dropped_full: collections.Counter[str] = collections.Counter()
         self._room = threading.Event()
         self._retained: collections.deque[tuple[Record, tuple[str, ...] | None]] = collections.deque()
         self._retained_lock = threading.Lock()
@@ -148,7 +155,10 @@ class DeliveryLink:
 
     # -- the caller's side -------------------------------------------------------------------
     def enqueue(self, record: Any, targets: tuple[str, ...] | None) -> None:
-        if self._queue.qsize() >= self._maxsize and record[0] not in CONTROL_KINDS:
+        if self._queue.qsize() >= self._maxsize and record[0] not in CONTROL_KINDS and self._on_full != "spill":
+            if self._on_full == "drop":
+                self._dropped_full.update(targets or tuple(self.workers))
+                return
             wait_for_room(
                 lambda: self._queue.qsize() >= self._maxsize,
                 self._room,
@@ -236,7 +246,7 @@ class DeliveryLink:
                 if fit is not None:
                     sendable.append(fit)
                 else:
-                    self._not_sent.update(item[1] or self.workers)
+                    self._not_sent.update(item[1] or tuple(self.workers))
             message = ForkingPickler.dumps(("records", sendable))
         self._connection.send_bytes(message)
 
@@ -291,6 +301,12 @@ class DeliveryLink:
             if self._not_sent[name]:
                 report.dropped += self._not_sent[name]
                 report.notes.append(f"{self._not_sent[name]} record(s) could not be sent to the delivery process")
+            if self._dropped_full[name]:
+                report.dropped += self._dropped_full[name]
+                report.notes.append(
+                    f"{self._dropped_full[name]} record(s) dropped: the queue to the delivery process was full "
+                    "(on_full='drop')"
+                )
             worker = self.workers[name]
             worker.report = report
             adopt(worker.tracker, view)

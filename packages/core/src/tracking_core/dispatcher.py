@@ -352,6 +352,7 @@ class Dispatcher:
             on_progress=session.progress,
             on_error=self._remote_error,
             on_death=self._delivery_died,
+            on_full=self.on_full,
         )
         for tracker in trackers:
             worker = RemoteWorker(tracker, link)
