@@ -55,7 +55,7 @@ python310() {
   # A CPython 3.10 already on this machine (PATH or pyenv), for the oldest-Python core cell. Nothing is
   # downloaded: interpreters come from GitHub, which this machine cannot reach; CI's workflow has its own.
   local candidate
-  for candidate in "$(command -v python3.10 2>/dev/null)" "$HOME"/.pyenv/versions/3.10*/bin/python; do
+  for candidate in "$(command -v python3.10 2>/dev/null)" "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.10*/bin/python; do
     [ -n "$candidate" ] && [ -x "$candidate" ] || continue
     if "$candidate" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 10))' 2>/dev/null; then
       echo "$candidate"
