@@ -821,7 +821,7 @@ class MLflowTracker(GeneralTracker):
         """
         from mlflow import MlflowClient
 
-        if self._run is None:
+        if self.active_run_id is None:  # (a held tracker of delivery="process" has the id, not the run)
             return {}
         client = MlflowClient(tracking_uri=self.tracking_uri)
         run_id = self.active_run_id
@@ -843,7 +843,7 @@ class MLflowTracker(GeneralTracker):
         from mlflow import MlflowClient
         from PIL import Image
 
-        if self._run is None:
+        if self.active_run_id is None:
             return {}
         client = MlflowClient(tracking_uri=self.tracking_uri)
         found = []
