@@ -519,6 +519,14 @@ class TrackioTracker(GeneralTracker):
                         images.setdefault(_list_key(key, in_row), []).append((step, to_hwc_uint8(stored)))
         return images
 
+    @property
+    def store_run(self) -> tuple[str | None, str | None]:
+        """``(run id, run name)`` of this run in Trackio's database (the id is ``None`` where a Trackio release
+        keeps none): plain values, so a held tracker of ``delivery="process"`` has them too."""
+        run_id = getattr(self._run, "id", None) or getattr(self._run, "run_id", None)
+        name = getattr(self._run, "name", None)
+        return (str(run_id) if run_id else None), (str(name) if name is not None else None)
+
     def _rows(self) -> list[tuple[int, dict[str, Any]]]:
         """``(step, metrics)`` of this run's rows in Trackio's project database, decoded by Trackio."""
         import json
@@ -528,8 +536,8 @@ class TrackioTracker(GeneralTracker):
         from trackio.utils import deserialize_values
 
         database = cast(Path, self.storage_dir) / SQLiteStorage.get_project_db_filename(self.run_name)
-        run_id = getattr(self._run, "id", None) or getattr(self._run, "run_id", None)
-        column, value = ("run_id", run_id) if run_id else ("run_name", self._run.name)
+        run_id, name = self.store_run
+        column, value = ("run_id", run_id) if run_id else ("run_name", name)
         if not database.is_file():
             return []  # Trackio makes its database at its first write: until then the run holds nothing
         with sqlite3.connect(database) as connection:
