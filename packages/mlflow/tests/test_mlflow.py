@@ -168,10 +168,31 @@ def test_dispatcher_reports_the_key_mapping(tmp_path):
     assert run.trackers[0].tracker.data.tags["tracking.run_id"] == run.run_id  # not mistaken for an MLflow run id
 
 
+def test_model_id_on_an_mlflow_without_logged_models_is_warned_about_and_the_points_kept(tmp_path):
+    """MLflow 2.x's ``Metric`` takes no ``model_id``: the points are logged without it, with one warning
+    (runs in the oldest cell, on a real MLflow 2.16)."""
+    import inspect
+
+    from mlflow.entities import Metric
+
+    if "model_id" in inspect.signature(Metric.__init__).parameters:
+        pytest.skip("this MLflow's metrics take model_id (the oldest cell runs this on MLflow 2.x)")
+    run = tracking_core.init("kwargs-2x", log_with="mlflow", logging_dir=tmp_path / "logs")
+    with pytest.warns(tracking_core.TrackingWarning, match="take no model_id"):
+        for step in range(3):
+            run.log({"loss": 1.0 / (step + 1)}, step=step, log_kwargs={"mlflow": {"model_id": "m-1"}})
+        run.flush(timeout=120)
+    report = run.finish()
+    assert report.ok, str(report)
+    assert sorted(run.get_tracker("mlflow").read_back_metrics()["loss"]) == [0, 1, 2]
+
+
 def test_log_kwargs_reach_mlflow_like_log_metrics_options(tmp_path):
     """``log_kwargs={"mlflow": {...}}`` takes ``mlflow.log_metrics``' options, as accelerate's tracker forwards them."""
     import mlflow
 
+    if not hasattr(mlflow.MlflowClient, "create_logged_model"):
+        pytest.skip(f"MLflow {mlflow.__version__} has no logged models (MLflow 3 does): model_id is warned about there")
     np = pytest.importorskip("numpy")
     run = tracking_core.init("kwargs", log_with="mlflow", logging_dir=tmp_path / "logs", on_error="raise")
     dataset = mlflow.data.from_numpy(np.arange(4.0), name="eval-set")
