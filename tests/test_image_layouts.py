@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import tracking_core
 from tracking_core import has_capability
-from tracking_core.adapters import to_hwc_uint8
+from tracking_core.kit.adapters import to_hwc_uint8
 
 CELL = os.environ.get("TRACKING_BACKEND") or "jsonl"
 HEIGHT, WIDTH = 32, 48

@@ -71,7 +71,7 @@ def test_demo_on_the_cell_backend(tmp_path):
 
 
 def test_a_journal_replays_into_the_cell_backend(tmp_path):
-    from tracking_core.replay import journal_config, replay_into
+    from tracking_core.cli.replay import journal_config, replay_into
 
     with tracking_core.init(
         "offline-first", log_with="jsonl", logging_dir=tmp_path / "src", config={"lr": 0.1}
@@ -114,7 +114,7 @@ def test_a_failing_neighbour_does_not_disturb_the_cell_backend(tmp_path):
                 run.flush()
         report = run.finish()
     finally:
-        from tracking_core import registry
+        from tracking_core.contract import registry
 
         registry.unregister_tracker_class("broken")
     assert report.backends[CELL].ok and report.failed == ["broken"]

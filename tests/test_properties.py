@@ -17,7 +17,7 @@ import pytest
 import tracking_core
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tracking_core.config import sanitize_config
+from tracking_core.intake.config import sanitize_config
 
 CELL = os.environ.get("TRACKING_BACKEND") or "jsonl"
 BOUNDED = settings(

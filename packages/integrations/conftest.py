@@ -55,8 +55,8 @@ def _mlflow_config(tracker: Any) -> dict[str, Any]:
 
 
 def _jsonl_config(tracker: Any) -> dict[str, Any]:
-    from tracking_core.config import flatten_config
-    from tracking_core.journal import JournalSummary
+    from tracking_core.intake.config import flatten_config
+    from tracking_core.store.journal import JournalSummary
 
     return flatten_config(JournalSummary(tracker.journal_path).config)
 

@@ -40,7 +40,7 @@ def read_all(backends: list[str], logging_dir: Path, project: str) -> dict[str, 
 
 def jsonl_runs(logging_dir: Path, project: str) -> list[StoredRun]:
     """One run per journal: ``<run id>/journal.jsonl``, or ``<run id>/rank-<N>/journal.jsonl`` per rank."""
-    from tracking_core.journal import JournalSummary
+    from tracking_core.store.journal import JournalSummary
 
     runs = []
     for path in sorted((logging_dir / project).rglob("journal.jsonl")):

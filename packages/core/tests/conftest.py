@@ -1,5 +1,5 @@
 import pytest
-from tracking_core import registry
+from tracking_core.contract import registry
 from tracking_core.notices import reset_warnings
 from tracking_core.testing import MemoryTracker
 

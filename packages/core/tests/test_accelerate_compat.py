@@ -170,7 +170,7 @@ def test_unknown_and_uninstalled_names_fail_clearly():
         Dispatcher(log_with="nope")
     known_but_missing = [name for name in LoggerType.list() if name not in ("all", *get_available_trackers())]
     if known_but_missing:
-        from tracking_core.registry import install_command
+        from tracking_core.contract.registry import install_command
 
         name = known_but_missing[0]
         with pytest.raises(tracking_core.BackendNotInstalledError) as caught:
@@ -179,7 +179,7 @@ def test_unknown_and_uninstalled_names_fail_clearly():
 
 
 def test_the_install_hint_is_the_backends_folder_from_a_clone_and_its_name_from_an_index(monkeypatch, tmp_path):
-    from tracking_core import registry
+    from tracking_core.contract import registry
 
     clone = tmp_path / "my clone" / "packages"
     for folder in ("core", "comet_ml"):

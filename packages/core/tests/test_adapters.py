@@ -8,7 +8,7 @@ import threading
 
 import numpy as np
 import pytest
-from tracking_core.adapters import figure_to_array, figure_to_png, image_list, probe_http, to_hwc_uint8
+from tracking_core.kit.adapters import figure_to_array, figure_to_png, image_list, probe_http, to_hwc_uint8
 
 RED_HWC = np.zeros((6, 8, 3), dtype=np.uint8)
 RED_HWC[..., 0] = 255

@@ -7,12 +7,13 @@ import warnings
 
 import numpy as np
 import pytest
-from tracking_core import Dispatcher, TrackingWarning, redaction
-from tracking_core.config import sanitize_config
-from tracking_core.paths import check_artifact_path, check_name, name_problem
-from tracking_core.redaction import redact_init_kwargs, redact_text
+from tracking_core import Dispatcher, TrackingWarning
+from tracking_core.intake import redaction
+from tracking_core.intake.config import sanitize_config
+from tracking_core.intake.redaction import redact_init_kwargs, redact_text
+from tracking_core.intake.values import snapshot
+from tracking_core.kit.paths import check_artifact_path, check_name, name_problem
 from tracking_core.testing import MemoryTracker
-from tracking_core.values import snapshot
 
 
 def _run(tmp_path, values_list):
@@ -177,7 +178,7 @@ def test_a_project_name_that_is_a_path_is_refused_before_anything_is_written(mem
 
 # -- media -------------------------------------------------------------------------------------
 def _media_run(tmp_path):
-    from tracking_core.jsonl import JsonlTracker
+    from tracking_core.backends.jsonl import JsonlTracker
 
     return Dispatcher(log_with=JsonlTracker, logging_dir=tmp_path).init_trackers("media")
 

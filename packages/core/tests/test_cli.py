@@ -263,7 +263,7 @@ def test_a_failed_finish_warns_in_one_line_and_leaves_the_table_to_the_report(tm
         with caplog.at_level("WARNING", logger="tracking"):
             report = run.finish(timeout=5)
     finally:
-        from tracking_core import registry
+        from tracking_core.contract import registry
 
         registry.unregister_tracker_class("failing")
     assert not report.ok

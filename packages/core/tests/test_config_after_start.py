@@ -6,7 +6,7 @@ import warnings
 
 import pytest
 from tracking_core import Dispatcher, TrackingWarning
-from tracking_core.journal import JournalSummary
+from tracking_core.store.journal import JournalSummary
 from tracking_core.testing import MemoryTracker
 
 from .helpers import FailingTracker
@@ -53,7 +53,7 @@ def test_log_config_before_init_raises_and_after_finish_warns(memory, tmp_path):
 
 def test_a_spill_starts_with_the_whole_config(tmp_path):
     from tracking_core import register_tracker_class
-    from tracking_core.journal import read_journal
+    from tracking_core.store.journal import read_journal
 
     register_tracker_class(FailingTracker)
     run = Dispatcher(log_with="failing", logging_dir=tmp_path, retry_backoff=(60.0, 60.0))

@@ -19,7 +19,7 @@ MODES = ["thread", "process"]
 
 @pytest.fixture(autouse=True)
 def _fault_backends():
-    from tracking_core import registry
+    from tracking_core.contract import registry
 
     register_tracker_class(SwitchedJournal)
     register_tracker_class(UnsavableState)

@@ -11,7 +11,7 @@ import warnings
 
 import pytest
 from tracking_core import Dispatcher, TrackingWarning
-from tracking_core.journal import JournalSummary
+from tracking_core.store.journal import JournalSummary
 from tracking_core.testing import MemoryTracker
 from tracking_core.testing.reliability import tally
 
@@ -152,7 +152,7 @@ def test_when_the_training_process_is_killed_the_delivery_process_finishes_the_r
 @pytest.mark.reliability
 def test_a_backend_that_goes_down_recovers_in_the_delivery_process(tmp_path):
     from tracking_core import register_tracker_class
-    from tracking_core.journal import read_journal
+    from tracking_core.store.journal import read_journal
     from tracking_core.testing.faults import DOWN_FILE, SwitchedJournal
 
     register_tracker_class(SwitchedJournal)
@@ -345,7 +345,7 @@ def test_a_failure_in_the_training_processs_bookkeeping_does_not_stop_it_hearing
 ):
     # run.json cannot be written (a full disk, say) when the delivery process reports progress: its
     # reports, flush acknowledgements and final reports must still get through.
-    from tracking_core.session import RunSession
+    from tracking_core.run.session import RunSession
 
     def no_room(self, backend, seq, step):
         raise OSError(28, "No space left on device")
@@ -366,7 +366,8 @@ def test_a_loop_waiting_on_a_stuck_backend_in_the_delivery_process_says_so(tmp_p
     import logging
     import threading
 
-    from tracking_core import register_tracker_class, worker
+    from tracking_core import register_tracker_class
+    from tracking_core.delivery import worker
     from tracking_core.testing.faults import STUCK_FILE, SwitchedJournal
 
     register_tracker_class(SwitchedJournal)
@@ -430,7 +431,7 @@ def test_a_backend_stuck_in_the_delivery_process_does_not_hold_up_the_loop(tmp_p
 
 
 def _switched_points(run_dir) -> list[int]:
-    from tracking_core.journal import read_journal
+    from tracking_core.store.journal import read_journal
 
     return [entry["step"] for entry in read_journal(run_dir / "switched.jsonl") if entry["type"] == "metrics"]
 

@@ -39,7 +39,7 @@ BACKENDS = ("tensorboard", "mlflow", "aim", "trackio", "wandb", "comet_ml", "cle
 
 PRELUDE = """
 import tracking_core
-from tracking_core import registry
+from tracking_core.contract import registry
 from tracking_core.testing import MemoryTracker
 
 class _StandIn(MemoryTracker):

@@ -120,7 +120,7 @@ def test_backend_without_its_sdk_is_reported_at_init_with_the_install_command(tm
 
 
 def test_sdk_check_imports_no_sdk_and_skips_custom_trackers(memory, tmp_path):
-    from tracking_core.preflight import missing_sdks
+    from tracking_core.intake.preflight import missing_sdks
 
     class Custom(tracking_core.GeneralTracker):  # a user's own tracker named like a built-in
         name = "wandb"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from tracking_core.filelock import file_lock
+from tracking_core.kit.filelock import file_lock
 
 
 def test_a_second_holder_waits_for_the_first(tmp_path):

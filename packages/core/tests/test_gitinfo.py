@@ -6,7 +6,7 @@ import shutil
 import subprocess
 
 import pytest
-from tracking_core.gitinfo import read_head
+from tracking_core.kit.gitinfo import read_head
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git to make the checkouts")
 

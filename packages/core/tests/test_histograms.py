@@ -8,9 +8,9 @@ import warnings
 import numpy as np
 import pytest
 from tracking_core import Dispatcher, Histogram, TrackingWarning, register_tracker_class
-from tracking_core.histogram import histogram_from_counts, histogram_of
-from tracking_core.journal import read_journal
-from tracking_core.replay import replay_into
+from tracking_core.cli.replay import replay_into
+from tracking_core.contract.histogram import histogram_from_counts, histogram_of
+from tracking_core.store.journal import read_journal
 from tracking_core.testing import MemoryTracker
 
 

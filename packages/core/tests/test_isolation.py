@@ -8,8 +8,8 @@ import time
 
 import pytest
 from tracking_core import Dispatcher, TrackingError, register_tracker_class
-from tracking_core.journal import read_journal
-from tracking_core.replay import replay
+from tracking_core.cli.replay import replay
+from tracking_core.store.journal import read_journal
 from tracking_core.testing import MemoryTracker
 from tracking_core.testing.faults import DOWN_FILE, STUCK_FILE, SwitchedJournal
 
@@ -132,7 +132,7 @@ def test_blocking_mode_isolates_failures_too(failing, tmp_path):
 
 
 def test_start_up_that_lost_an_import_race_is_retried(memory, tmp_path, monkeypatch):
-    from tracking_core import delivery
+    from tracking_core.delivery import engine as delivery
 
     monkeypatch.setattr(delivery, "IMPORT_RETRY_DELAY", 0.01)
 
@@ -165,7 +165,7 @@ def test_start_up_that_lost_an_import_race_is_retried(memory, tmp_path, monkeypa
 def test_an_unexpected_error_in_the_worker_neither_hangs_the_loop_nor_loses_records(memory, tmp_path, monkeypatch):
     # A defect in the delivery code itself (not the backend's): the worker thread must survive it, or the
     # bounded queue fills and log() waits forever for room.
-    from tracking_core.delivery import Delivery
+    from tracking_core.delivery.engine import Delivery
 
     take = Delivery._take
     calls = []
@@ -196,7 +196,7 @@ def test_an_unexpected_error_in_the_worker_neither_hangs_the_loop_nor_loses_reco
 
 
 def test_a_loop_waiting_on_a_stuck_backend_says_which_one(memory, tmp_path, monkeypatch, caplog):
-    from tracking_core import worker
+    from tracking_core.delivery import worker
 
     register_tracker_class(HangingTracker)
     monkeypatch.setattr(HangingTracker, "release", threading.Event())
@@ -228,7 +228,7 @@ def test_a_backend_stuck_in_one_sdk_call_does_not_hold_up_the_loop(tmp_path, mon
     """The backend's first call hangs (a dead connection) while the loop logs far more than its queue holds:
     log() spills the queue instead of waiting for the call. The call then stores its records, fails, or
     never returns (the finish timeout gives up on it); every record ends up stored or spilled, once."""
-    from tracking_core import worker
+    from tracking_core.delivery import worker
     from tracking_core.testing.reliability import tally
 
     tracker_class = BufferingSwitchedJournal if buffering else SwitchedJournal
@@ -278,7 +278,7 @@ def test_a_backend_stuck_in_one_sdk_call_does_not_hold_up_the_loop(tmp_path, mon
 def test_a_backend_stuck_in_its_start_up_does_not_hold_up_the_loop(tmp_path, monkeypatch, request):
     """``start()`` hangs (an SDK's login on a dead connection) while the loop logs 20x the queue: the
     records wait in the spill, and the backend gets them in order once it has started."""
-    from tracking_core import worker
+    from tracking_core.delivery import worker
     from tracking_core.testing.faults import SwitchedJournal
     from tracking_core.testing.reliability import tally
 
@@ -322,7 +322,8 @@ def test_on_full_spill_never_makes_the_loop_wait(tmp_path, monkeypatch, backend)
     """``on_full="spill"``: a full queue goes to the backend's spill at once, whether the backend hangs in
     a call (here for longer than the loop, with the stuck-call delay out of reach) or is only slower than
     the loop; the backend then gets every record once, in order."""
-    from tracking_core import delivery, spill, worker
+    from tracking_core.delivery import engine as delivery
+    from tracking_core.delivery import spill, worker
     from tracking_core.testing.reliability import tally
 
     readings = []  # each SpillReader reads the spill from its start

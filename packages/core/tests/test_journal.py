@@ -11,7 +11,7 @@ import textwrap
 import time
 
 import pytest
-from tracking_core.journal import FORMAT_VERSION, JournalSummary, JournalWriter, read_header, read_journal
+from tracking_core.store.journal import FORMAT_VERSION, JournalSummary, JournalWriter, read_header, read_journal
 
 
 def test_header_and_records(tmp_path):

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from tracking_core import registry
-from tracking_core.journal import JournalSummary, read_journal
+from tracking_core.contract import registry
+from tracking_core.store.journal import JournalSummary, read_journal
 from tracking_core.testing import ContractRun, MemoryTracker, TrackerContract
 
 

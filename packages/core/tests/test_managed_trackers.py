@@ -101,7 +101,7 @@ def test_direct_media_histogram_and_a_wrong_call(memory, tmp_path):
     assert [step for step, _ in memory_run.images] == [3]
     assert memory_run.tables == [("t", ["a"], [[1]], 3)]
     assert ("h/count" in memory_run.metrics[-1][1]) and memory_run.metrics[-1][0] == 3
-    from tracking_core.journal import JournalSummary
+    from tracking_core.store.journal import JournalSummary
 
     assert "images" not in JournalSummary(run.run_dir).counts  # the direct calls were for one backend only
 

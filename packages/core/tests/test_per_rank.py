@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tracking_core.journal import JournalSummary
+from tracking_core.store.journal import JournalSummary
 from tracking_core.testing.ranks import launch_ranks
 
 RANK_SCRIPT = r"""

@@ -142,7 +142,7 @@ def test_cli_demo_show_replay_list(tmp_path):
 
 def test_demo_learns():
     pytest.importorskip("numpy")
-    from tracking_core.demo import evaluate, make_data
+    from tracking_core.cli.demo import evaluate, make_data
 
     data = make_data(200)
     assert evaluate([1.5, -2.0, 0.5], data)[1] > 0.8 > evaluate([0.0, 0.0, 0.0], data)[1]

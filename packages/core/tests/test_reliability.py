@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 from tracking_core import Dispatcher, PartialDelivery, TrackingError, register_tracker_class
-from tracking_core.journal import read_journal
-from tracking_core.replay import replay
+from tracking_core.cli.replay import replay
+from tracking_core.store.journal import read_journal
 from tracking_core.testing import MemoryTracker
 from tracking_core.testing.reliability import run_script, tally
 
@@ -311,7 +311,7 @@ def test_a_backend_that_comes_back_gets_its_spill_in_order_then_live_records(mem
     assert any("recovered" in note for note in backend.notes), backend.notes
     progress = json.loads((run.run_dir / "run.json").read_text())["progress"]["outage"]
     assert progress == {"seq": 299, "step": 299}
-    from tracking_core.runs import describe_run
+    from tracking_core.cli.runs import describe_run
 
     assert "spilled" not in describe_run(run.run_dir).backends["outage"]  # its spill owes nothing any more
 
@@ -328,7 +328,7 @@ def test_replay_completes_the_original_run_once_and_never_becomes_the_resumed_ru
         run.log({"loss": float(step)}, step=step)
     report = run.finish(timeout=5)
     assert report.backends["outage"].spilled == 40 and report.backends["outage"].delivered == 1  # the config
-    from tracking_core.runs import describe_run
+    from tracking_core.cli.runs import describe_run
 
     assert describe_run(run.run_dir).backends["outage"].endswith(", 40 spilled")
     Outage.down.clear()

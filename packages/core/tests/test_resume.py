@@ -13,8 +13,8 @@ import time
 
 import pytest
 from tracking_core import Dispatcher, register_tracker_class
-from tracking_core.journal import JournalSummary, read_journal
-from tracking_core.manifest import MANIFEST_NAME
+from tracking_core.store.journal import JournalSummary, read_journal
+from tracking_core.store.manifest import MANIFEST_NAME
 from tracking_core.testing import MemoryTracker
 from tracking_core.testing.reliability import tally
 
@@ -387,7 +387,7 @@ def test_a_resumed_backend_stuck_in_its_catch_up_does_not_hold_up_the_loop(tmp_p
     """The first call of a resumed backend's catch-up hangs while the loop logs 20x its queue: the live
     records go to its spill (the catch-up stays with the worker), and once the call returns the backend
     gets the journal's records, then the spill's, each once and in order."""
-    from tracking_core import worker
+    from tracking_core.delivery import worker
 
     steps, live = 1500, 1000
     file_store = _killed_with_records_left_in_the_journal(tmp_path, monkeypatch, steps)
@@ -418,7 +418,7 @@ def test_records_spilled_over_from_a_stuck_backend_survive_a_kill(tmp_path, monk
         f"""
         import os, signal, sys, time
         import tracking_core
-        from tracking_core import worker
+        from tracking_core.delivery import worker
         from file_store import FileStore
         worker.SPILL_OVER_SECONDS = 0.2
         tracking_core.register_tracker_class(FileStore)

@@ -368,8 +368,8 @@ def test_timestamps_are_taken_at_the_call_for_trackers_that_want_them(tmp_path):
     import time
 
     from tracking_core import register_tracker_class
-    from tracking_core.journal import read_journal
-    from tracking_core.replay import replay
+    from tracking_core.cli.replay import replay
+    from tracking_core.store.journal import read_journal
 
     gate = threading.Event()
 

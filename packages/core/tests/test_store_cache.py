@@ -6,7 +6,7 @@ import threading
 import time
 
 import pytest
-from tracking_core import store_cache
+from tracking_core.kit import store_cache
 
 
 @pytest.fixture(autouse=True)

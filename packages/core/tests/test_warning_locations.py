@@ -37,7 +37,7 @@ def test_a_warning_raised_in_a_worker_thread_names_the_thread_not_a_library_file
             run.log({"refused": 1.0, "kept": 2.0}, step=0)
             run.finish()
     finally:
-        from tracking_core import registry
+        from tracking_core.contract import registry
 
         registry.unregister_tracker_class("picky")
     ours = [w for w in caught if issubclass(w.category, TrackingWarning)]

@@ -12,19 +12,19 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from .__about__ import __version__
-from .distributed import get_rank, get_world_size, is_main_process
+from .contract.distributed import get_rank, get_world_size, is_main_process
+from .contract.histogram import Histogram
+from .contract.registry import LoggerType, get_available_trackers, register_tracker_class
+from .contract.tracker import CAPABILITIES, GeneralTracker, RunContext, capabilities_of, has_capability, on_main_process
 from .errors import BackendNotInstalledError, PartialDelivery, TrackingError, TrackingWarning
-from .histogram import Histogram
-from .registry import LoggerType, get_available_trackers, register_tracker_class
-from .tracker import CAPABILITIES, GeneralTracker, RunContext, capabilities_of, has_capability, on_main_process
 
 if TYPE_CHECKING:
-    from .config import flatten_config, sanitize_config, stringify
-    from .dispatcher import Dispatcher, init
-    from .jsonl import JsonlTracker
-    from .noop import NoOpTracker
+    from .backends.jsonl import JsonlTracker
+    from .contract.noop import NoOpTracker
+    from .intake.config import flatten_config, sanitize_config, stringify
     from .notices import notice, warn_once
     from .report import BackendReport, FinishReport
+    from .run.dispatcher import Dispatcher, init
 
 _LAZY = {
     "Dispatcher": "dispatcher",

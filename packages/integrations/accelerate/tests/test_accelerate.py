@@ -292,6 +292,6 @@ def test_clearml_values_without_a_step_are_single_values_as_in_accelerate(tmp_pa
     session = OfflineSession(f"{clearml.offline_folder}.zip")
     assert session.single_values() == {"eval_value": 2.0, "final": 1.1}  # the whole key, as accelerate reports it
     assert session.scalar_history() == {"eval_loss": [(1, 0.5)], "loss": [(1, 0.7), (3, 0.6)]}
-    from tracking_core.journal import JournalSummary
+    from tracking_core.store.journal import JournalSummary
 
     assert JournalSummary(journal.run_dir).metrics["final"] == [(2, 1.1)]  # the other backends: the next step

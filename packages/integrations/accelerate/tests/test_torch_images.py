@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 import tracking_core
-from tracking_core.adapters import to_hwc_uint8
+from tracking_core.kit.adapters import to_hwc_uint8
 
 BACKENDS = ["tensorboard", "mlflow", "jsonl"]
 

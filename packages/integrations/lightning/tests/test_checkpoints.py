@@ -81,7 +81,7 @@ def _from_mlflow(tracker, tmp_path) -> dict[str, dict]:
 
 
 def _from_journal(tracker) -> dict[str, list[str]]:
-    from tracking_core.journal import read_journal
+    from tracking_core.store.journal import read_journal
 
     found: dict[str, list[str]] = {}
     for entry in read_journal(tracker.journal_path):

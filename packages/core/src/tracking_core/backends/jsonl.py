@@ -1,4 +1,4 @@
-"""``jsonl``: the built-in backend that writes the run journal (see :mod:`tracking_core.journal`)."""
+"""``jsonl``: the built-in backend that writes the run journal (see :mod:`tracking_core.store.journal`)."""
 
 from __future__ import annotations
 
@@ -10,27 +10,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
-from .journal import JOURNAL_NAME, JournalWriter
-from .notices import notice
-from .paths import check_name, check_optional_name
-from .tracker import GeneralTracker
+from ..contract.tracker import GeneralTracker
+from ..kit.adapters import table_rows
+from ..kit.paths import check_name, check_optional_name
+from ..notices import notice
+from ..store.journal import JOURNAL_NAME, JournalWriter
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
 def _file_safe(key: str) -> str:
     return _UNSAFE.sub("_", key).strip("._") or "item"
-
-
-def table_rows(columns: list[Any] | None, data: list[Any] | None, dataframe: Any) -> tuple[list[str], list[list[Any]]]:
-    """Columns and rows from either ``columns``/``data`` or a pandas-like ``dataframe``."""
-    if dataframe is not None:
-        return [str(column) for column in dataframe.columns], dataframe.values.tolist()
-    if data is None:
-        raise ValueError("log_table needs `data` (with optional `columns`) or `dataframe`")
-    rows = [list(row) for row in data]
-    width = max((len(row) for row in rows), default=0)
-    return ([str(column) for column in columns] if columns else [f"col{i}" for i in range(width)]), rows
 
 
 def _metrics_record(values: dict[str, Any], step: int | None, kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -104,7 +94,7 @@ class JsonlTracker(GeneralTracker):
         if self.run_context is not None and not self._explicit:  # the journal lives in the run's folder
             self.run_id, self.run_dir = self.run_context.run_id, Path(self.run_context.run_dir)
         is_spill = self.journal_name != JOURNAL_NAME
-        # spill-<backend>.jsonl, or the file a spill is merged into before it replaces it (spill.py)
+        # spill-<backend>.jsonl, or the file a spill is merged into before it replaces it (delivery/spill.py)
         source = f"spill:{self.journal_name[len('spill-') :].partition('.jsonl')[0]}" if is_spill else "jsonl"
         self._writer = JournalWriter(self.journal_path, project=self.run_name, run_id=self.run_id, source=source)
         if self.run_context is not None and self.run_context.resume is not None:
@@ -137,7 +127,7 @@ class JsonlTracker(GeneralTracker):
         return path
 
     def log_images(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:
-        from .png import encode_png
+        from ..kit.png import encode_png
 
         stored: dict[str, list[str]] = {}
         for key, images in values.items():
@@ -193,14 +183,14 @@ class JsonlTracker(GeneralTracker):
         return {key: dict(points) for key, points in self.read_back_history().items()}
 
     def read_back_history(self) -> dict[str, list[tuple[int, Any]]]:
-        from .journal import JournalSummary
+        from ..store.journal import JournalSummary
 
         # every step is an int here: a step-less point comes only from a journal written without the dispatcher
         return cast("dict[str, list[tuple[int, Any]]]", JournalSummary(self.journal_path).metrics)
 
     def read_back_images(self) -> dict[str, list[tuple[int, Any]]]:
-        from .journal import read_journal
-        from .png import load_png
+        from ..kit.png import load_png
+        from ..store.journal import read_journal
 
         images: dict[str, list[tuple[int, Any]]] = {}
         for entry in read_journal(self.journal_path):

@@ -1,6 +1,13 @@
-"""The ``tracking`` command: list, runs, show, demo, replay.
+"""The ``tracking`` command: list, runs, show, demo, replay (entry point ``tracking_core.cli:main``).
 
 Each command's module is imported when the command runs, so ``tracking --help`` stays instant.
+
+- ``runs``: ``tracking runs`` — the runs under a logging directory.
+- ``show``: ``tracking show`` — what one or more journals hold.
+- ``demo``: ``tracking demo`` — a small real training run to every installed backend, read back.
+- ``replay``: ``tracking replay`` — push a journal into backends after the fact.
+- ``tabular``: plain-text tables for the output.
+- ``tracking list`` reads ``tracking_core.contract.backends_info``.
 """
 
 from __future__ import annotations
@@ -9,7 +16,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from .__about__ import __version__
+from ..__about__ import __version__
 from .tabular import format_table
 
 EPILOG = """examples:
@@ -21,7 +28,7 @@ EPILOG = """examples:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from .backends_info import describe_backends
+    from ..contract.backends_info import describe_backends
 
     rows = [("backend", "package", "version", "SDK importable", "embedded default")]
     rows += [(b.name, b.package, b.version, b.sdk_status, b.embedded) for b in describe_backends()]

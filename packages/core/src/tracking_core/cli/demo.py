@@ -18,10 +18,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from .dispatcher import init
-from .notices import logger
-from .registry import get_available_trackers
-from .tracker import GeneralTracker
+from ..contract.registry import get_available_trackers
+from ..contract.tracker import GeneralTracker
+from ..notices import logger
+from ..run.dispatcher import init
 
 
 def make_data(n: int, seed: int = 0) -> list[tuple[float, float, int]]:

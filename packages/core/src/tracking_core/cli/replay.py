@@ -17,15 +17,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from .config import merge_config
-from .dispatcher import Dispatcher
-from .journal import read_header, read_journal, resolve_journal
-from .manifest import MANIFEST_NAME, RunManifest
-from .notices import notice
-from .record import record_from_entry
-from .report import FinishReport
-from .spill import numbered
-from .worker import BackendWorker
+from ..delivery.spill import numbered
+from ..delivery.worker import BackendWorker
+from ..intake.config import merge_config
+from ..intake.record import record_from_entry
+from ..notices import notice
+from ..report import FinishReport
+from ..run.dispatcher import Dispatcher
+from ..store.journal import read_header, read_journal, resolve_journal
+from ..store.manifest import MANIFEST_NAME, RunManifest
 
 
 class Progress:

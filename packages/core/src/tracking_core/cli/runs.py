@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .journal import JOURNAL_NAME
-from .manifest import MANIFEST_NAME
-from .session import CursorFile, cursor_name
-from .spill import numbered, spill_name
+from ..delivery.spill import numbered, spill_name
+from ..store.cursor import CursorFile, cursor_name
+from ..store.journal import JOURNAL_NAME
+from ..store.manifest import MANIFEST_NAME
 
 _TAIL_BYTES = 4096
 

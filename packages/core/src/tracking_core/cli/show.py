@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .journal import JournalSummary, read_journal
+from ..store.journal import JournalSummary, read_journal
 from .tabular import format_table
 
 #: Most metric panels and image thumbnails one plot holds; the text output lists everything.

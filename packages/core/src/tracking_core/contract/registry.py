@@ -10,7 +10,7 @@ import threading
 import warnings
 from typing import TYPE_CHECKING
 
-from .errors import BackendNotInstalledError
+from ..errors import BackendNotInstalledError
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint

@@ -8,8 +8,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, TypeVar
 
+from ..errors import PartialDelivery
 from .distributed import is_main_process
-from .errors import PartialDelivery
 from .histogram import Histogram, histogram_summary
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -125,7 +125,7 @@ class GeneralTracker:
         """Create the SDK run. Called once, before anything else is sent."""
 
     def store_init_configuration(self, values: dict[str, Any]) -> None:
-        """Record the run's hyper-parameters (a sanitised deep copy, see ``tracking_core.config``)."""
+        """Record the run's hyper-parameters (a sanitised deep copy, see ``tracking_core.intake.config``)."""
 
     def log(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:
         """Record a flat dict of numbers and strings at ``step``."""

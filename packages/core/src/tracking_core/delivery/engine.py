@@ -32,16 +32,16 @@ from itertools import islice
 from pathlib import Path
 from typing import Any, NamedTuple, cast
 
-from .config import merge_config
-from .errors import PartialDelivery, TrackingError
+from ..contract.tracker import GeneralTracker
+from ..errors import PartialDelivery, TrackingError
+from ..intake.config import merge_config
+from ..intake.record import CONTROL_KINDS, Record, call_kwargs, deliver
+from ..notices import logger, warn_once
+from ..report import BackendReport
+from ..store.cursor import CursorFile
 from .mapping import BackendValues
 from .missing import KIND_NAMES, missing_reason
-from .notices import logger, warn_once
-from .record import CONTROL_KINDS, Record, call_kwargs, deliver
-from .report import BackendReport
-from .session import CursorFile
 from .spill import SpillJournal, SpillReader, backlog
-from .tracker import GeneralTracker
 
 MAX_CONSECUTIVE_FAILURES = 5
 MAX_BATCH = 1000

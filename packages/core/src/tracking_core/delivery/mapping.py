@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .notices import warn_once
-from .report import BackendReport
-from .tracker import GeneralTracker
-from .values import is_non_finite
+from ..contract.tracker import GeneralTracker
+from ..intake.values import is_non_finite
+from ..notices import warn_once
+from ..report import BackendReport
 
 
 class BackendValues:

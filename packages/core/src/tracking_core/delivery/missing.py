@@ -1,7 +1,7 @@
 """A record kind a backend cannot store because an optional package is missing.
 
 An ``ImportError`` from a backend's call is not an outage: retrying cannot install Pillow. Delivery
-(``delivery.py``) skips every record of that kind for that backend from then on, with one warning
+(``delivery.engine``) skips every record of that kind for that backend from then on, with one warning
 that says what to install and a line in the finish report, while every other kind keeps flowing.
 """
 

@@ -17,9 +17,9 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, cast
 
-from .journal import JournalWriter
-from .jsonl import JsonlTracker
-from .record import Record, deliver, record_from_entry
+from ..backends.jsonl import JsonlTracker
+from ..intake.record import Record, deliver, record_from_entry
+from ..store.journal import JournalWriter
 
 _SEQ = re.compile(rb'"seq":(\d+)')
 

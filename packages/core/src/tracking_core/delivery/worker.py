@@ -1,7 +1,7 @@
 """``BackendWorker``: one backend's queue and thread.
 
 The caller only appends to a queue (the hot path: metric records arrive as plain tuples in
-:class:`~tracking_core.record.Record`'s field order); the worker thread drains it in batches, makes
+:class:`~tracking_core.intake.record.Record`'s field order); the worker thread drains it in batches, makes
 them Records and hands them to the backend's :class:`~tracking_core.delivery.Delivery`, which owns
 what happens to each record. With ``blocking=True`` there is no thread: the caller delivers, under a lock.
 """
@@ -16,12 +16,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .delivery import MAX_BATCH, Delivery
-from .notices import logger, warn_once
-from .record import CONTROL_KINDS, Record, RecordTuple
-from .record import new_record as as_record
-from .report import BackendReport
-from .tracker import GeneralTracker
+from ..contract.tracker import GeneralTracker
+from ..intake.record import CONTROL_KINDS, Record, RecordTuple
+from ..intake.record import new_record as as_record
+from ..notices import logger, warn_once
+from ..report import BackendReport
+from .engine import MAX_BATCH, Delivery
 
 LINGER_SECONDS = 0.005
 #: the longest the worker waits on its queue at a time while holding the handover lock

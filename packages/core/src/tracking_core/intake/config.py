@@ -114,7 +114,7 @@ def _redacted_text(text: str, path: str, redacted: list[str]) -> str:
 
 
 def sanitize_config(config: Any) -> dict[str, Any]:
-    """A JSON-able deep copy of ``config`` with secrets redacted (see :mod:`tracking_core.redaction`).
+    """A JSON-able deep copy of ``config`` with secrets redacted (see :mod:`tracking_core.intake.redaction`).
 
     Never raises; announces once which keys were redacted.
     """

@@ -14,9 +14,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from .backends_info import SDK_MODULES
-from .errors import BackendNotInstalledError
-from .registry import LoggerType, install_command, package_for
+from ..contract.backends_info import SDK_MODULES
+from ..contract.registry import LoggerType, install_command, package_for
+from ..errors import BackendNotInstalledError
 
 #: The built-in backends (their SDK module: ``backends_info.SDK_MODULES``, by default the backend's name).
 _BUILT_IN = frozenset(member.value for member in LoggerType) - {LoggerType.ALL.value}

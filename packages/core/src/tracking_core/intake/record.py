@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .tracker import GeneralTracker
+from ..contract.tracker import GeneralTracker
 
 
 class Record(NamedTuple):
@@ -98,19 +98,19 @@ def record_from_entry(entry: dict[str, Any], base: Path) -> Record | None:
     if kind == "config":
         return Record("config", entry.get("values") or {}, None, _EMPTY, None, seq)
     if kind == "images":
-        from .png import load_png
+        from ..kit.png import load_png
 
         images = {key: [load_png(base / item) for item in items] for key, items in (entry.get("images") or {}).items()}
         return Record("images", images, step, _EMPTY, None, seq)
     if kind == "figure":
-        from .png import load_png
+        from ..kit.png import load_png
 
         return Record("images", {entry["name"]: load_png(base / entry["path"])}, step, _EMPTY, None, seq)
     if kind == "table":
         payload = (entry["name"], entry.get("columns"), entry.get("data"), None)
         return Record("table", payload, step, _EMPTY, None, seq)
     if kind == "histogram":
-        from .histogram import Histogram
+        from ..contract.histogram import Histogram
 
         return Record("histogram", (entry["name"], Histogram.from_json(entry["histogram"])), step, _EMPTY, None, seq)
     if kind in ("artifact", "artifacts"):

@@ -28,7 +28,7 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .notices import first_time, notice
+from ..notices import first_time, notice
 
 REDACTED = "<redacted>"
 

@@ -12,8 +12,7 @@ import io
 import threading
 from typing import Any
 
-from .config import merge_config
-from .jsonl import table_rows
+from ..intake.config import merge_config
 
 __all__ = [
     "figure_to_array",
@@ -120,6 +119,17 @@ def figure_to_array(figure: Any, **savefig_kwargs: Any) -> Any:
 
     with Image.open(io.BytesIO(figure_to_png(figure, **savefig_kwargs))) as image:
         return np.asarray(image.convert("RGBA" if "A" in image.getbands() else "RGB"))
+
+
+def table_rows(columns: list[Any] | None, data: list[Any] | None, dataframe: Any) -> tuple[list[str], list[list[Any]]]:
+    """Columns and rows from either ``columns``/``data`` or a pandas-like ``dataframe``."""
+    if dataframe is not None:
+        return [str(column) for column in dataframe.columns], dataframe.values.tolist()
+    if data is None:
+        raise ValueError("log_table needs `data` (with optional `columns`) or `dataframe`")
+    rows = [list(row) for row in data]
+    width = max((len(row) for row in rows), default=0)
+    return ([str(column) for column in columns] if columns else [f"col{i}" for i in range(width)]), rows
 
 
 def probe_http(url: str, timeout: float = 2.0) -> str | None:

@@ -129,7 +129,7 @@ def warn_links_leaving(folder: str | os.PathLike[str]) -> None:
     """One ``TrackingWarning`` naming the links under ``folder`` that lead outside it (their content is logged)."""
     leaving = links_leaving(folder)
     if leaving:
-        from .notices import warn_once
+        from ..notices import warn_once
 
         shown = ", ".join(leaving[:5]) + (f" and {len(leaving) - 5} more" if len(leaving) > 5 else "")
         warn_once(

@@ -1,6 +1,6 @@
 """The delivery process: hosts the backends' workers, so SDK work never takes the training loop's GIL.
 
-Started with ``spawn`` by :mod:`.delivery_link` (never forked from a process holding threads). It
+Started with ``spawn`` by :mod:`.link` (never forked from a process holding threads). It
 builds each backend's tracker and :class:`~.worker.BackendWorker` exactly as the dispatcher does in
 thread mode, then reads batches of records from the pipe and hands each to its backends. What the
 training process must know comes back as events: a backend started (and how to resume it), how far
@@ -18,17 +18,18 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from .delivery import Delivery, RetryPolicy
-from .errors import portable_cause
-from .jsonl import JsonlTracker
-from .record import Record
+from ..backends.jsonl import JsonlTracker
+from ..contract.selection import construct_tracker
+from ..contract.tracker import GeneralTracker, RunContext
+from ..delivery.engine import Delivery, RetryPolicy
+from ..delivery.resume import not_resumed_note, resume_state_of
+from ..delivery.spill import SpillJournal, spill_name
+from ..delivery.worker import BackendWorker
+from ..errors import portable_cause
+from ..intake.record import Record
+from ..report import BackendReport
+from ..store.cursor import CursorFile, cursor_name
 from .remote_view import tracker_state
-from .report import BackendReport
-from .selection import construct_tracker
-from .session import CursorFile, cursor_name, not_resumed_note, resume_state_of
-from .spill import SpillJournal, spill_name
-from .tracker import GeneralTracker, RunContext
-from .worker import BackendWorker
 
 SAFE_EVERY = 0.2  # seconds between "how far is safe" events
 #: the delivery process's niceness: background work yields the CPU to the training loop when both want it
@@ -235,7 +236,7 @@ def main(connection: Connection, setup: dict[str, Any]) -> None:
 
 __all__ = ["Host", "main"]
 
-if __name__ == "__main__":  # python -m tracking_core.delivery_host <fd of the socket to the training process>
+if __name__ == "__main__":  # python -m tracking_core.process.host <fd of the socket to the training process>
     import sys
 
     _connection = Connection(int(sys.argv[1]))

@@ -6,7 +6,7 @@ one copy, no shared state); one reader thread takes its events. Records stay in 
 buffer until the delivery process says every backend holds them durably or has spilled them, so
 if that process dies the dispatcher can hand exactly what is missing to in-process workers.
 
-The delivery process is a fresh interpreter (``python -m tracking_core.delivery_host``), never a
+The delivery process is a fresh interpreter (``python -m tracking_core.process.host``), never a
 fork of a process that holds threads, and it does not re-run the training script the way
 ``multiprocessing``'s spawn re-imports ``__main__``.
 """
@@ -26,13 +26,13 @@ from multiprocessing.connection import Connection
 from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
-from .notices import logger, warn_once
-from .record import CONTROL_KINDS, Record
-from .record import new_record as as_record
+from ..contract.tracker import GeneralTracker
+from ..delivery.worker import START_WAIT_SECONDS, ManagedMixin, wait_for_room
+from ..intake.record import CONTROL_KINDS, Record
+from ..intake.record import new_record as as_record
+from ..notices import logger, warn_once
+from ..report import BackendReport
 from .remote_view import adopt
-from .report import BackendReport
-from .tracker import GeneralTracker
-from .worker import START_WAIT_SECONDS, ManagedMixin, wait_for_room
 
 BATCH = 512
 READY_TIMEOUT = 60.0
@@ -140,7 +140,7 @@ class DeliveryLink:
         self._connection = Connection(os.dup(parent.fileno()))
         parent.close()
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "tracking_core.delivery_host", str(child.fileno())],
+            [sys.executable, "-m", "tracking_core.process.host", str(child.fileno())],
             pass_fds=(child.fileno(),),
             stdin=subprocess.DEVNULL,
             start_new_session=True,  # a Ctrl-C meant for the training loop does not cut delivery short

@@ -14,7 +14,7 @@ import pickle
 from pathlib import PurePath
 from typing import Any
 
-from .tracker import GeneralTracker
+from ..contract.tracker import GeneralTracker
 
 _PLAIN = (type(None), bool, int, float, str, PurePath)
 _MAX_BYTES = 64 * 1024

@@ -14,32 +14,33 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from . import lifecycle
-from .config import sanitize_config
-from .delivery import Delivery, RetryPolicy
-from .distributed import get_rank, get_world_size
-from .errors import TrackingError, arrived_cause
-from .histogram import Histogram, histogram_from_counts, histogram_of
-from .jsonl import JsonlTracker
-from .manifest import MANIFEST_NAME
-from .media import figure_problem, image_caveat, table_problem
-from .noop import NoOpTracker
-from .notices import logger, notice, reset_warnings, warn_once
-from .paths import check_artifact_path, check_name, warn_links_leaving
-from .preflight import check_run_can_start, check_table_arguments, checked_logging_dir
-from .record import Record
-from .redaction import redact_init_kwargs
+from ..backends.jsonl import JsonlTracker
+from ..contract.distributed import get_rank, get_world_size
+from ..contract.histogram import Histogram, histogram_from_counts, histogram_of
+from ..contract.noop import NoOpTracker
+from ..contract.selection import DEFAULT_LOGGING_DIR, TrackerSpec, construct_tracker, resolve_specs
+from ..contract.tracker import GeneralTracker, RunContext, has_capability
+from ..delivery.engine import Delivery, RetryPolicy
+from ..delivery.resume import not_resumed_note, resume_state_of
+from ..delivery.spill import SpillJournal, spill_name
+from ..delivery.worker import BackendWorker, ManagedMixin, direct_arguments
+from ..errors import TrackingError, arrived_cause
+from ..intake.config import sanitize_config
+from ..intake.media import figure_problem, image_caveat, table_problem
+from ..intake.preflight import check_run_can_start, check_table_arguments, checked_logging_dir
+from ..intake.record import Record
+from ..intake.redaction import redact_init_kwargs
+from ..intake.values import image_problem, key_problem, snapshot, snapshot_media
+from ..kit.paths import check_artifact_path, check_name, warn_links_leaving
+from ..notices import logger, notice, reset_warnings, warn_once
+from ..report import BackendReport, FinishReport
+from ..run import lifecycle
+from ..store.manifest import MANIFEST_NAME
 from .rendezvous import shared_run_id
-from .report import BackendReport, FinishReport
-from .selection import DEFAULT_LOGGING_DIR, TrackerSpec, construct_tracker, resolve_specs
-from .session import RunSession, choose_job_run_id, not_resumed_note, rank_folder, resume_state_of
-from .spill import SpillJournal, spill_name
-from .tracker import GeneralTracker, RunContext, has_capability
-from .values import image_problem, key_problem, snapshot, snapshot_media
-from .worker import BackendWorker, ManagedMixin, direct_arguments
+from .session import RunSession, choose_job_run_id, rank_folder
 
 if TYPE_CHECKING:
-    from .delivery_link import DeliveryLink
+    from ..process.link import DeliveryLink
 
 _EMPTY: dict[str, Any] = {}
 _now = time.time
@@ -293,7 +294,7 @@ class Dispatcher:
         try:
             import pickle
 
-            from .delivery_host import load_class
+            from ..process.host import load_class
 
             if load_class((module, qualname)) is not spec:
                 return None
@@ -305,7 +306,7 @@ class Dispatcher:
     def _start_delivery_process(self, trackers: list[GeneralTracker], context: RunContext, root: Path) -> None:
         import sys
 
-        from .delivery_link import DeliveryLink, RemoteWorker
+        from ..process.link import DeliveryLink, RemoteWorker
 
         session = self._session
         assert session is not None
@@ -370,9 +371,9 @@ class Dispatcher:
 
     def _delivery_died(self, link: Any, why: str) -> None:
         """The delivery process is gone: its backends go on in threads here, from where each one stopped."""
-        from .delivery_host import load_class
-        from .delivery_link import RemoteWorker
-        from .session import NOWHERE, CursorFile, cursor_name
+        from ..process.host import load_class
+        from ..process.link import RemoteWorker
+        from ..store.cursor import NOWHERE, CursorFile, cursor_name
 
         warn_once(
             "dispatcher",
@@ -686,7 +687,7 @@ class Dispatcher:
         self, figure: Any, name: str, step: int | None = None, log_kwargs: dict[str, dict[str, Any]] | None = None
     ) -> None:
         """A matplotlib or plotly figure, copied now: it may be changed, reused or closed once this returns."""
-        from .figures import copy_figure  # pickle and copy load only for scripts that log figures
+        from ..intake.figures import copy_figure  # pickle and copy load only for scripts that log figures
 
         if problem := figure_problem(figure):  # media.py: refused here, for every backend
             return self._reject({str(name): problem})

@@ -131,7 +131,7 @@ def _finishing(frame: Any) -> bool:
     """Whether the main thread is inside a run's ``finish()`` or the exit hook (which calls it)."""
     while frame is not None:
         if frame.f_code in _FINISHING_CODE or (
-            frame.f_code.co_name == "finish" and frame.f_globals.get("__name__") == "tracking_core.dispatcher"
+            frame.f_code.co_name == "finish" and frame.f_globals.get("__name__") == "tracking_core.run.dispatcher"
         ):
             return True
         frame = frame.f_back

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from .notices import warn_once
+from ..notices import warn_once
 
 RUN_ID_VARIABLE = "TRACKING_RUN_ID"
 #: what identifies one launch of a job, per launcher (torchrun, SLURM, Open MPI / PMIx, MPICH)

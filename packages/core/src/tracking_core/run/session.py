@@ -14,55 +14,19 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .journal import JOURNAL_NAME
-from .manifest import MANIFEST_NAME, RunManifest, find_run_to_resume
-from .notices import logger, notice
-from .spill import journal_tail, spill_name
+# kept importable from here, where they were defined before
+from ..delivery.resume import not_resumed_note as not_resumed_note
+from ..delivery.resume import resume_state_of as resume_state_of
+from ..delivery.spill import journal_tail, spill_name
+from ..notices import logger, notice
+from ..store.cursor import NOWHERE as NOWHERE
+from ..store.cursor import CursorFile as CursorFile
+from ..store.cursor import cursor_name as cursor_name
+from ..store.journal import JOURNAL_NAME
+from ..store.manifest import MANIFEST_NAME, RunManifest, find_run_to_resume
 
 if TYPE_CHECKING:
-    from .tracker import GeneralTracker
-
-#: The positions of a backend that took nothing yet: (seq, step, handed seq, handed step).
-NOWHERE = (-1, -1, -1, -1)
-
-
-class CursorFile:
-    """``.cursor-<backend>`` in the run folder: how far the backend got, rewritten in place at every delivery.
-
-    Two positions, each a ``seq`` and a step: what the backend holds durably (its cursor), and the
-    furthest record it took (a call returned; an SDK that buffers may or may not have written it).
-    ``run.json`` is rewritten at most once a second per backend; this file costs one ``pwrite`` per
-    delivered batch, so after a kill a resumed run starts after everything any backend may hold
-    (no step is logged twice) and catches up on everything past the durable cursor. The fixed-width
-    line is rewritten at offset 0, so it never grows.
-    """
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-
-    def write(self, seq: int, step: int, handed_seq: int, handed_step: int) -> None:
-        os.pwrite(self._fd, b"%20d %20d %20d %20d\n" % (seq, step, handed_seq, handed_step), 0)
-
-    def close(self) -> None:
-        os.close(self._fd)
-
-    @staticmethod
-    def read(path: Path) -> tuple[int, int, int, int] | None:
-        """``(seq, step, handed seq, handed step)``, or ``None`` when there is no readable file.
-
-        An empty file is a backend that ran in this run and took nothing yet: every position is -1.
-        """
-        try:
-            fields = path.read_bytes().split()
-            seq, step, handed_seq, handed_step = (int(field) for field in fields) if fields else NOWHERE
-        except (OSError, ValueError):
-            return None
-        return seq, step, handed_seq, handed_step
-
-
-def cursor_name(backend: str) -> str:
-    return f".cursor-{backend}"
+    pass
 
 
 def new_run_id() -> str:
@@ -87,23 +51,6 @@ def choose_job_run_id(project_dir: Path, resume: bool | str) -> str:
         if jobs:
             return max(jobs, key=lambda job: (job / rank_folder(0) / MANIFEST_NAME).stat().st_mtime).name
     return new_run_id()
-
-
-def not_resumed_note(tracker: GeneralTracker, resumed: bool) -> str | None:
-    """The report note for a backend the resumed run had no state for: it starts a new run of its own."""
-    if resumed and tracker.run_context is not None and tracker.run_context.resume is None:
-        return f"not resumed: the earlier run left no {tracker.name} state; this is a new {tracker.name} run"
-    return None
-
-
-def resume_state_of(tracker: GeneralTracker) -> Any:
-    """``tracker.resume_state()``, or ``None`` (with a warning) when it fails: a backend that cannot say how
-    to reopen its run still runs, it just cannot be resumed."""
-    try:
-        return tracker.resume_state()
-    except Exception as error:
-        logger.warning("backend %r: resume_state() failed (%r); this run cannot resume it", tracker.name, error)
-        return None
 
 
 class RunSession:

@@ -7,7 +7,7 @@ Format (``FORMAT_VERSION`` 1), one JSON object per line, each with a ``type``:
 * ``config``  -- ``values``: the sanitised configuration (nested).
 * ``metrics`` -- ``step`` (int), ``values`` (flat ``{key: number | str}``), ``time`` (Unix
   seconds when ``log()`` was called; optional) and ``seq`` (optional: the record's position in the
-  run, see :mod:`tracking_core.record`; media, table and artifact records carry it too); NaN/Infinity are written as the bare JSON
+  run, see :mod:`tracking_core.intake.record`; media, table and artifact records carry it too); NaN/Infinity are written as the bare JSON
   extensions ``NaN``/``Infinity``, which Python's ``json`` reads back.
 * ``images``  -- ``step`` and ``images``: ``{key: [path relative to the journal's folder, ...]}``.
 * ``table``   -- ``name``, ``step``, ``columns``, ``data`` (rows).
@@ -29,8 +29,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .appendfile import AppendFile
-from .config import merge_config
+from ..intake.config import merge_config
+from ..kit.appendfile import AppendFile
 
 FORMAT = "tracking-journal"
 FORMAT_VERSION = 1

@@ -10,7 +10,7 @@ backend's progress after every flush (once a second while data flows)::
      "progress": {"mlflow": {"seq": 57, "step": 41}, "tensorboard": {"seq": 50, "step": 36}}}
 
 ``progress[backend].seq`` is the backend's cursor: it durably holds every record up to that
-``seq`` (see :mod:`tracking_core.record`). ``last_step`` is the last step any backend holds
+``seq`` (see :mod:`tracking_core.intake.record`). ``last_step`` is the last step any backend holds
 durably (the step a resumed run carries on after); ``replay_of`` marks a run made by
 ``tracking replay --new-run``, which ``resume=True`` never picks. ``status`` is ``running`` (with the
 ``pid`` and ``host`` of the training process) until the run ends ``finished``, ``crashed: <error>`` or
@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .paths import check_name
+from ..kit.paths import check_name
 
 MANIFEST_NAME = "run.json"
 FORMAT = "tracking-run"

@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from ..config import flatten_config, stringify
-from ..dispatcher import Dispatcher
+from ..contract.registry import resolve_tracker_class
+from ..contract.tracker import GeneralTracker, has_capability
 from ..errors import TrackingWarning
-from ..registry import resolve_tracker_class
+from ..intake.config import flatten_config, stringify
 from ..report import FinishReport
-from ..tracker import GeneralTracker, has_capability
+from ..run.dispatcher import Dispatcher
 
 
 @dataclass

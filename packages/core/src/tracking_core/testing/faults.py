@@ -11,7 +11,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ..jsonl import JsonlTracker
+from ..backends.jsonl import JsonlTracker
 
 DOWN_FILE = "down"
 STUCK_FILE = "stuck"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..adapters import image_list, to_hwc_uint8
+from ..kit.adapters import image_list, to_hwc_uint8
 
 
 def image_layouts(*, with_pil: bool = True, extra: bool = False) -> dict[str, Any]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import threading
 from typing import Any, cast
 
-from ..config import merge_config
-from ..tracker import GeneralTracker
+from ..contract.tracker import GeneralTracker
+from ..intake.config import merge_config
 
 
 class MemoryTracker(GeneralTracker):
@@ -61,7 +61,7 @@ class MemoryTracker(GeneralTracker):
         step: int | None = None,
         **kwargs: Any,
     ) -> None:
-        from ..jsonl import table_rows
+        from ..kit.adapters import table_rows
 
         names, rows = table_rows(columns, data, dataframe)
         self.tables.append((table_name, names, rows, step))

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..tracker import GeneralTracker, RunContext
+from ..contract.tracker import GeneralTracker, RunContext
 from .reliability import last_json_line
 
 T = TypeVar("T", bound=GeneralTracker)

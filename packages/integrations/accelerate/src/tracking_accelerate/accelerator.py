@@ -13,7 +13,7 @@ from typing import Any
 
 import accelerate
 from tracking_core import Dispatcher, FinishReport, GeneralTracker, NoOpTracker
-from tracking_core.worker import BackendWorker
+from tracking_core.delivery.worker import BackendWorker
 
 from .foreign import AccelerateTracker
 from .specs import tracking_specs

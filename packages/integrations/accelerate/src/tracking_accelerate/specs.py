@@ -12,7 +12,7 @@ import enum
 from typing import Any
 
 from tracking_core import GeneralTracker, LoggerType, get_available_trackers
-from tracking_core.registry import installed_entry_points
+from tracking_core.contract.registry import installed_entry_points
 
 from .foreign import AccelerateTracker, adapter_class
 

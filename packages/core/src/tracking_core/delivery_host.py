@@ -1,0 +1,3 @@
+"""Old path of ``tracking_core.process.host``, kept so imports written against it keep working."""
+
+from .process.host import *  # noqa: F403

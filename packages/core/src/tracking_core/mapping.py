@@ -1,0 +1,3 @@
+"""Old path of ``tracking_core.delivery.mapping``, kept so imports written against it keep working."""
+
+from .delivery.mapping import *  # noqa: F403

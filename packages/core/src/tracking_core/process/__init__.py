@@ -1,0 +1,10 @@
+"""Process mode (``delivery="process"``): the backends run in a delivery process, not the training one.
+
+- ``link``: the training process's end — ``DeliveryLink`` (a feeder thread sending batches of records,
+  a reader thread taking events, the retention buffer that lets the dispatcher take over if the
+  delivery process dies) and ``RemoteWorker``, what the dispatcher holds for a remote backend.
+- ``host``: the delivery process itself (``python -m tracking_core.process.host``): builds the trackers
+  and their workers again and serves the pipe.
+- ``remote_view``: the values a held tracker shows in the training process, sent from its twin in the
+  delivery process.
+"""

@@ -1,0 +1,3 @@
+"""Old path of ``tracking_core.cli.tabular``, kept so imports written against it keep working."""
+
+from .cli.tabular import *  # noqa: F403

@@ -1,0 +1,3 @@
+"""Old path of ``tracking_core.delivery.worker``, kept so imports written against it keep working."""
+
+from .delivery.worker import *  # noqa: F403
