@@ -29,6 +29,7 @@ from ..errors import portable_cause
 from ..intake.record import Record
 from ..report import BackendReport
 from ..store.cursor import CursorFile, cursor_name
+from .protocol import Command, Error, Event, Finished, Flushed, Progress, Ready, Safe, Started
 from .remote_view import tracker_state
 
 SAFE_EVERY = 0.2  # seconds between "how far is safe" events
@@ -64,7 +65,7 @@ class Host:
         for backend in setup["backends"]:
             self._add(backend, context)
 
-    def send(self, event: tuple[Any, ...]) -> None:
+    def send(self, event: Event) -> None:
         with self._send_lock:
             try:
                 self.connection.send(event)
@@ -100,11 +101,11 @@ class Host:
                     )
                 ),
                 on_error=options["on_error"],
-                error_sink=lambda error: self.send(("error", name, str(error), portable_cause(error))),
+                error_sink=lambda error: self.send(Error("error", name, str(error), portable_cause(error))),
                 flush_interval=options["flush_interval"],
                 retry=RetryPolicy(*options["retry"]),
                 on_started=lambda: self._started(tracker, report),
-                on_progress=lambda backend, seq, step: self.send(("progress", backend, seq, step)),
+                on_progress=lambda backend, seq, step: self.send(Progress("progress", backend, seq, step)),
                 cursor_file=CursorFile(self.run_dir / cursor_name(name)),
                 cursor=backend["cursor"],
                 cursor_step=backend.get("cursor_step", -1),
@@ -121,7 +122,9 @@ class Host:
         note = not_resumed_note(tracker, bool(self.setup["context"].get("resumed")))
         if note is not None:
             report.notes.append(note)
-        self.send(("started", tracker.name, resume_state_of(tracker), report.start_seconds, tracker_state(tracker)))
+        self.send(
+            Started("started", tracker.name, resume_state_of(tracker), report.start_seconds, tracker_state(tracker))
+        )
 
     # -- the loop ----------------------------------------------------------------------------
     def serve(self) -> None:
@@ -139,31 +142,29 @@ class Host:
         for closer in self._closers:
             closer.join()
 
-    def _handle(self, message: tuple[Any, ...]) -> None:
-        kind = message[0]
-        if kind == "records":  # (records, targets): targets None = every backend
-            for record, targets in message[1]:
+    def _handle(self, message: Command) -> None:
+        if message.kind == "records":  # (record, targets): targets None = every backend
+            for record, targets in message.items:
                 for name in targets if targets is not None else self.workers:
                     worker = self.workers.get(name)
                     if worker is not None and name not in self._finishing:
                         worker.put(record)
-        elif kind == "flush":
-            _, token, names = message
+        elif message.kind == "flush":
             events = []
-            for name in names:
+            for name in message.names:
                 if name in self.workers and name not in self._finishing:
                     event = threading.Event()
                     self.workers[name].put(Record("flush", event, None, _EMPTY, None, None))
                     events.append(event)
-            threading.Thread(target=self._ack_flush, args=(token, events), daemon=True).start()
-        elif kind == "finish":
-            self._finish([name for name in message[1] if name in self.workers and name not in self._finishing])
+            threading.Thread(target=self._ack_flush, args=(message.token, events), daemon=True).start()
+        elif message.kind == "finish":
+            self._finish([name for name in message.names if name in self.workers and name not in self._finishing])
 
     def _ack_flush(self, token: int, events: list[threading.Event]) -> None:
         for event in events:
             event.wait()
         self._report_safe_once()
-        self.send(("flushed", token))
+        self.send(Flushed("flushed", token))
 
     def _finish(self, names: list[str], orphaned: bool = False) -> None:
         """Close the named backends together; each reports when done (or abandoned at the timeout)."""
@@ -183,7 +184,7 @@ class Host:
         if orphaned:
             worker.report.notes.append("the training process died; what it had sent was delivered and the run closed")
         self._report_safe_once()
-        self.send(("finished", name, worker.report, tracker_state(worker.tracker)))
+        self.send(Finished("finished", name, worker.report, tracker_state(worker.tracker)))
         with self._send_lock:
             self._finished.add(name)
 
@@ -198,7 +199,7 @@ class Host:
                 safe = worker.delivery.safe_seq()
                 if safe != self._last_safe.get(name):
                     self._last_safe[name] = safe
-                    self.send(("safe", name, safe))
+                    self.send(Safe("safe", name, safe))
 
 
 def lower_priority() -> None:
@@ -229,7 +230,7 @@ def main(connection: Connection, setup: dict[str, Any]) -> None:
         except Exception:
             pass
     host = Host(connection, setup)
-    connection.send(("ready",))
+    connection.send(Ready("ready"))
     host.serve()
     connection.close()
 

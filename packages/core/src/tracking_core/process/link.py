@@ -32,6 +32,7 @@ from ..intake.record import CONTROL_KINDS, Record
 from ..intake.record import new_record as as_record
 from ..notices import logger, warn_once
 from ..report import BackendReport
+from .protocol import Event, Finish, Flush, Records
 from .remote_view import adopt
 
 BATCH = 512
@@ -186,10 +187,10 @@ class DeliveryLink:
             self._next_token += 1
             token = self._next_token
             self._flushes[token] = event
-        self._queue.put((("flush-remote", token, tuple(names)), "control"))
+        self._queue.put((Flush("flush", token, tuple(names)), "control"))
 
     def finish(self, names: list[str]) -> None:
-        self._queue.put((("finish-remote", tuple(names)), "control"))
+        self._queue.put((Finish("finish", tuple(names)), "control"))
 
     # -- feeder thread -----------------------------------------------------------------------
     def _feed(self) -> None:
@@ -222,10 +223,7 @@ class DeliveryLink:
                     if what == "records":
                         self._send_records(payload)
                     else:
-                        kind = payload[0]
-                        self._connection.send(
-                            ("flush", *payload[1:]) if kind == "flush-remote" else ("finish", payload[1])
-                        )
+                        self._connection.send(payload)  # a Flush or Finish command
                 except (OSError, EOFError, ValueError):
                     # The delivery process is gone: what was not sent waits, in order, for whoever takes over.
                     with self._retained_lock:
@@ -238,7 +236,7 @@ class DeliveryLink:
         with self._retained_lock:  # kept until the delivery process says it is safe, sent or not
             self._retained.extend(item for item in records if item[0].seq is not None)
         try:
-            message = ForkingPickler.dumps(("records", records))
+            message = ForkingPickler.dumps(Records("records", records))
         except Exception:  # something in a record cannot be pickled; the original stays retained
             sendable = []
             for item in records:
@@ -247,7 +245,7 @@ class DeliveryLink:
                     sendable.append(fit)
                 else:
                     self._not_sent.update(item[1] or tuple(self.workers))
-            message = ForkingPickler.dumps(("records", sendable))
+            message = ForkingPickler.dumps(Records("records", sendable))
         self._connection.send_bytes(message)
 
     # -- reader thread -----------------------------------------------------------------------
@@ -271,33 +269,32 @@ class DeliveryLink:
         for event in self._flushes.values():
             event.set()
 
-    def _handle_event(self, event: tuple[Any, ...]) -> None:
-        kind = event[0]
-        if kind == "ready":
+    def _handle_event(self, event: Event) -> None:
+        if event.kind == "ready":
             self._ready.set()
-        elif kind == "started":
-            _, name, state, start_seconds, view = event
-            worker = self.workers[name]
-            worker.resume_state = state
-            worker.report.start_seconds = start_seconds
-            adopt(worker.tracker, view)
+        elif event.kind == "started":
+            worker = self.workers[event.name]
+            worker.resume_state = event.state
+            worker.report.start_seconds = event.start_seconds
+            adopt(worker.tracker, event.view)
             try:
-                self._on_started(name, state)
+                self._on_started(event.name, event.state)
             finally:
                 worker.started.set()
-        elif kind == "progress":
-            self._on_progress(*event[1:])
-        elif kind == "safe":
-            self._safe[event[1]] = event[2]
+        elif event.kind == "progress":
+            self._on_progress(event.name, event.seq, event.step)
+        elif event.kind == "safe":
+            self._safe[event.name] = event.seq
             self._trim()
-        elif kind == "flushed":
-            flushed = self._flushes.pop(event[1], None)
+        elif event.kind == "flushed":
+            flushed = self._flushes.pop(event.token, None)
             if flushed is not None:
                 flushed.set()
-        elif kind == "error":
-            self._on_error(*event[1:])
-        elif kind == "finished":
-            _, name, report, view = event
+        elif event.kind == "error":
+            self._on_error(event.name, event.message, event.cause)
+        elif event.kind == "finished":
+            name, report = event.name, event.report
+            view = event.view
             if self._not_sent[name]:
                 report.dropped += self._not_sent[name]
                 report.notes.append(f"{self._not_sent[name]} record(s) could not be sent to the delivery process")
