@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..contract.tracker import GeneralTracker
-from ..intake.record import CONTROL_KINDS, Record, RecordTuple
+from ..intake.record import CONTROL_KINDS, KINDS, Record, RecordTuple
 from ..intake.record import new_record as as_record
 from ..notices import logger, warn_once
 from ..report import BackendReport
@@ -57,18 +57,7 @@ def wait_for_room(
 
 
 #: the contract's methods a training script may call on a tracker the dispatcher manages
-MANAGED_METHODS = (
-    "store_init_configuration",
-    "log",
-    "log_images",
-    "log_table",
-    "log_figure",
-    "log_histogram",
-    "log_artifact",
-    "log_artifacts",
-    "flush",
-    "finish",
-)
+MANAGED_METHODS = (*(kind.method for kind in KINDS.values()), "flush", "finish")
 #: route(worker, method name, the tracker's own bound method, args, kwargs) -> what the call returns
 Router = Callable[["ManagedMixin", str, Callable[..., Any], tuple[Any, ...], dict[str, Any]], Any]
 

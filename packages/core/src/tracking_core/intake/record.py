@@ -38,6 +38,30 @@ new_record = tuple.__new__
 RecordTuple = tuple[str, Any, "int | None", dict[str, Any], "float | None", "int | None"]
 
 CONTROL_KINDS = frozenset(("flush", "finish"))
+
+
+class Kind(NamedTuple):
+    """What a data record's kind stands for at each end of its path."""
+
+    #: the public method a call of this kind goes through: on the dispatcher, and (delivered) on the tracker
+    method: str
+    #: the ``type`` of its line in a journal (the run journal, a spill journal)
+    journal_type: str
+
+
+#: Every kind of data record, in one table: the dispatcher's and the trackers' method for it, and its journal
+#: line. ``deliver`` hands each to its method; a held tracker's methods of these names route back through
+#: the dispatcher (``delivery.worker.MANAGED_METHODS``).
+KINDS: dict[str, Kind] = {
+    "log": Kind("log", "metrics"),
+    "config": Kind("store_init_configuration", "config"),
+    "images": Kind("log_images", "images"),
+    "table": Kind("log_table", "table"),
+    "figure": Kind("log_figure", "figure"),
+    "histogram": Kind("log_histogram", "histogram"),
+    "artifact": Kind("log_artifact", "artifact"),
+    "artifacts": Kind("log_artifacts", "artifacts"),
+}
 _EMPTY: dict[str, Any] = {}
 
 
