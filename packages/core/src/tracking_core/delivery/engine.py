@@ -30,7 +30,7 @@ import traceback
 from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 from pathlib import Path
-from typing import Any, NamedTuple, cast
+from typing import Any, cast
 
 from ..contract.tracker import GeneralTracker
 from ..errors import PartialDelivery, TrackingError
@@ -39,45 +39,34 @@ from ..intake.record import CONTROL_KINDS, Record, call_kwargs, deliver
 from ..notices import logger, warn_once
 from ..report import BackendReport
 from ..store.cursor import CursorFile
+from .handover import Handover
 from .mapping import BackendValues
 from .missing import KIND_NAMES, missing_reason
+from .positions import Positions
+from .recovery import MAX_CONSECUTIVE_FAILURES, Mode, RetryPolicy, is_refusal
 from .spill import SpillJournal, SpillReader, backlog
 
-MAX_CONSECUTIVE_FAILURES = 5
+__all__ = [
+    "CATCHING_UP",
+    "IMPORT_RETRIES",
+    "IMPORT_RETRY_DELAY",
+    "LIVE",
+    "MAX_BATCH",
+    "MAX_CONSECUTIVE_FAILURES",
+    "RECOVERING",
+    "SPILLING",
+    "Delivery",
+    "Mode",
+    "RetryPolicy",
+    "is_refusal",
+]
+
 MAX_BATCH = 1000
 IMPORT_RETRIES = 2
 IMPORT_RETRY_DELAY = 0.5
 
-LIVE, SPILLING, RECOVERING, CATCHING_UP = "live", "spilling", "recovering", "catching up"
-
-
-#: Words in an SDK's error that blame the value, whatever the exception's type (MLflow wraps SQLite's
-#: "Python int too large to convert to SQLite INTEGER" in an INTERNAL_ERROR, for one).
-_VALUE_HINTS = ("too large to convert", "out of range", "overflow")
-
-
-class RetryPolicy(NamedTuple):
-    """When a failed backend is tried again: ``first`` seconds after the first failure, doubling up to ``longest``."""
-
-    first: float = 1.0
-    longest: float = 300.0
-
-    def delay(self, failures: int) -> float:
-        backoff: float = self.first * 2 ** max(0, failures - 1)
-        return min(self.longest, backoff)
-
-
-def is_refusal(error: BaseException) -> bool:
-    """True when the backend answered but refused what it was given (not when it is down)."""
-    if isinstance(error, (OSError, MemoryError, RecursionError)):
-        return False
-    text = str(error).lower()
-    if any(hint in text for hint in _VALUE_HINTS):
-        return True
-    code = getattr(error, "error_code", None)  # MLflow's MlflowException, among others
-    if isinstance(code, str) and code:
-        return "INVALID" in code or "BAD_REQUEST" in code
-    return isinstance(error, (ValueError, TypeError, ArithmeticError, UnicodeError, KeyError, IndexError))
+# the modes by their plain names, as this module had them
+LIVE, SPILLING, RECOVERING, CATCHING_UP = Mode.LIVE, Mode.SPILLING, Mode.RECOVERING, Mode.CATCHING_UP
 
 
 class Delivery:
@@ -113,7 +102,6 @@ class Delivery:
         self._retry = retry
         self._on_started = on_started
         self._on_progress = on_progress
-        self._cursor_file = cursor_file
         durable = getattr(tracker, "durable_on_return", None)
         self._confirms_at_flush = (
             not durable if durable is not None else type(tracker).flush is not GeneralTracker.flush
@@ -123,25 +111,20 @@ class Delivery:
         #: Held by the delivering thread except while it waits on the SDK: ``abandon`` takes it, so at
         #: that moment every record still owed sits in one of this object's lists (or the queue),
         #: never only in a thread's local variables.
-        self.handover = threading.Lock()
-        self._owner: int | None = None
-        self._inside_sdk = False
-        self._call_began = 0.0
+        self._handover = Handover()
+        self.handover = self._handover.lock
         self._spilled_over = False
         #: the batch the worker took off its queue, and how far into it delivery has got
         self._held: list[Record] = []
         self._held_next = 0
-        self.mode = LIVE
+        self.mode: Mode = LIVE
         self.started = False
         self.abandoned = False
         #: record kinds this backend cannot store (a package they need is missing) -> why
         self.unavailable_kinds: dict[str, str] = {}
         self.finished = False
-        self.cursor = cursor
-        self.durable_step = cursor_step
-        #: the furthest record the backend took (a call returned), confirmed by a flush or not yet
-        self.handed_seq = cursor
-        self.handed_step = cursor_step
+        #: how far the backend got (durable, handed over), and the cursor file that keeps it
+        self.positions = Positions(cursor, cursor_step, cursor_file)
         self.config: Any = None
         self.in_flight: list[Record] = []
         self._unconfirmed: list[Record] = []
@@ -213,9 +196,9 @@ class Delivery:
         again. When it cannot say, records it took are not delivered again (at worst lost, never
         stored twice).
         """
-        records = backlog(self._backlog_paths, self.cursor, self._backlog_before, self._backlog_records)
+        records = backlog(self._backlog_paths, self.positions.cursor, self._backlog_before, self._backlog_records)
         handed, buffers = self._earlier_handed, self._confirms_at_flush
-        if not buffers and handed <= self.cursor:
+        if not buffers and handed <= self.positions.cursor:
             return records  # no call was cut short: the backend holds exactly what its cursor says
         stored = self._last_stored_step()
         if stored is None:
@@ -274,37 +257,22 @@ class Delivery:
     # -- records -----------------------------------------------------------------------------
     def own(self) -> None:
         """The calling thread delivers from now on: it holds ``handover`` outside SDK calls."""
-        self.handover.acquire()
-        self._owner = threading.get_ident()
+        self._handover.own()
 
     def disown(self) -> None:
-        self._owner = None
-        self.handover.release()
+        self._handover.disown()
 
-    @contextlib.contextmanager
-    def _in_backend(self) -> Iterator[None]:
+    def _in_backend(self) -> contextlib.AbstractContextManager[None]:
         """Around a call into the SDK, which may hang: ``abandon`` and ``spill_over`` must not wait for it."""
-        self._call_began = time.monotonic()
-        self._inside_sdk = True
-        try:
-            if self._owner != threading.get_ident():
-                yield
-                return
-            self.disown()
-            try:
-                yield
-            finally:
-                self.own()
-        finally:
-            self._inside_sdk = False
+        return self._handover.in_backend()
 
     def in_sdk(self) -> bool:
         """Whether the backend's thread is inside a call into the SDK (what a caller waiting for room is told)."""
-        return self._inside_sdk
+        return self._handover.in_sdk()
 
     def seconds_in_sdk(self) -> float:
         """How long the backend's thread has been inside its current SDK call; 0 outside one."""
-        return time.monotonic() - self._call_began if self._inside_sdk else 0.0
+        return self._handover.seconds_in_sdk()
 
     def spill_over(self, pending: list[Record], stuck: bool = True) -> list[Record]:
         """The backend has sat in one SDK call while its queue filled up (``stuck``), or its queue is full
@@ -411,7 +379,7 @@ class Delivery:
         """
         with self._spill_lock:
             spilled = self._spill.last_seq
-        return max(self.cursor, spilled)
+        return max(self.positions.cursor, spilled)
 
     def _remember_config(self, record: Record) -> None:
         """The run's whole config so far (init's, then each ``log_config``), to head a spill journal."""
@@ -432,8 +400,7 @@ class Delivery:
             self._deliver_one(records[0])
 
     def _unseen(self, records: list[Record]) -> list[Record]:
-        cursor = self.cursor
-        return [record for record in records if record.seq is None or record.seq > cursor]
+        return self.positions.unseen(records)
 
     def _deliver_metrics(self, records: list[Record]) -> None:
         records = self._unseen(records)
@@ -571,17 +538,7 @@ class Delivery:
             self._failed(error, record.kind, [record])
 
     def _hand_over(self, records: list[Record]) -> None:
-        """Just before ``records`` go into the SDK: should the process die inside that call, after the SDK
-        stored them, the cursor file already says the backend may hold them, and a resumed run (or a
-        replay) asks the backend's storage instead of delivering them twice. A call that fails puts the
-        file back (``_failed``)."""
-        if self._cursor_file is not None:
-            seq, step = _highest(records, self.handed_seq, self.handed_step)
-            if seq > self.handed_seq:
-                try:
-                    self._cursor_file.write(self.cursor, self.durable_step, seq, step)
-                except OSError:
-                    pass
+        self.positions.hand_over(records)
 
     def _attempt(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[int, BaseException | None]:
         """Call into the backend; returns (entries stored before a failure, the failure or None)."""
@@ -623,12 +580,10 @@ class Delivery:
         self._write_cursor()
 
     def _advance_handed(self, records: list[Record]) -> None:
-        """What the backend may hold from now on, even before it confirms."""
-        self.handed_seq, self.handed_step = _highest(records, self.handed_seq, self.handed_step)
+        self.positions.advance_handed(records)
 
     def _advance_durable(self, records: list[Record]) -> None:
-        """What the backend holds where a dead training process cannot lose it."""
-        self.cursor, self.durable_step = _highest(records, self.cursor, self.durable_step)
+        self.positions.advance_durable(records)
 
     def _stored_after_abandon(self, records: list[Record]) -> None:
         """A call ``abandon`` gave up on came back. What it stored is in the spill as well: the cursor
@@ -636,17 +591,12 @@ class Delivery:
         self._advance_handed(records)
         if not self._confirms_at_flush:
             self._advance_durable(records)
-        if self._cursor_file is not None:
+        if self.positions.file is not None:
             self._write_cursor()
-            self._cursor_file.close()
-            self._cursor_file = None
+            self.positions.close()
 
     def _write_cursor(self) -> None:
-        if self._cursor_file is not None:
-            try:
-                self._cursor_file.write(self.cursor, self.durable_step, self.handed_seq, self.handed_step)
-            except OSError:
-                pass  # run.json still gets the progress at the next flush
+        self.positions.write()
 
     def _refuse(self, key: str, error: BaseException) -> None:
         reason = f"refused by the backend ({type(error).__name__}: {error})"[:300]
@@ -743,7 +693,7 @@ class Delivery:
             self._catch_up_owed.append(record)
             return
         with self._spill_lock:
-            if self._spill.holds(record) or (record.seq is not None and record.seq <= self.cursor):
+            if self._spill.holds(record) or (record.seq is not None and record.seq <= self.positions.cursor):
                 return  # already waiting in the spill, or already held by the backend
             try:
                 self._spill.append(record, config=self.config)
@@ -866,7 +816,9 @@ class Delivery:
         with self._spill_lock:
             try:
                 added = self._spill.merge_in(
-                    heapq.merge(owed, rest, key=lambda record: cast(int, record.seq)), self.cursor, self.config
+                    heapq.merge(owed, rest, key=lambda record: cast(int, record.seq)),
+                    self.positions.cursor,
+                    self.config,
                 )
             except Exception as error:
                 warn_once(
@@ -916,7 +868,7 @@ class Delivery:
     def publish_progress(self) -> None:
         if self._on_progress is None:
             return
-        progress = (self.cursor, self.durable_step)
+        progress = (self.positions.cursor, self.positions.durable_step)
         if progress != self._published:
             self._published = progress
             try:
@@ -994,16 +946,5 @@ class Delivery:
     def _close_spill(self, keep_cursor: bool = False) -> None:
         with self._spill_lock:
             self._spill.close()
-        if self._cursor_file is not None and not keep_cursor:
-            self._cursor_file.close()
-            self._cursor_file = None
-
-
-def _highest(records: list[Record], seq: int, step: int) -> tuple[int, int]:
-    """The highest record number and metric step among ``records``, and ``seq`` / ``step`` themselves."""
-    for record in records:
-        if record.seq is not None and record.seq > seq:
-            seq = record.seq
-        if record.kind == "log" and record.step is not None and record.step > step:
-            step = record.step
-    return seq, step
+        if not keep_cursor:
+            self.positions.close()

@@ -18,12 +18,12 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from ..backends.jsonl import JsonlTracker
 from ..contract.selection import construct_tracker
 from ..contract.tracker import GeneralTracker, RunContext
-from ..delivery.engine import Delivery, RetryPolicy
+from ..delivery.build import DeliveryOptions, DeliveryPlan, RunPlace, build_delivery
+from ..delivery.engine import Delivery
+from ..delivery.recovery import RetryPolicy
 from ..delivery.resume import not_resumed_note, resume_state_of
-from ..delivery.spill import SpillJournal, spill_name
 from ..delivery.worker import BackendWorker
 from ..errors import portable_cause
 from ..intake.record import Record
@@ -88,30 +88,25 @@ class Host:
         name = tracker.name
         options = self.setup["options"]
 
+        plan = DeliveryPlan(
+            cursor=backend["cursor"],
+            cursor_step=backend.get("cursor_step", -1),
+            handed=backend["handed"],
+            backlog_paths=[Path(path) for path in backend["backlog"]],
+            backlog_before=backend["backlog_before"],
+        )
+
         def delivery_for(tracker: GeneralTracker, report: BackendReport) -> Delivery:
-            return Delivery(
+            return build_delivery(
                 tracker,
                 report,
-                spill=SpillJournal(
-                    lambda: JsonlTracker(
-                        context["project"],
-                        run_dir=self.run_dir,
-                        run_id=context["run_id"],
-                        journal_name=spill_name(name),
-                    )
-                ),
-                on_error=options["on_error"],
-                error_sink=lambda error: self.send(Error("error", name, str(error), portable_cause(error))),
-                flush_interval=options["flush_interval"],
-                retry=RetryPolicy(*options["retry"]),
+                place=RunPlace(context["project"], context["run_id"], self.run_dir),
+                options=DeliveryOptions(options["on_error"], options["flush_interval"], RetryPolicy(*options["retry"])),
+                plan=plan,
+                cursor_file=CursorFile(self.run_dir / cursor_name(name)),
                 on_started=lambda: self._started(tracker, report),
                 on_progress=lambda backend, seq, step: self.send(Progress("progress", backend, seq, step)),
-                cursor_file=CursorFile(self.run_dir / cursor_name(name)),
-                cursor=backend["cursor"],
-                cursor_step=backend.get("cursor_step", -1),
-                handed=backend["handed"],
-                backlog_paths=[Path(path) for path in backend["backlog"]],
-                backlog_before=backend["backlog_before"],
+                error_sink=lambda error: self.send(Error("error", name, str(error), portable_cause(error))),
             )
 
         self.workers[name] = BackendWorker(

@@ -14,15 +14,15 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from ..backends.jsonl import JsonlTracker
 from ..contract.distributed import get_rank, get_world_size
 from ..contract.histogram import Histogram, histogram_from_counts, histogram_of
 from ..contract.noop import NoOpTracker
 from ..contract.selection import DEFAULT_LOGGING_DIR, TrackerSpec, construct_tracker, resolve_specs
 from ..contract.tracker import GeneralTracker, RunContext, has_capability
-from ..delivery.engine import Delivery, RetryPolicy
+from ..delivery.build import DeliveryOptions, DeliveryPlan, RunPlace, build_delivery
+from ..delivery.engine import Delivery
+from ..delivery.recovery import RetryPolicy
 from ..delivery.resume import not_resumed_note, resume_state_of
-from ..delivery.spill import SpillJournal, spill_name
 from ..delivery.worker import BackendWorker, ManagedMixin, direct_arguments
 from ..errors import TrackingError, arrived_cause
 from ..intake.config import sanitize_config
@@ -182,11 +182,6 @@ class Dispatcher:
         self._only = threading.local()  # a direct call on one managed tracker: the backend it is for
 
     # -- set-up ----------------------------------------------------------------------------
-    def _spill_factory(self, backend: str) -> JsonlTracker:
-        return JsonlTracker(
-            self.project_name or "run", run_dir=self.run_dir, run_id=self.run_id, journal_name=spill_name(backend)
-        )
-
     def init_trackers(
         self, project_name: str, config: Any = None, init_kwargs: dict[str, dict[str, Any]] | None = None
     ) -> Dispatcher:
@@ -440,23 +435,24 @@ class Dispatcher:
             backlog, before = self._replay_sources, float("inf")
         else:
             backlog, before = session.backlog(name), self._seq + 1
-        return Delivery(
-            tracker,
-            report,
-            spill=SpillJournal(lambda: self._spill_factory(name)),
-            on_error=self.on_error,
-            error_sink=self._store_error,
-            flush_interval=self.flush_interval,
-            retry=self.retry,
-            on_started=lambda: self._backend_started(tracker, report),
-            on_progress=session.progress,
-            cursor_file=session.cursor_file(name),
+        plan = DeliveryPlan(
             cursor=session.cursor(name) if cursor is None else cursor,
             cursor_step=session.cursor_step(name) if cursor_step is None else cursor_step,
             handed=session.handed(name) if handed is None else handed,
             backlog_paths=backlog,
             backlog_before=before,
             backlog_records=backlog_records or (),
+        )
+        return build_delivery(
+            tracker,
+            report,
+            place=RunPlace(self.project_name or "run", self.run_id, session.run_dir),
+            options=DeliveryOptions(self.on_error, self.flush_interval, self.retry),
+            plan=plan,
+            cursor_file=session.cursor_file(name),
+            on_started=lambda: self._backend_started(tracker, report),
+            on_progress=session.progress,
+            error_sink=self._store_error,
         )
 
     def _backend_started(self, tracker: GeneralTracker, report: BackendReport) -> None:
