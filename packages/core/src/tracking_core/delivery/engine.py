@@ -23,28 +23,28 @@ under a lock). It decides, record by record:
 from __future__ import annotations
 
 import contextlib
-import heapq
 import threading
 import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from ..contract.tracker import GeneralTracker
 from ..errors import PartialDelivery, TrackingError
-from ..intake.config import merge_config
 from ..intake.record import CONTROL_KINDS, Record, call_kwargs, deliver
 from ..notices import logger, warn_once
 from ..report import BackendReport
 from ..store.cursor import CursorFile
+from .catch_up import CatchUp
 from .handover import Handover
 from .mapping import BackendValues
 from .missing import KIND_NAMES, missing_reason
 from .positions import Positions
 from .recovery import MAX_CONSECUTIVE_FAILURES, Mode, RetryPolicy, is_refusal
-from .spill import SpillJournal, SpillReader, backlog
+from .spill import SpillJournal, SpillReader
+from .spiller import Spiller, in_order
 
 __all__ = [
     "CATCHING_UP",
@@ -94,8 +94,8 @@ class Delivery:
         self.name = tracker.name
         self.report = report
         self.values = BackendValues(tracker, report)
-        self._spill = spill
-        self._spill_lock = threading.Lock()
+        #: the spill journal, the lock both threads take to write it, and the config that heads it
+        self.spiller = Spiller(spill, self.name, report)
         self._on_error = on_error
         self._error_sink = error_sink
         self._flush_interval = flush_interval
@@ -125,7 +125,6 @@ class Delivery:
         self.finished = False
         #: how far the backend got (durable, handed over), and the cursor file that keeps it
         self.positions = Positions(cursor, cursor_step, cursor_file)
-        self.config: Any = None
         self.in_flight: list[Record] = []
         self._unconfirmed: list[Record] = []
         self._dirty = False
@@ -135,16 +134,8 @@ class Delivery:
         self._next_retry = float("inf")
         self._reported_errors: set[type] = set()
         self._reader: SpillReader | None = None
-        self._backlog_paths = list(backlog_paths)
-        self._backlog_records = list(backlog_records)
-        self._earlier_handed = handed
-        self._backlog_before = backlog_before
-        self._backlog: Iterator[Record] | None = None
-        #: the catch-up batch being delivered and where its untaken part starts (for ``abandon``)
-        self._catch_up_batch: list[Record] = []
-        self._catch_up_next = 0
-        #: catch-up records a failure gave back while the catch-up runs: spilled in order when it stops
-        self._catch_up_owed: list[Record] = []
+        #: what the backend missed before this process (resume, replay, take-over), delivered first
+        self.catch_up = CatchUp(backlog_paths, backlog_records, backlog_before, handed)
         self._recovering_since_failures = 0
         self._published: tuple[int, int] | None = None
 
@@ -176,53 +167,20 @@ class Delivery:
                 self._on_started()
             except Exception as error:  # bookkeeping must never stop a backend that started
                 logger.warning("backend %r: after start-up: %r", self.name, error)
-        if self._backlog_paths or self._backlog_records:
+        if self.catch_up.wanted():
             # What the backend missed comes first: at once, or (after a start that failed and was
             # retried) before the records spilled meanwhile (_retry_backend).
-            self._backlog = self._catch_up_records()
+            self.catch_up.backlog = self._catch_up_records()
             if self.mode == LIVE:
                 self.mode = CATCHING_UP
             if self.abandoned:  # finish() gave up while the backend's storage was being read
                 self._stop_catching_up([])
 
     def _catch_up_records(self) -> Iterator[Record]:
-        """What a reopened run missed: the backlog past the cursor, less what the backend already holds.
-
-        A backend that stores on return holds exactly what its cursor says, unless the process died
-        inside a call (the handed position is written just before each call): the records of that call
-        may or may not be stored. One that buffers (W&B, Comet, ClearML, SwanLab, Trackio) may have
-        written more, or less, of what it took before the process died. In both cases its own storage
-        says how far it got (the last stored step), and only records past that step are delivered
-        again. When it cannot say, records it took are not delivered again (at worst lost, never
-        stored twice).
-        """
-        records = backlog(self._backlog_paths, self.positions.cursor, self._backlog_before, self._backlog_records)
-        handed, buffers = self._earlier_handed, self._confirms_at_flush
-        if not buffers and handed <= self.positions.cursor:
-            return records  # no call was cut short: the backend holds exactly what its cursor says
-        stored = self._last_stored_step()
-        if stored is None:
-            return (record for record in records if record.seq is None or record.seq > handed)
-        last, keys_at_last = stored
-        sanitize = self.tracker.sanitize_key
-
-        def missing(record: Record) -> Record | None:
-            if record.step is None or record.step > last:
-                return record
-            if not buffers and record.seq is not None and record.seq > handed:
-                return record  # never handed over: a backend that stores on return cannot hold it
-            if record.step == last and record.kind == "log":
-                # The process died while the SDK was writing this step: some of its keys may be
-                # stored, others not. Deliver only the ones its storage does not have.
-                rest = {
-                    key: value
-                    for key, value in record.payload.items()
-                    if key not in keys_at_last and sanitize(key) not in keys_at_last
-                }
-                return record._replace(payload=rest) if rest else None
-            return None
-
-        return (kept for record in records if (kept := missing(record)) is not None)
+        """What a reopened run missed, less what the backend's storage already holds (see ``CatchUp.missed``)."""
+        return self.catch_up.missed(
+            self.positions.cursor, self._confirms_at_flush, self._last_stored_step, self.tracker.sanitize_key
+        )
 
     def _last_stored_step(self) -> tuple[int, set[str]] | None:
         """The last step the backend's storage holds and the keys stored at it; ``None`` when it cannot say."""
@@ -377,15 +335,15 @@ class Delivery:
 
         What a delivery process reports to the training process, which may then forget those records.
         """
-        with self._spill_lock:
-            spilled = self._spill.last_seq
-        return max(self.positions.cursor, spilled)
+        return max(self.positions.cursor, self.spiller.last_seq())
 
     def _remember_config(self, record: Record) -> None:
-        """The run's whole config so far (init's, then each ``log_config``), to head a spill journal."""
-        if self.config is not None and isinstance(self.config.payload, dict) and isinstance(record.payload, dict):
-            record = record._replace(payload=merge_config(self.config.payload, record.payload))
-        self.config = record
+        self.spiller.remember_config(record)
+
+    @property
+    def config(self) -> Any:
+        """The run's whole config so far, as one record (it heads a spill journal)."""
+        return self.spiller.config
 
     def _take(self, records: list[Record]) -> None:
         if self.mode == LIVE and records[0].kind in self.unavailable_kinds:
@@ -570,10 +528,10 @@ class Delivery:
             self._confirm(records)
 
     def _confirm(self, records: list[Record]) -> None:
-        report, spilled_through = self.report, self._spill.last_seq
+        report, spilled_through = self.report, self.spiller.journal.last_seq
         report.delivered += len(records)
         for record in records:
-            if record.seq is not None and self._spill.first_seq <= record.seq <= spilled_through:
+            if record.seq is not None and self.spiller.journal.first_seq <= record.seq <= spilled_through:
                 report.spilled -= 1
                 report.recovered += 1
         self._advance_durable(records)
@@ -687,23 +645,12 @@ class Delivery:
     def _spill_record(self, record: Record) -> None:
         if record.kind in CONTROL_KINDS:
             return
-        if self._catching_up() and record.seq is not None and record.seq < self._backlog_before:
+        if self.catch_up.owns(record):
             # a catch-up record: live ones with higher seqs may already be in the spill, so it waits
             # for _stop_catching_up, which puts the catch-up's records in the spill in order
-            self._catch_up_owed.append(record)
+            self.catch_up.owed.append(record)
             return
-        with self._spill_lock:
-            if self._spill.holds(record) or (record.seq is not None and record.seq <= self.positions.cursor):
-                return  # already waiting in the spill, or already held by the backend
-            try:
-                self._spill.append(record, config=self.config)
-                self.report.spilled += 1
-                self.report.spill_path = str(self._spill.path)
-            except Exception as error:
-                self.report.dropped += 1
-                warn_once(
-                    self.name, "*", f"could not write the spill journal ({error!r}); a record was lost", reason="spill"
-                )
+        self.spiller.append(record, self.positions.cursor)
 
     # -- time: flushes, retries, backlogs ----------------------------------------------------------
     def wait_time(self) -> float | None:
@@ -751,18 +698,20 @@ class Delivery:
             self._reader = None
             self.mode = CATCHING_UP
             return
-        self._reader = SpillReader(self._spill.path) if self._spill.path is not None else None
+        spill_path = self.spiller.journal.path
+        self._reader = SpillReader(spill_path) if spill_path is not None else None
         self.mode = RECOVERING
 
     def _deliver_backlog(self) -> None:
         """One batch of the backlog (resume, replay) or of the spill (recovery)."""
         if self.mode == CATCHING_UP:
-            records = list(islice(self._backlog, MAX_BATCH)) if self._backlog is not None else []
+            backlog = self.catch_up.backlog
+            records = list(islice(backlog, MAX_BATCH)) if backlog is not None else []
             if not records:
-                self._backlog = None
-                if self._spill.path is not None and self.report.spilled > 0:
+                self.catch_up.backlog = None
+                if self.spiller.journal.path is not None and self.report.spilled > 0:
                     self.mode = RECOVERING
-                    self._reader = SpillReader(self._spill.path)
+                    self._reader = SpillReader(self.spiller.journal.path)
                 else:
                     self._back_to_live()
                 return
@@ -774,7 +723,7 @@ class Delivery:
         was = self.mode
         catching_up = was == CATCHING_UP
         if catching_up:
-            self._catch_up_batch = records
+            self.catch_up.batch = records
         self.mode = LIVE  # deliver through the live path; a failure switches to SPILLING
         index = 0
         while index < len(records) and self.mode == LIVE and not self.abandoned:
@@ -786,7 +735,7 @@ class Delivery:
                 while end < len(records) and records[end].kind == "log":
                     end += 1
             if catching_up:
-                self._catch_up_next = end
+                self.catch_up.next = end
             self._take(records[index:end])
             index = end
         if self.abandoned:
@@ -796,40 +745,16 @@ class Delivery:
             self.mode = was
 
     def _catching_up(self) -> bool:
-        return self._backlog is not None
+        return self.catch_up.running()
 
     def _untaken_catch_up(self) -> list[Record]:
         """The part of the catch-up batch not handed to ``_take`` yet; the batch is done with."""
-        rest = self._catch_up_batch[self._catch_up_next :]
-        self._catch_up_batch, self._catch_up_next = [], 0
-        return rest
+        return self.catch_up.untaken()
 
     def _stop_catching_up(self, untaken: list[Record]) -> None:
         """The catch-up cannot go on (the backend failed, or ``finish`` gave up on it): everything it
         still owes goes to the spill, in ``seq`` order ahead of the live records spilled meanwhile."""
-        owed = sorted(
-            (record for record in [*self._catch_up_owed, *untaken] if record.seq is not None),
-            key=lambda record: cast(int, record.seq),
-        )
-        rest, self._backlog = self._backlog or iter(()), None
-        self._catch_up_owed = []
-        with self._spill_lock:
-            try:
-                added = self._spill.merge_in(
-                    heapq.merge(owed, rest, key=lambda record: cast(int, record.seq)),
-                    self.positions.cursor,
-                    self.config,
-                )
-            except Exception as error:
-                warn_once(
-                    self.name,
-                    "*",
-                    f"could not write the spill journal ({error!r}); records of the catch-up were lost",
-                    reason="spill",
-                )
-                return
-            self.report.spilled += added
-            self.report.spill_path = str(self._spill.path)
+        self.spiller.merge_in(self.catch_up.stop(untaken), self.positions.cursor)
 
     def _back_to_live(self) -> None:
         self.mode = LIVE
@@ -856,11 +781,10 @@ class Delivery:
             else:
                 moved, self._unconfirmed = self._unconfirmed, []
                 self._failed(error, "flush", moved)
-        with self._spill_lock:
-            try:
-                self._spill.flush()
-            except Exception as error:
-                logger.warning("backend %r: flushing its spill journal failed: %r", self.name, error)
+        try:
+            self.spiller.flush()
+        except Exception as error:
+            logger.warning("backend %r: flushing its spill journal failed: %r", self.name, error)
         self._dirty = False
         self._last_flush = time.monotonic()
         self.publish_progress()
@@ -920,7 +844,7 @@ class Delivery:
         owed = [*self._unconfirmed, *self.in_flight, *held, *pending]  # _spill_in_order takes each once
         self._unconfirmed = []
         if self._catching_up():
-            before = self._backlog_before
+            before = self.catch_up.before
             earlier = [record for record in owed if record.seq is not None and record.seq < before]
             owed = [record for record in owed if record.seq is None or record.seq >= before]
             self._stop_catching_up([*earlier, *self._untaken_catch_up()])
@@ -936,15 +860,10 @@ class Delivery:
     def _spill_in_order(self, records: list[Record]) -> None:
         """Spill ``records`` once each, numbered ones in ``seq`` order (control records and what the
         spill already holds are skipped by ``_spill_record``)."""
-        owed = list({id(record): record for record in records}.values())
-        numbered = sorted(
-            (record for record in owed if record.seq is not None), key=lambda record: cast(int, record.seq)
-        )
-        for record in [*numbered, *(record for record in owed if record.seq is None)]:
+        for record in in_order(records):
             self._spill_record(record)
 
     def _close_spill(self, keep_cursor: bool = False) -> None:
-        with self._spill_lock:
-            self._spill.close()
+        self.spiller.close()
         if not keep_cursor:
             self.positions.close()

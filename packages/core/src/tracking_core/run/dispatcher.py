@@ -19,9 +19,8 @@ from ..contract.histogram import Histogram, histogram_from_counts, histogram_of
 from ..contract.noop import NoOpTracker
 from ..contract.selection import DEFAULT_LOGGING_DIR, TrackerSpec, construct_tracker, resolve_specs
 from ..contract.tracker import GeneralTracker, RunContext, has_capability
-from ..delivery.build import DeliveryOptions, DeliveryPlan, RunPlace, build_delivery
+from ..delivery.build import DeliveryPlan, RunPlace, build_delivery
 from ..delivery.engine import Delivery
-from ..delivery.recovery import RetryPolicy
 from ..delivery.resume import not_resumed_note, resume_state_of
 from ..delivery.worker import BackendWorker, ManagedMixin, direct_arguments
 from ..errors import TrackingError, arrived_cause
@@ -34,8 +33,11 @@ from ..intake.values import image_problem, key_problem, snapshot, snapshot_media
 from ..kit.paths import check_artifact_path, check_name, warn_links_leaving
 from ..notices import logger, notice, reset_warnings, warn_once
 from ..report import BackendReport, FinishReport
-from ..run import lifecycle
 from ..store.manifest import MANIFEST_NAME
+from . import lifecycle
+from .options import DEFAULT_FINISH_TIMEOUT, DEFAULT_FLUSH_INTERVAL, RunOptions, checked_step
+from .options import DELIVERY_ENV as DELIVERY_ENV  # kept importable from here
+from .options import MAX_STEP as MAX_STEP  # kept importable from here
 from .rendezvous import shared_run_id
 from .session import RunSession, choose_job_run_id, rank_folder
 
@@ -44,26 +46,7 @@ if TYPE_CHECKING:
 
 _EMPTY: dict[str, Any] = {}
 _now = time.time
-DEFAULT_FINISH_TIMEOUT = 120.0
-DEFAULT_FLUSH_INTERVAL = 1.0
-#: chooses ``delivery`` when the code does not pass it
-DELIVERY_ENV = "TRACKING_DELIVERY"
 UNWRAP_TIMEOUT = 120.0
-
-
-MAX_STEP = 2**63 - 1  # every backend stores steps as signed 64-bit integers
-
-
-def checked_step(step: Any) -> int:
-    """``step`` as an int, or an error naming it: a step is a whole number from 0 to 2**63 - 1."""
-    if isinstance(step, float) and step.is_integer():
-        step = int(step)
-    elif isinstance(step, bool) or not hasattr(step, "__index__"):
-        raise TypeError(f"step must be a whole number (or None for the next step), got {step!r}")
-    step = step.__index__()
-    if not 0 <= step <= MAX_STEP:
-        raise ValueError(f"step must be between 0 and 2**63 - 1, got {step}")
-    return cast(int, step)  # __index__ returns an int
 
 
 class Dispatcher:
@@ -121,38 +104,32 @@ class Dispatcher:
         per_rank: bool = False,
         delivery: str | None = None,
     ) -> None:
-        if delivery is None:  # a script run under a framework can still choose, from outside
-            delivery = os.environ.get(DELIVERY_ENV, "").strip() or "thread"
-            if delivery not in ("thread", "process"):
-                raise ValueError(f"{DELIVERY_ENV} must be 'thread' or 'process', got {delivery!r}")
-        if on_full not in ("block", "drop", "spill"):
-            raise ValueError(f"on_full must be 'block', 'drop' or 'spill', got {on_full!r}")
-        if on_error not in ("warn", "raise"):
-            raise ValueError(f"on_error must be 'warn' or 'raise', got {on_error!r}")
-        if delivery not in ("thread", "process"):
-            raise ValueError(f"delivery must be 'thread' or 'process', got {delivery!r}")
-        if not isinstance(resume, (bool, str)) or resume == "":
-            raise ValueError(f"resume must be True, False or a run id, got {resume!r}")
-        if not (isinstance(flush_interval, (int, float)) and flush_interval > 0):
-            raise ValueError(f"flush_interval must be a positive number of seconds, got {flush_interval!r}")
-        first, longest = retry_backoff
-        if not (0 < first <= longest):
-            raise ValueError(
-                f"retry_backoff must be (first, longest) seconds with 0 < first <= longest, got {retry_backoff!r}"
-            )
-        self.resume = resume
+        options = RunOptions.checked(
+            blocking=blocking,
+            queue_size=queue_size,
+            on_full=on_full,
+            on_error=on_error,
+            finish_timeout=finish_timeout,
+            flush_interval=flush_interval,
+            retry_backoff=retry_backoff,
+            resume=resume,
+            per_rank=per_rank,
+            delivery=delivery,
+        )
+        self.options = options
+        self.resume = options.resume
         self.logging_dir = checked_logging_dir(logging_dir)
-        self.blocking = blocking
-        self.queue_size = queue_size
-        self.on_full = on_full
-        self.on_error = on_error
-        self.finish_timeout = finish_timeout
-        self.flush_interval = float(flush_interval)
-        self.retry = RetryPolicy(float(first), float(longest))
+        self.blocking = options.blocking
+        self.queue_size = options.queue_size
+        self.on_full = options.on_full
+        self.on_error = options.on_error
+        self.finish_timeout = options.finish_timeout
+        self.flush_interval = options.flush_interval
+        self.retry = options.retry
         self.rank = get_rank()
         self.world_size = get_world_size()
-        self.per_rank = bool(per_rank)
-        self.delivery = "thread" if blocking else delivery
+        self.per_rank = options.per_rank
+        self.delivery = options.delivery
         self._link: DeliveryLink | None = None
         self._remote: dict[
             str, tuple[tuple[str, str], dict[str, Any] | None]
@@ -239,10 +216,10 @@ class Dispatcher:
                 remote.append(tracker)
                 continue
             self._workers.append(self._local_worker(tracker, self._delivery_for))
-        self._puts = [worker.put for worker in self._workers]
+        self._set_workers(self._workers)
         if remote:
             self._start_delivery_process(remote, context, root)
-        self._all_workers = list(self._workers)
+        self._set_workers(self._workers, self._puts, every=list(self._workers))
         for worker in self._workers:
             worker.manage(self._direct_call)
         if clean_config is not None:
@@ -268,6 +245,24 @@ class Dispatcher:
         resume = folder if self.resume and earlier else False
         logger.debug("per-rank run %s (id from %s), rank %d of %d", self.run_id, channel, self.rank, self.world_size)
         return RunSession(job_dir, str(self.project_name), resume, writes=True, run_id=folder)
+
+    def _set_workers(
+        self,
+        open_workers: list[ManagedMixin],
+        puts: list[Callable[[Any], None]] | None = None,
+        every: list[ManagedMixin] | None = None,
+    ) -> None:
+        """The one place the worker lists change, always together (under ``_lock`` once ``log`` may run).
+
+        ``_workers``: the workers that still take records (a held tracker finished alone leaves, ``finish``
+        empties it). ``_puts``: how ``log`` reaches them, each local worker's ``put`` and one ``put_all`` for
+        every backend in the delivery process (by default, each worker's ``put``). ``_all_workers``: every
+        worker the run had, for ``trackers``, ``get_tracker`` and the report (unchanged unless given).
+        """
+        self._workers = open_workers
+        self._puts = [worker.put for worker in open_workers] if puts is None else puts
+        if every is not None:
+            self._all_workers = every
 
     def _local_worker(self, tracker: GeneralTracker, delivery_for: Any) -> BackendWorker:
         return BackendWorker(
@@ -350,12 +345,13 @@ class Dispatcher:
             on_death=self._delivery_died,
             on_full=self.on_full,
         )
+        remotes: list[ManagedMixin] = []
         for tracker in trackers:
             worker = RemoteWorker(tracker, link)
             link.workers[tracker.name] = worker
-            self._workers.append(worker)
+            remotes.append(worker)
         self._link = link
-        self._puts.append(link.put_all)
+        self._set_workers([*self._workers, *remotes], [*self._puts, link.put_all])
 
     def _remote_error(self, name: str, message: str, cause: tuple[BaseException, str] | None = None) -> None:
         """A backend failed in the delivery process: the same ``TrackingError`` as in thread mode, chained
@@ -410,9 +406,10 @@ class Dispatcher:
                     worker.put(Record("finish", None, None, _EMPTY, None, None))
                 remote.replacement = worker
                 replacements[remote] = worker
-            self._workers = [replacements.get(w, w) for w in self._workers]
-            self._all_workers = [replacements.get(w, w) for w in self._all_workers]
-            self._puts = [worker.put for worker in self._workers]
+            self._set_workers(
+                [replacements.get(w, w) for w in self._workers],
+                every=[replacements.get(w, w) for w in self._all_workers],
+            )
             self._link = None
 
     def _delivery_for(
@@ -447,7 +444,7 @@ class Dispatcher:
             tracker,
             report,
             place=RunPlace(self.project_name or "run", self.run_id, session.run_dir),
-            options=DeliveryOptions(self.on_error, self.flush_interval, self.retry),
+            options=self.options.for_delivery(),
             plan=plan,
             cursor_file=session.cursor_file(name),
             on_started=lambda: self._backend_started(tracker, report),
@@ -474,7 +471,7 @@ class Dispatcher:
         """In a forked child: the workers are the parent's; this copy must stay out of their way."""
         self._in_forked_child = True
         self._lock = threading.Lock()  # a copy of a lock the parent may have held at fork time
-        self._workers, self._puts, self._all_workers = [], [], []
+        self._set_workers([], [], every=[])
         self._session = None
         self._link = None  # the parent's delivery process
         self._report = FinishReport(backends={}, run_dir=str(self.run_dir) if self.run_dir else None)
@@ -832,8 +829,7 @@ class Dispatcher:
     def _finish_one(self, worker: ManagedMixin) -> None:
         """``tracker.finish()`` on a managed tracker: close that backend now; the others carry on."""
         with self._lock:
-            self._workers = [other for other in self._workers if other is not worker]
-            self._puts = [other.put for other in self._workers]
+            self._set_workers([other for other in self._workers if other is not worker])
         worker.put(Record("finish", None, None, _EMPTY, None, None))
         if not worker.join(self.finish_timeout):
             worker.abandon()
@@ -896,7 +892,8 @@ class Dispatcher:
             return self._report
         timeout = self.finish_timeout if timeout is None else timeout
         with self._lock:  # no log() can slip in between the finish marker and closing the list
-            workers, self._workers, self._puts = self._workers, [], []
+            workers = self._workers
+            self._set_workers([], [])
             self._finishing = True
         for worker in workers:
             worker.put(Record("finish", None, None, _EMPTY, None, None))
