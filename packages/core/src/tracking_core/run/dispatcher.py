@@ -6,7 +6,6 @@ values, step and config semantics of the whole library are applied here, once.
 
 from __future__ import annotations
 
-import functools
 import os
 import threading
 import time
@@ -22,8 +21,8 @@ from ..contract.tracker import GeneralTracker, RunContext, has_capability
 from ..delivery.build import DeliveryPlan, RunPlace, build_delivery
 from ..delivery.engine import Delivery
 from ..delivery.resume import not_resumed_note, resume_state_of
-from ..delivery.worker import BackendWorker, ManagedMixin, direct_arguments
-from ..errors import TrackingError, arrived_cause
+from ..delivery.worker import BackendWorker, ManagedMixin
+from ..errors import TrackingError
 from ..intake.config import sanitize_config
 from ..intake.media import figure_problem, image_caveat, table_problem
 from ..intake.preflight import check_run_can_start, check_table_arguments, checked_logging_dir
@@ -34,7 +33,7 @@ from ..kit.paths import check_artifact_path, check_name, warn_links_leaving
 from ..notices import logger, notice, reset_warnings, warn_once
 from ..report import BackendReport, FinishReport
 from ..store.manifest import MANIFEST_NAME
-from . import lifecycle
+from . import lifecycle, managed, process_mode
 from .options import DEFAULT_FINISH_TIMEOUT, DEFAULT_FLUSH_INTERVAL, RunOptions, checked_step
 from .options import DELIVERY_ENV as DELIVERY_ENV  # kept importable from here
 from .options import MAX_STEP as MAX_STEP  # kept importable from here
@@ -271,146 +270,16 @@ class Dispatcher:
 
     # -- delivery process (delivery="process") ------------------------------------------------
     def _remote_path(self, spec: Any, init_kwargs: dict[str, dict[str, Any]] | None) -> tuple[str, str] | None:
-        """Where the delivery process finds this backend's class, or ``None`` when it stays in this process.
-
-        Instances, classes defined in ``__main__`` or inside functions, and unpicklable options stay
-        here (in threads): the delivery process can only build what it can import.
-        """
-        if self.delivery != "process" or self._replay_sources is not None or not isinstance(spec, type):
-            return None
-        module, qualname = spec.__module__, spec.__qualname__
-        if module == "__main__" or "<locals>" in qualname:
-            return None
-        try:
-            import pickle
-
-            from ..process.host import load_class
-
-            if load_class((module, qualname)) is not spec:
-                return None
-            pickle.dumps(init_kwargs)
-        except Exception:
-            return None
-        return module, qualname
+        return process_mode.remote_path(self, spec, init_kwargs)
 
     def _start_delivery_process(self, trackers: list[GeneralTracker], context: RunContext, root: Path) -> None:
-        import sys
-
-        from ..process.link import DeliveryLink, RemoteWorker
-
-        session = self._session
-        assert session is not None
-        setup = {
-            "sys_path": list(sys.path),
-            "modules": sorted({path[0] for path, _ in self._remote.values()}),
-            "context": {
-                "project": context.project,
-                "run_id": context.run_id,
-                "run_dir": str(context.run_dir),
-                "logging_dir": str(root),
-                "tracker_logging_dir": self.logging_dir,
-                "rank": context.rank,
-                "world_size": context.world_size,
-                "group": context.group,
-                "resumed": self.resumed,
-            },
-            "options": {
-                "on_error": self.on_error,
-                "flush_interval": self.flush_interval,
-                "retry": (self.retry.first, self.retry.longest),
-                "queue_size": self.queue_size,
-                "on_full": self.on_full,
-                "finish_timeout": self.finish_timeout,
-            },
-            "backends": [
-                {
-                    "class": self._remote[tracker.name][0],
-                    "init_kwargs": self._remote[tracker.name][1],
-                    "resume": tracker.run_context.resume if tracker.run_context else None,
-                    "cursor": session.cursor(tracker.name),
-                    "cursor_step": session.cursor_step(tracker.name),
-                    "handed": session.handed(tracker.name),
-                    "backlog": [str(path) for path in session.backlog(tracker.name)],
-                    "backlog_before": self._seq + 1,
-                }
-                for tracker in trackers
-            ],
-        }
-        link = DeliveryLink(
-            setup,
-            queue_size=self.queue_size,
-            on_started=session.backend_started,  # the state comes from the delivery process
-            on_progress=session.progress,
-            on_error=self._remote_error,
-            on_death=self._delivery_died,
-            on_full=self.on_full,
-        )
-        remotes: list[ManagedMixin] = []
-        for tracker in trackers:
-            worker = RemoteWorker(tracker, link)
-            link.workers[tracker.name] = worker
-            remotes.append(worker)
-        self._link = link
-        self._set_workers([*self._workers, *remotes], [*self._puts, link.put_all])
+        process_mode.start_delivery_process(self, trackers, context, root)
 
     def _remote_error(self, name: str, message: str, cause: tuple[BaseException, str] | None = None) -> None:
-        """A backend failed in the delivery process: the same ``TrackingError`` as in thread mode, chained
-        to the backend's exception (with its traceback from over there)."""
-        error = TrackingError(name, message.removeprefix(f"[{name}] "))
-        error.__cause__ = arrived_cause(cause)
-        self._store_error(error)
+        process_mode.remote_error(self, name, message, cause)
 
     def _delivery_died(self, link: Any, why: str) -> None:
-        """The delivery process is gone: its backends go on in threads here, from where each one stopped."""
-        from ..process.host import load_class
-        from ..process.link import RemoteWorker
-        from ..store.cursor import NOWHERE, CursorFile, cursor_name
-
-        warn_once(
-            "dispatcher",
-            "delivery",
-            f"the delivery process died ({why}); its backends carry on in threads of this process, each "
-            "from the last record it holds",
-            reason="delivery-died",
-        )
-        assert self._session is not None  # the delivery process belongs to a started run
-        with self._lock:
-            taken = sorted(link.take_over(), key=lambda item: item[0].seq if item[0].seq is not None else -1)
-            numbered = [seq for record, _ in taken if (seq := record.seq) is not None]
-            before = max(numbered) + 1 if numbered else self._seq + 1
-            replacements: dict[ManagedMixin, ManagedMixin] = {}
-            for remote in [w for w in self._all_workers if isinstance(w, RemoteWorker) and not w.finished.is_set()]:
-                name = remote.name
-                path, kwargs = self._remote[name]
-                tracker = construct_tracker(load_class(path), str(self.project_name), self.logging_dir, kwargs)
-                assert remote.tracker.run_context is not None
-                tracker.run_context = remote.tracker.run_context._replace(resume=remote.resume_state)
-                cursor, step, handed, _ = CursorFile.read(Path(str(self.run_dir)) / cursor_name(name)) or NOWHERE
-                delivery_for = functools.partial(
-                    self._delivery_for,
-                    cursor=cursor,
-                    cursor_step=step,
-                    handed=handed,
-                    # the journal too: a resumed backend may have been catching up from it
-                    backlog=self._session.sources(name),
-                    before=before,
-                    # caught up on like a resumed run's backlog: what the backend's storage already holds
-                    # (its cursor, or how far its reader says it got) is not delivered again
-                    backlog_records=[record for record, targets in taken if targets is None or name in targets],
-                )
-                worker = self._local_worker(tracker, delivery_for)
-                worker.report.notes.append(f"the delivery process died ({why}); delivered from this process since")
-                worker.manage(self._direct_call)
-                worker.launch()
-                if self._finishing:
-                    worker.put(Record("finish", None, None, _EMPTY, None, None))
-                remote.replacement = worker
-                replacements[remote] = worker
-            self._set_workers(
-                [replacements.get(w, w) for w in self._workers],
-                every=[replacements.get(w, w) for w in self._all_workers],
-            )
-            self._link = None
+        process_mode.delivery_died(self, link, why)
 
     def _delivery_for(
         self,
@@ -767,72 +636,8 @@ class Dispatcher:
     def _direct_call(
         self, worker: ManagedMixin, method: str, own: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
-        """``tracker.<method>(...)`` called by the script on a tracker this dispatcher manages.
-
-        The call becomes the same record the dispatcher's own method makes (same checks, same
-        copies), queued for that backend only, so it keeps its place in the backend's order and a
-        failure stays in its worker. ``flush`` and ``finish`` wait, as the SDK's own would.
-        """
-        arguments = direct_arguments(own, args, kwargs)
-        if worker not in self._workers:
-            if self._report is None and not self._in_forked_child:  # this backend alone was finished
-                warn_once(worker.name, method, f"{method}() after finish() is ignored", reason="after-finish")
-            else:
-                self._not_running(f"{worker.name}.{method}")
-            return None
-        if method == "flush":
-            return self._flush_workers([worker], None)
-        if method == "finish":
-            return self._finish_one(worker)
-        extra = arguments.pop("**", {})
-        positional = list(arguments.values())
-        step = arguments.get("step")
-        self._only.worker = worker
-        try:
-            if method == "log":
-                self._log_to(worker, positional[0], step, extra)
-            elif method == "store_init_configuration":
-                self.log_config(positional[0])
-            else:
-                log_kwargs = {worker.name: extra} if extra else None
-                if method == "log_images":
-                    self.log_images(positional[0], step=step, log_kwargs=log_kwargs)
-                elif method == "log_table":
-                    names = ("columns", "data", "dataframe")
-                    columns, data, dataframe = (arguments.get(name) for name in names)
-                    self.log_table(positional[0], columns, data, dataframe, step=step, log_kwargs=log_kwargs)
-                elif method == "log_figure":
-                    self.log_figure(positional[0], str(positional[1]), step=step, log_kwargs=log_kwargs)
-                elif method == "log_histogram":
-                    self.log_histogram(positional[0], positional[1], step=step, log_kwargs=log_kwargs)
-                elif method == "log_artifact":
-                    self.log_artifact(positional[0], positional[1] if len(positional) > 1 else None)
-                elif method == "log_artifacts":
-                    self.log_artifacts(positional[0], positional[1] if len(positional) > 1 else None)
-        finally:
-            self._only.worker = None
-        return None
-
-    def _log_to(self, worker: ManagedMixin, values: dict[str, Any], step: int | None, kwargs: dict[str, Any]) -> None:
-        """``log`` for one backend (a direct call on its tracker): the dispatcher's step and value rules."""
-        flat, rejected = snapshot(values)
-        if rejected:
-            self._reject(rejected)
-        with self._lock:
-            step = self._step + 1 if step is None else self._checked_step(step)
-            self._step = step
-            self._seq = seq = self._seq + 1
-            worker.put(Record("log", flat, step, kwargs or _EMPTY, _now(), seq))
-        if self._pending_error is not None:
-            self._raise_pending()
-
-    def _finish_one(self, worker: ManagedMixin) -> None:
-        """``tracker.finish()`` on a managed tracker: close that backend now; the others carry on."""
-        with self._lock:
-            self._set_workers([other for other in self._workers if other is not worker])
-        worker.put(Record("finish", None, None, _EMPTY, None, None))
-        if not worker.join(self.finish_timeout):
-            worker.abandon()
+        """``tracker.<method>(...)`` called by the script on a tracker this dispatcher manages (see ``managed``)."""
+        return managed.direct_call(self, worker, method, own, args, kwargs)
 
     # -- access ------------------------------------------------------------------------------
     @property

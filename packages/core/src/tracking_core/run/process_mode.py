@@ -1,0 +1,171 @@
+"""Process mode, as the dispatcher sees it: which backends go to the delivery process, starting it, its
+errors, and carrying on in threads here when it dies.
+
+The delivery process and its link live in :mod:`tracking_core.process`; this is the dispatcher's side
+(it reads and changes the dispatcher's state, under its lock where ``log`` could run). The process
+modules are imported only when a run uses process mode.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..contract.selection import construct_tracker
+from ..contract.tracker import GeneralTracker, RunContext
+from ..delivery.worker import ManagedMixin
+from ..errors import TrackingError, arrived_cause
+from ..intake.record import Record
+from ..notices import warn_once
+
+if TYPE_CHECKING:
+    from .dispatcher import Dispatcher
+
+_EMPTY: dict[str, Any] = {}
+
+
+def remote_path(run: Dispatcher, spec: Any, init_kwargs: dict[str, dict[str, Any]] | None) -> tuple[str, str] | None:
+    """Where the delivery process finds this backend's class, or ``None`` when it stays in this process.
+
+    Instances, classes defined in ``__main__`` or inside functions, and unpicklable options stay
+    here (in threads): the delivery process can only build what it can import.
+    """
+    if run.delivery != "process" or run._replay_sources is not None or not isinstance(spec, type):
+        return None
+    module, qualname = spec.__module__, spec.__qualname__
+    if module == "__main__" or "<locals>" in qualname:
+        return None
+    try:
+        import pickle
+
+        from ..process.host import load_class
+
+        if load_class((module, qualname)) is not spec:
+            return None
+        pickle.dumps(init_kwargs)
+    except Exception:
+        return None
+    return module, qualname
+
+
+def start_delivery_process(run: Dispatcher, trackers: list[GeneralTracker], context: RunContext, root: Path) -> None:
+    import sys
+
+    from ..process.link import DeliveryLink, RemoteWorker
+
+    session = run._session
+    assert session is not None
+    setup = {
+        "sys_path": list(sys.path),
+        "modules": sorted({path[0] for path, _ in run._remote.values()}),
+        "context": {
+            "project": context.project,
+            "run_id": context.run_id,
+            "run_dir": str(context.run_dir),
+            "logging_dir": str(root),
+            "tracker_logging_dir": run.logging_dir,
+            "rank": context.rank,
+            "world_size": context.world_size,
+            "group": context.group,
+            "resumed": run.resumed,
+        },
+        "options": {
+            "on_error": run.on_error,
+            "flush_interval": run.flush_interval,
+            "retry": (run.retry.first, run.retry.longest),
+            "queue_size": run.queue_size,
+            "on_full": run.on_full,
+            "finish_timeout": run.finish_timeout,
+        },
+        "backends": [
+            {
+                "class": run._remote[tracker.name][0],
+                "init_kwargs": run._remote[tracker.name][1],
+                "resume": tracker.run_context.resume if tracker.run_context else None,
+                "cursor": session.cursor(tracker.name),
+                "cursor_step": session.cursor_step(tracker.name),
+                "handed": session.handed(tracker.name),
+                "backlog": [str(path) for path in session.backlog(tracker.name)],
+                "backlog_before": run._seq + 1,
+            }
+            for tracker in trackers
+        ],
+    }
+    link = DeliveryLink(
+        setup,
+        queue_size=run.queue_size,
+        on_started=session.backend_started,  # the state comes from the delivery process
+        on_progress=session.progress,
+        on_error=run._remote_error,
+        on_death=run._delivery_died,
+        on_full=run.on_full,
+    )
+    remotes: list[ManagedMixin] = []
+    for tracker in trackers:
+        worker = RemoteWorker(tracker, link)
+        link.workers[tracker.name] = worker
+        remotes.append(worker)
+    run._link = link
+    run._set_workers([*run._workers, *remotes], [*run._puts, link.put_all])
+
+
+def remote_error(run: Dispatcher, name: str, message: str, cause: tuple[BaseException, str] | None = None) -> None:
+    """A backend failed in the delivery process: the same ``TrackingError`` as in thread mode, chained
+    to the backend's exception (with its traceback from over there)."""
+    error = TrackingError(name, message.removeprefix(f"[{name}] "))
+    error.__cause__ = arrived_cause(cause)
+    run._store_error(error)
+
+
+def delivery_died(run: Dispatcher, link: Any, why: str) -> None:
+    """The delivery process is gone: its backends go on in threads here, from where each one stopped."""
+    from ..process.host import load_class
+    from ..process.link import RemoteWorker
+    from ..store.cursor import NOWHERE, CursorFile, cursor_name
+
+    warn_once(
+        "dispatcher",
+        "delivery",
+        f"the delivery process died ({why}); its backends carry on in threads of this process, each "
+        "from the last record it holds",
+        reason="delivery-died",
+    )
+    assert run._session is not None  # the delivery process belongs to a started run
+    with run._lock:
+        taken = sorted(link.take_over(), key=lambda item: item[0].seq if item[0].seq is not None else -1)
+        numbered = [seq for record, _ in taken if (seq := record.seq) is not None]
+        before = max(numbered) + 1 if numbered else run._seq + 1
+        replacements: dict[ManagedMixin, ManagedMixin] = {}
+        for remote in [w for w in run._all_workers if isinstance(w, RemoteWorker) and not w.finished.is_set()]:
+            name = remote.name
+            path, kwargs = run._remote[name]
+            tracker = construct_tracker(load_class(path), str(run.project_name), run.logging_dir, kwargs)
+            assert remote.tracker.run_context is not None
+            tracker.run_context = remote.tracker.run_context._replace(resume=remote.resume_state)
+            cursor, step, handed, _ = CursorFile.read(Path(str(run.run_dir)) / cursor_name(name)) or NOWHERE
+            delivery_for = functools.partial(
+                run._delivery_for,
+                cursor=cursor,
+                cursor_step=step,
+                handed=handed,
+                # the journal too: a resumed backend may have been catching up from it
+                backlog=run._session.sources(name),
+                before=before,
+                # caught up on like a resumed run's backlog: what the backend's storage already holds
+                # (its cursor, or how far its reader says it got) is not delivered again
+                backlog_records=[record for record, targets in taken if targets is None or name in targets],
+            )
+            worker = run._local_worker(tracker, delivery_for)
+            worker.report.notes.append(f"the delivery process died ({why}); delivered from this process since")
+            worker.manage(run._direct_call)
+            worker.launch()
+            if run._finishing:
+                worker.put(Record("finish", None, None, _EMPTY, None, None))
+            remote.replacement = worker
+            replacements[remote] = worker
+        run._set_workers(
+            [replacements.get(w, w) for w in run._workers],
+            every=[replacements.get(w, w) for w in run._all_workers],
+        )
+        run._link = None
