@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from ..contract.distributed import get_rank, get_world_size
-from ..contract.histogram import Histogram, histogram_from_counts, histogram_of
 from ..contract.noop import NoOpTracker
 from ..contract.selection import DEFAULT_LOGGING_DIR, TrackerSpec, construct_tracker, resolve_specs
 from ..contract.tracker import GeneralTracker, RunContext, has_capability
@@ -24,16 +23,15 @@ from ..delivery.resume import not_resumed_note, resume_state_of
 from ..delivery.worker import BackendWorker, ManagedMixin
 from ..errors import TrackingError
 from ..intake.config import sanitize_config
-from ..intake.media import figure_problem, image_caveat, table_problem
-from ..intake.preflight import check_run_can_start, check_table_arguments, checked_logging_dir
+from ..intake.preflight import check_run_can_start, checked_logging_dir
 from ..intake.record import Record
 from ..intake.redaction import redact_init_kwargs
-from ..intake.values import image_problem, key_problem, snapshot, snapshot_media
-from ..kit.paths import check_artifact_path, check_name, warn_links_leaving
+from ..intake.values import snapshot
+from ..kit.paths import check_name
 from ..notices import logger, notice, reset_warnings, warn_once
 from ..report import BackendReport, FinishReport
 from ..store.manifest import MANIFEST_NAME
-from . import lifecycle, managed, process_mode
+from . import calls, lifecycle, managed, process_mode
 from .options import DEFAULT_FINISH_TIMEOUT, DEFAULT_FLUSH_INTERVAL, RunOptions, checked_step
 from .options import DELIVERY_ENV as DELIVERY_ENV  # kept importable from here
 from .options import MAX_STEP as MAX_STEP  # kept importable from here
@@ -500,20 +498,7 @@ class Dispatcher:
         self, values: dict[str, Any], step: int | None = None, log_kwargs: dict[str, dict[str, Any]] | None = None
     ) -> None:
         """``{key: image or list of images}``; numpy HW/HWC arrays, tensors, PIL images."""
-        payload = {}
-        for key, value in values.items():
-            if getattr(value, "ndim", None) == 4:  # a batch (NHWC/NCHW), as accelerate's TensorBoard tracker takes
-                value = list(value)
-            items = value if isinstance(value, (list, tuple)) else [value]
-            problem = next((p for p in map(image_problem, items) if p), None) if items else "an empty list"
-            if problem:
-                warn_once("all backends", str(key), f"image not logged: {problem}", reason="bad-image", stacklevel=3)
-                self._rejected[str(key)] = problem
-                continue
-            caveat = next((c for c in map(image_caveat, items) if c), None)
-            if caveat:
-                warn_once("all backends", str(key), caveat, reason="image-range")
-            payload[str(key)] = snapshot_media(value)
+        payload = calls.images_payload(values, self._rejected)
         if payload:
             self._fan_out("log_images", ("images", payload), step, log_kwargs)
 
@@ -530,40 +515,19 @@ class Dispatcher:
 
         Bad arguments raise here, naming the parameter, so a typo fails at the call and not later in a worker.
         """
-        if data is None and dataframe is None:
-            raise ValueError("log_table needs `data` (with optional `columns`) or `dataframe`")
-        if data is not None and hasattr(data, "__iter__") and not isinstance(data, (list, tuple, str, bytes, dict)):
-            data = list(data)  # an iterator is read once, here: the checks and the copy below see the same rows
-        check_table_arguments(columns, data, dataframe)  # wrong types: an error naming the parameter
-        if problem := table_problem(columns, data, dataframe):  # wrong shapes: refused for every backend (media.py)
-            return self._reject({str(table_name): problem})
-        payload = (
-            table_name,
-            list(columns) if columns is not None else None,
-            [list(row) for row in data] if data is not None else None,
-            dataframe.copy() if hasattr(dataframe, "copy") else dataframe,
-        )
+        payload = calls.table_payload(table_name, columns, data, dataframe)
+        if isinstance(payload, calls.Refused):
+            return self._reject({payload.what: payload.problem})
         self._fan_out("log_table", ("table", payload), step, log_kwargs)
 
     def log_figure(
         self, figure: Any, name: str, step: int | None = None, log_kwargs: dict[str, dict[str, Any]] | None = None
     ) -> None:
         """A matplotlib or plotly figure, copied now: it may be changed, reused or closed once this returns."""
-        from ..intake.figures import copy_figure  # pickle and copy load only for scripts that log figures
-
-        if problem := figure_problem(figure):  # media.py: refused here, for every backend
-            return self._reject({str(name): problem})
-        snapshot, problem = copy_figure(figure)
-        if problem:
-            warn_once(
-                "all backends",
-                name,
-                f"figure could not be copied ({problem}); it is drawn as it is when each backend gets to it, "
-                "so leave it unchanged until flush()",
-                reason="figure-copy",
-                stacklevel=3,
-            )
-        self._fan_out("log_figure", ("figure", (snapshot, name)), step, log_kwargs)
+        payload = calls.figure_payload(figure, name)
+        if isinstance(payload, calls.Refused):
+            return self._reject({payload.what: payload.problem})
+        self._fan_out("log_figure", ("figure", payload), step, log_kwargs)
 
     def log_histogram(
         self,
@@ -583,54 +547,24 @@ class Dispatcher:
         with histograms store their own (TensorBoard, W&B, Aim, Comet, ClearML, ...); the others
         store ``<name>/count``, ``/min``, ``/max``, ``/mean`` and ``/std`` as metrics, and say so once.
         """
-        name = str(getattr(name, "value", name))
-        if problem := key_problem(name):
-            raise ValueError(f"log_histogram: name {name!r}: {problem}")
-        if isinstance(values, Histogram):
-            histogram = values
-        elif values is not None:
-            if counts is not None or edges is not None:
-                raise ValueError("log_histogram takes `values`, or `counts` with `edges`, not both")
-            try:
-                histogram, skipped = histogram_of(values, bins)
-            except ValueError as error:
-                if "finite" not in str(error):
-                    raise
-                return self._reject({name: "a histogram of no finite value"})
-            if skipped:
-                warn_once(
-                    "all backends",
-                    name,
-                    f"{skipped} non-finite value(s) left out of the histogram",
-                    reason="histogram-non-finite",
-                    stacklevel=3,
-                )
-        elif counts is not None and edges is not None:
-            histogram = histogram_from_counts(counts, edges)
-        else:
-            raise ValueError("log_histogram needs `values`, or `counts` with `edges`")
+        payload = calls.histogram_payload(name, values, counts, edges, bins)
+        if isinstance(payload, calls.Refused):
+            return self._reject({payload.what: payload.problem})
         self._fan_out(
             "log_histogram",
-            ("histogram", (name, histogram)),
+            ("histogram", payload),
             step,
             log_kwargs,
-            instead=f"{name}/count, /min, /max, /mean and /std as metrics",
+            instead=f"{payload[0]}/count, /min, /max, /mean and /std as metrics",
         )
 
     def log_artifact(self, local_path: str | os.PathLike[str], artifact_path: str | None = None) -> None:
         """A file for the backends that store artifacts; it must exist now (the path is checked at the call)."""
-        if not os.path.isfile(local_path):
-            raise FileNotFoundError(f"log_artifact: {local_path} is not a file")
-        artifact_path = check_artifact_path(artifact_path)  # the path rule (paths.py)
-        self._fan_out("log_artifact", ("artifact", (os.fspath(local_path), artifact_path)), None, None)
+        self._fan_out("log_artifact", ("artifact", calls.artifact_payload(local_path, artifact_path)), None, None)
 
     def log_artifacts(self, local_dir: str | os.PathLike[str], artifact_path: str | None = None) -> None:
         """A folder's files for the backends that store artifacts; the folder must exist now."""
-        if not os.path.isdir(local_dir):
-            raise FileNotFoundError(f"log_artifacts: {local_dir} is not a directory")
-        artifact_path = check_artifact_path(artifact_path)  # the path rule (paths.py)
-        warn_links_leaving(local_dir)  # paths.py: links out of the folder are named, once
-        self._fan_out("log_artifacts", ("artifacts", (os.fspath(local_dir), artifact_path)), None, None)
+        self._fan_out("log_artifacts", ("artifacts", calls.artifacts_payload(local_dir, artifact_path)), None, None)
 
     # -- methods called on a managed tracker -------------------------------------------------
     def _direct_call(

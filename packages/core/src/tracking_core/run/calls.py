@@ -1,0 +1,126 @@
+"""What each optional ``log_*`` call checks and copies in the caller's thread, before it is queued.
+
+One function per kind: it refuses what no backend could store (a warning or an error naming the
+parameter, here at the call and not later in a worker) and returns the record's payload, copied so the
+caller may change or reuse its objects once the call returns. The dispatcher's methods queue it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from typing import Any, NamedTuple
+
+from ..contract.histogram import Histogram, histogram_from_counts, histogram_of
+from ..intake.media import figure_problem, image_caveat, table_problem
+from ..intake.preflight import check_table_arguments
+from ..intake.values import image_problem, key_problem, snapshot_media
+from ..kit.paths import check_artifact_path, warn_links_leaving
+from ..notices import warn_once
+
+
+class Refused(NamedTuple):
+    """A call no backend can store: ``what`` (its key or name) is reported as not logged, with ``problem``."""
+
+    what: str
+    problem: str
+
+
+def images_payload(values: dict[str, Any], rejected: dict[str, str]) -> dict[str, Any]:
+    """The images that can be logged, by key; each refused key goes to ``rejected`` with one warning."""
+    payload = {}
+    for key, value in values.items():
+        if getattr(value, "ndim", None) == 4:  # a batch (NHWC/NCHW), as accelerate's TensorBoard tracker takes
+            value = list(value)
+        items = value if isinstance(value, (list, tuple)) else [value]
+        problem = next((p for p in map(image_problem, items) if p), None) if items else "an empty list"
+        if problem:
+            warn_once("all backends", str(key), f"image not logged: {problem}", reason="bad-image", stacklevel=3)
+            rejected[str(key)] = problem
+            continue
+        caveat = next((c for c in map(image_caveat, items) if c), None)
+        if caveat:
+            warn_once("all backends", str(key), caveat, reason="image-range")
+        payload[str(key)] = snapshot_media(value)
+    return payload
+
+
+def table_payload(
+    table_name: str, columns: list[str] | None, data: Iterable[Sequence[Any]] | None, dataframe: Any
+) -> tuple[Any, ...] | Refused:
+    if data is None and dataframe is None:
+        raise ValueError("log_table needs `data` (with optional `columns`) or `dataframe`")
+    if data is not None and hasattr(data, "__iter__") and not isinstance(data, (list, tuple, str, bytes, dict)):
+        data = list(data)  # an iterator is read once, here: the checks and the copy below see the same rows
+    check_table_arguments(columns, data, dataframe)  # wrong types: an error naming the parameter
+    if problem := table_problem(columns, data, dataframe):  # wrong shapes: refused for every backend (media.py)
+        return Refused(str(table_name), problem)
+    return (
+        table_name,
+        list(columns) if columns is not None else None,
+        [list(row) for row in data] if data is not None else None,
+        dataframe.copy() if hasattr(dataframe, "copy") else dataframe,
+    )
+
+
+def figure_payload(figure: Any, name: str) -> tuple[Any, str] | Refused:
+    from ..intake.figures import copy_figure  # pickle and copy load only for scripts that log figures
+
+    if problem := figure_problem(figure):  # media.py: refused here, for every backend
+        return Refused(str(name), problem)
+    snapshot, problem = copy_figure(figure)
+    if problem:
+        warn_once(
+            "all backends",
+            name,
+            f"figure could not be copied ({problem}); it is drawn as it is when each backend gets to it, "
+            "so leave it unchanged until flush()",
+            reason="figure-copy",
+            stacklevel=3,
+        )
+    return snapshot, name
+
+
+def histogram_payload(name: Any, values: Any, counts: Any, edges: Any, bins: int) -> tuple[str, Histogram] | Refused:
+    name = str(getattr(name, "value", name))
+    if problem := key_problem(name):
+        raise ValueError(f"log_histogram: name {name!r}: {problem}")
+    if isinstance(values, Histogram):
+        histogram = values
+    elif values is not None:
+        if counts is not None or edges is not None:
+            raise ValueError("log_histogram takes `values`, or `counts` with `edges`, not both")
+        try:
+            histogram, skipped = histogram_of(values, bins)
+        except ValueError as error:
+            if "finite" not in str(error):
+                raise
+            return Refused(name, "a histogram of no finite value")
+        if skipped:
+            warn_once(
+                "all backends",
+                name,
+                f"{skipped} non-finite value(s) left out of the histogram",
+                reason="histogram-non-finite",
+                stacklevel=3,
+            )
+    elif counts is not None and edges is not None:
+        histogram = histogram_from_counts(counts, edges)
+    else:
+        raise ValueError("log_histogram needs `values`, or `counts` with `edges`")
+    return name, histogram
+
+
+def artifact_payload(local_path: str | os.PathLike[str], artifact_path: str | None) -> tuple[str, str | None]:
+    if not os.path.isfile(local_path):
+        raise FileNotFoundError(f"log_artifact: {local_path} is not a file")
+    artifact_path = check_artifact_path(artifact_path)  # the path rule (paths.py)
+    return os.fspath(local_path), artifact_path
+
+
+def artifacts_payload(local_dir: str | os.PathLike[str], artifact_path: str | None) -> tuple[str, str | None]:
+    if not os.path.isdir(local_dir):
+        raise FileNotFoundError(f"log_artifacts: {local_dir} is not a directory")
+    artifact_path = check_artifact_path(artifact_path)  # the path rule (paths.py)
+    warn_links_leaving(local_dir)  # paths.py: links out of the folder are named, once
+    return os.fspath(local_dir), artifact_path
