@@ -5,8 +5,18 @@ record, what to hand the backend, what to spill, when to retry and how far the b
 
 - ``worker``: ``BackendWorker`` — the queue, the thread, the full-queue policy (``on_full``), and the
   routing of a held tracker's methods back into the dispatcher.
-- ``engine``: ``Delivery`` — exactly-once hand-over, refusal isolation, spill, retry and recovery,
-  catch-up of a resumed run, flush, finish and abandon.
+- ``engine``: ``Delivery`` — the live path and its decisions: exactly-once hand-over, refusal
+  isolation, spill, retry and recovery, catch-up of a resumed run, flush, finish and abandon. The state
+  it owns by concern lives beside it:
+  - ``positions``: how far the backend got (durable, handed over) and the cursor file;
+  - ``handover``: which thread may touch the state, and time inside the SDK;
+  - ``recovery``: ``Mode`` (live, spilling, recovering, catching up: the state machine), ``RetryPolicy``,
+    refused values vs. a backend that is down;
+  - ``catch_up``: what a resumed run (a replay, a take-over) missed, delivered first;
+  - ``spiller``: writing the spill journal (the config at its head, each record once, in order).
+- ``build``: ``build_delivery``, the one place a ``Delivery`` is built (thread mode, the delivery process,
+  a take-over), from ``DeliveryOptions`` and a ``DeliveryPlan``.
+- ``resume``: what a backend that started tells the run about resuming.
 - ``mapping``: per-backend key renames and non-finite filtering.
 - ``missing``: a record kind a backend cannot store because an optional package is missing.
 - ``spill``: spill journals, where records wait while a backend cannot take them, and their readers.

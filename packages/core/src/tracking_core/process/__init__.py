@@ -5,6 +5,8 @@
   delivery process dies) and ``RemoteWorker``, what the dispatcher holds for a remote backend.
 - ``host``: the delivery process itself (``python -m tracking_core.process.host``): builds the trackers
   and their workers again and serves the pipe.
+- ``protocol``: the messages between the two processes, as named types (``Records``, ``Flush``,
+  ``Finish``; ``Ready``, ``Started``, ``Progress``, ``Safe``, ``Flushed``, ``Error``, ``Finished``).
 - ``remote_view``: the values a held tracker shows in the training process, sent from its twin in the
   delivery process.
 """

@@ -1,7 +1,12 @@
 """The run: the object a script holds (``tracking_core.init`` returns it) and the life of that run.
 
-- ``dispatcher``: ``Dispatcher`` and ``init`` — option checks, run set-up, the hot path ``log``, the
-  other ``log_*`` calls, direct calls on held trackers, flush and finish.
+- ``dispatcher``: ``Dispatcher`` and ``init`` — run set-up, the hot path ``log``, the other ``log_*``
+  calls, flush and finish; it hands these to their own modules:
+  - ``options``: ``RunOptions``, the run's options checked once; ``checked_step``;
+  - ``calls``: what each ``log_*`` call checks and copies before it is queued;
+  - ``managed``: direct calls on a held tracker (``run.get_tracker("x").log(...)``);
+  - ``process_mode``: which backends go to the delivery process, starting it, and carrying on here
+    when it dies.
 - ``session``: ``RunSession`` — the run's folder and ``run.json``, a new or resumed run, where each
   backend carries on; cursor files.
 - ``rendezvous``: per-rank runs — how every rank learns the run id rank 0 chose.
