@@ -1,3 +1,8 @@
-"""Old path of ``tracking_core.store.manifest``, kept so imports written against it keep working."""
+"""Old path of ``tracking_core.store.manifest``: the same module object, so imports and monkeypatching keep working."""
 
+import sys
+
+from .store import manifest as _module
 from .store.manifest import *  # noqa: F403
+
+sys.modules[__name__] = _module

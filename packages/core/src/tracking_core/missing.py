@@ -1,3 +1,8 @@
-"""Old path of ``tracking_core.delivery.missing``, kept so imports written against it keep working."""
+"""Old path of ``tracking_core.delivery.missing``: the same module object, so imports and monkeypatching keep working."""
 
+import sys
+
+from .delivery import missing as _module
 from .delivery.missing import *  # noqa: F403
+
+sys.modules[__name__] = _module

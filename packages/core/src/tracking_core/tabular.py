@@ -1,3 +1,8 @@
-"""Old path of ``tracking_core.cli.tabular``, kept so imports written against it keep working."""
+"""Old path of ``tracking_core.cli.tabular``: the same module object, so imports and monkeypatching keep working."""
 
+import sys
+
+from .cli import tabular as _module
 from .cli.tabular import *  # noqa: F403
+
+sys.modules[__name__] = _module
