@@ -13,7 +13,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from tracking_core.cli import main
 from tracking_core.journal import JournalSummary, read_journal
 from tracking_core.png import encode_png
@@ -188,7 +187,10 @@ def test_export_csv_and_json_one_row_per_step_and_key_with_config(fake, capsys):
     assert {row["project"] for row in rows} == {"proj"}
 
     out = fake / "run.json.export"
-    assert main(["export", f"proj/{run.name}", "--format", "json", "-o", str(out), "--logging-dir", str(fake / "runs")]) == 0
+    assert (
+        main(["export", f"proj/{run.name}", "--format", "json", "-o", str(out), "--logging-dir", str(fake / "runs")])
+        == 0
+    )
     document = json.loads(out.read_text())
     assert document["config"] == {"lr": 0.1, "model": {"layers": 2}} and len(document["rows"]) == 21
     assert document["imported_from"]["backend"] == "fake"

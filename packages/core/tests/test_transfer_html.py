@@ -15,7 +15,6 @@ import zlib
 from pathlib import Path
 
 import pytest
-
 from tracking_core.transfer.charts import PALETTE
 from tracking_core.transfer.importing import import_runs, register_importer
 from tracking_core.transfer.model import Point, SourceRun

@@ -84,10 +84,38 @@ def test_an_imported_run_replays_into_jsonl_and_dvclive_with_every_point_once(tm
     monkeypatch.chdir(tmp_path)
     _write_sdk_run(tmp_path / "exp" / "dvclive")
     (imported,) = import_runs("dvclive", str(tmp_path / "exp"), logging_dir=tmp_path / "runs", progress=False).runs
-    assert main(["replay", str(imported.run_dir), "--to", "jsonl", "--new-run", "--logging-dir", str(tmp_path / "j"), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "replay",
+                str(imported.run_dir),
+                "--to",
+                "jsonl",
+                "--new-run",
+                "--logging-dir",
+                str(tmp_path / "j"),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     (copy,) = [path.parent for path in (tmp_path / "j").glob("*/*/journal.jsonl")]
     check_imported(copy)
-    assert main(["replay", str(imported.run_dir), "--to", "dvclive", "--new-run", "--logging-dir", str(tmp_path / "d"), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "replay",
+                str(imported.run_dir),
+                "--to",
+                "dvclive",
+                "--new-run",
+                "--logging-dir",
+                str(tmp_path / "d"),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     (folder,) = (tmp_path / "d").glob("*/*/dvclive")
     check_points(dvclive_files.tsv_rows(folder))  # rows as lists: each step once
     assert dvclive_files.params(folder) == CANONICAL_CONFIG
@@ -98,8 +126,15 @@ def test_the_canonical_journal_replays_into_dvclive(tmp_path, monkeypatch, dvcli
     them only for metrics logged with ``timestamp=True``)."""
     monkeypatch.chdir(tmp_path)
     run_dir = canonical_journal(tmp_path / "runs")
-    assert main(["replay", str(run_dir), "--to", "dvclive", "--new-run", "--logging-dir", str(tmp_path / "out"), "--quiet"]) == 0
+    assert (
+        main(
+            ["replay", str(run_dir), "--to", "dvclive", "--new-run", "--logging-dir", str(tmp_path / "out"), "--quiet"]
+        )
+        == 0
+    )
     (folder,) = (tmp_path / "out").glob("*/*/dvclive")
-    rows = {key: [(step, float(cell)) for step, cell in points] for key, points in dvclive_files.tsv_rows(folder).items()}
+    rows = {
+        key: [(step, float(cell)) for step, cell in points] for key, points in dvclive_files.tsv_rows(folder).items()
+    }
     check_points(rows)
     assert dvclive_files.params(folder) == CANONICAL_CONFIG

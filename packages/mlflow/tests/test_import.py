@@ -90,7 +90,10 @@ def test_an_sdk_written_experiment_imports_every_run_with_history_params_tags_ar
         assert artifact["artifact_path"] == "docs"
 
     # one run by id, again: still two runs (idempotent), the one rewritten in place
-    assert main(["import", "mlflow", uri, "--option", f"run={ids[0]}", "--logging-dir", str(tmp_path / "runs"), "--quiet"]) == 0
+    assert (
+        main(["import", "mlflow", uri, "--option", f"run={ids[0]}", "--logging-dir", str(tmp_path / "runs"), "--quiet"])
+        == 0
+    )
     assert "re-imported in place" in capsys.readouterr().out
     assert len(list((tmp_path / "runs").glob("*/*/run.json"))) == 2
 
@@ -151,10 +154,38 @@ def test_an_imported_run_replays_into_jsonl_and_mlflow_with_every_point_once(tmp
 
     _write_sdk_runs((tmp_path / "mlruns").as_uri(), tmp_path)
     imported = import_runs("mlflow", str(tmp_path / "mlruns"), logging_dir=tmp_path / "runs", progress=False).runs[0]
-    assert main(["replay", str(imported.run_dir), "--to", "jsonl", "--new-run", "--logging-dir", str(tmp_path / "j"), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "replay",
+                str(imported.run_dir),
+                "--to",
+                "jsonl",
+                "--new-run",
+                "--logging-dir",
+                str(tmp_path / "j"),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     (copy,) = [path.parent for path in (tmp_path / "j").glob("*/*/journal.jsonl")]
     check_imported(copy)
-    assert main(["replay", str(imported.run_dir), "--to", "mlflow", "--new-run", "--logging-dir", str(tmp_path / "m"), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "replay",
+                str(imported.run_dir),
+                "--to",
+                "mlflow",
+                "--new-run",
+                "--logging-dir",
+                str(tmp_path / "m"),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     _check_mlflow_store(MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'm' / 'mlflow.db'}"))
 
 
@@ -173,6 +204,9 @@ def test_the_canonical_journal_replays_into_mlflow(tmp_path):
     from mlflow import MlflowClient
 
     run_dir = canonical_journal(tmp_path / "runs")
-    assert main(["replay", str(run_dir), "--to", "mlflow", "--new-run", "--logging-dir", str(tmp_path / "out"), "--quiet"]) == 0
+    assert (
+        main(["replay", str(run_dir), "--to", "mlflow", "--new-run", "--logging-dir", str(tmp_path / "out"), "--quiet"])
+        == 0
+    )
     _check_mlflow_store(MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'out' / 'mlflow.db'}"))
     assert JournalSummary(run_dir).config == CANONICAL_CONFIG

@@ -53,40 +53,71 @@ def _write_sdk_run(log_dir: Path) -> None:
     hparams_meta = summary_pb2.SummaryMetadata(
         plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="hparams", content=content)
     )
-    emit(0, Value(tag="_hparams_/session_start_info", metadata=hparams_meta, tensor=tensor_util.make_tensor_proto([], dtype=np.float32)))
+    emit(
+        0,
+        Value(
+            tag="_hparams_/session_start_info",
+            metadata=hparams_meta,
+            tensor=tensor_util.make_tensor_proto([], dtype=np.float32),
+        ),
+    )
     for step, value in CANONICAL_POINTS["train/loss"].items():  # torch: simple_value (float32)
         emit(step, Value(tag="train/loss", simple_value=value))
     first = True
     for step, value in CANONICAL_POINTS["val/acc"].items():  # tf.summary: a tensor, metadata on the first only
         metadata = scalar_metadata.create_summary_metadata(display_name="", description="") if first else None
         tensor = tensor_util.make_tensor_proto(np.float64(value))
-        emit(step, Value(tag="val/acc", metadata=metadata, tensor=tensor) if metadata else Value(tag="val/acc", tensor=tensor))
+        emit(
+            step,
+            Value(tag="val/acc", metadata=metadata, tensor=tensor) if metadata else Value(tag="val/acc", tensor=tensor),
+        )
         first = False
     png = encode_png(np.full((3, 4, 3), 90, dtype=np.uint8))
-    emit(3, Value(tag="samples", image=summary_pb2.Summary.Image(height=3, width=4, colorspace=3, encoded_image_string=png)))
+    emit(
+        3,
+        Value(
+            tag="samples", image=summary_pb2.Summary.Image(height=3, width=4, colorspace=3, encoded_image_string=png)
+        ),
+    )
     text_meta = text_metadata.create_summary_metadata(display_name="", description="")
     emit(6, Value(tag="notes", metadata=text_meta, tensor=tensor_util.make_tensor_proto("hello **world**")))
-    histo = summary_pb2.HistogramProto(min=0.5, max=2.5, num=4, sum=6, sum_squares=11, bucket_limit=[1.0, 2.0, 1.7976931348623157e308], bucket=[1, 2, 1])
+    histo = summary_pb2.HistogramProto(
+        min=0.5,
+        max=2.5,
+        num=4,
+        sum=6,
+        sum_squares=11,
+        bucket_limit=[1.0, 2.0, 1.7976931348623157e308],
+        bucket=[1, 2, 1],
+    )
     emit(9, Value(tag="weights", histo=histo))
     emit(12, Value(tag="speech", audio=summary_pb2.Summary.Audio(sample_rate=8000, encoded_audio_string=b"RIFF")))
     writer.close()
 
 
 def _digest(root: Path) -> dict[str, str]:
-    return {str(path.relative_to(root)): hashlib.sha256(path.read_bytes()).hexdigest() for path in sorted(root.rglob("*")) if path.is_file()}
+    return {
+        str(path.relative_to(root)): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(root.rglob("*"))
+        if path.is_file()
+    }
 
 
 def test_an_sdk_written_run_imports_with_steps_times_media_and_hparams(tmp_path, capsys):
     source = tmp_path / "tb" / "exp1"
     _write_sdk_run(source)
     before = _digest(tmp_path / "tb")
-    assert main(["import", "tensorboard", str(tmp_path / "tb"), "--logging-dir", str(tmp_path / "runs"), "--quiet"]) == 0
+    assert (
+        main(["import", "tensorboard", str(tmp_path / "tb"), "--logging-dir", str(tmp_path / "runs"), "--quiet"]) == 0
+    )
     out = capsys.readouterr().out
     assert _digest(tmp_path / "tb") == before  # the source is only read
     (run_dir,) = [path.parent for path in (tmp_path / "runs").glob("*/*/run.json")]
     check_imported(run_dir, float32=True)
     manifest = json.loads((run_dir / "run.json").read_text())
-    assert manifest["imported_from"]["backend"] == "tensorboard" and manifest["imported_from"]["location"] == str(source)
+    assert manifest["imported_from"]["backend"] == "tensorboard" and manifest["imported_from"]["location"] == str(
+        source
+    )
     records = list(read_journal(run_dir))
     (images,) = [r for r in records if r["type"] == "images"]
     assert images["step"] == 3 and (run_dir / images["images"]["samples"][0]).read_bytes().startswith(b"\x89PNG")
@@ -97,7 +128,9 @@ def test_an_sdk_written_run_imports_with_steps_times_media_and_hparams(tmp_path,
     assert "not carried: 1 audio (speech)" in out  # listed, not dropped silently
 
     # again: the same run, rewritten in place
-    assert main(["import", "tensorboard", str(tmp_path / "tb"), "--logging-dir", str(tmp_path / "runs"), "--quiet"]) == 0
+    assert (
+        main(["import", "tensorboard", str(tmp_path / "tb"), "--logging-dir", str(tmp_path / "runs"), "--quiet"]) == 0
+    )
     assert len(list((tmp_path / "runs").glob("*/*/run.json"))) == 1
 
 
@@ -122,9 +155,15 @@ def test_a_truncated_event_file_is_a_clear_error_naming_it(tmp_path, capsys):
     (damaged,) = (tmp_path / "tb" / "b").glob("events*")
     damaged.write_bytes(damaged.read_bytes()[:-7])
     with pytest.raises(SourceError, match="truncated") as error:
-        list(__import__("tracking_core.transfer.importing", fromlist=["x"]).importer_for("tensorboard")(str(tmp_path / "tb" / "b")))
+        list(
+            __import__("tracking_core.transfer.importing", fromlist=["x"]).importer_for("tensorboard")(
+                str(tmp_path / "tb" / "b")
+            )
+        )
     assert error.value.path == str(damaged)
-    assert main(["import", "tensorboard", str(tmp_path / "tb"), "--logging-dir", str(tmp_path / "runs"), "--quiet"]) == 1
+    assert (
+        main(["import", "tensorboard", str(tmp_path / "tb"), "--logging-dir", str(tmp_path / "runs"), "--quiet"]) == 1
+    )
     err = capsys.readouterr().err
     assert str(damaged) in err and "imported up to there" in err and "1 run(s) were imported before it" in err
     assert len(list((tmp_path / "runs").glob("*/*/run.json"))) == 1
@@ -133,7 +172,9 @@ def test_a_truncated_event_file_is_a_clear_error_naming_it(tmp_path, capsys):
 def test_an_imported_run_replays_into_jsonl_and_tensorboard_with_every_point_once(tmp_path, event_reader):
     _write_sdk_run(tmp_path / "tb" / "exp1")
     (imported,) = import_runs("tensorboard", str(tmp_path / "tb"), logging_dir=tmp_path / "runs", progress=False).runs
-    code = main(["replay", str(imported.run_dir), "--to", "jsonl", "--new-run", "--logging-dir", str(tmp_path / "j"), "--quiet"])
+    code = main(
+        ["replay", str(imported.run_dir), "--to", "jsonl", "--new-run", "--logging-dir", str(tmp_path / "j"), "--quiet"]
+    )
     assert code == 0
     (copy,) = [path.parent for path in (tmp_path / "j").glob("*/*/journal.jsonl")]
     check_imported(copy, float32=True)  # what the copy holds is what the import held
@@ -146,11 +187,27 @@ def test_an_imported_run_replays_into_jsonl_and_tensorboard_with_every_point_onc
 def test_the_canonical_journal_replays_into_tensorboard(tmp_path, event_reader):
     """Replay half of the matrix: journal -> TensorBoard, read back with its accumulator."""
     run_dir = canonical_journal(tmp_path / "runs")
-    assert main(["replay", str(run_dir), "--to", "tensorboard", "--new-run", "--logging-dir", str(tmp_path / "out"), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "replay",
+                str(run_dir),
+                "--to",
+                "tensorboard",
+                "--new-run",
+                "--logging-dir",
+                str(tmp_path / "out"),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     (folder,) = {path.parent for path in (tmp_path / "out").rglob("events.out.tfevents.*")}
     reader = event_reader(folder)
     check_points(reader.scalars(), float32=True)
-    times = {tag: {event.step: event.wall_time for event in reader.accumulator.Tensors(tag)} for tag in CANONICAL_POINTS}
+    times = {
+        tag: {event.step: event.wall_time for event in reader.accumulator.Tensors(tag)} for tag in CANONICAL_POINTS
+    }
     check_points(reader.scalars(), float32=True, times=times)
     assert reader.config_json() == CANONICAL_CONFIG
     _ = io  # (kept for parity with the other cells' imports)

@@ -25,7 +25,11 @@ _STEP_IMAGE = re.compile(r"^(\d+)(?:_(\d+))?\.(png|jpe?g)$")
 
 
 def _is_live_folder(folder: Path) -> bool:
-    return (folder / "metrics.json").is_file() or (folder / "params.yaml").is_file() or (folder / "plots" / "metrics").is_dir()
+    return (
+        (folder / "metrics.json").is_file()
+        or (folder / "params.yaml").is_file()
+        or (folder / "plots" / "metrics").is_dir()
+    )
 
 
 def _live_folders(root: Path) -> list[Path]:
@@ -125,7 +129,8 @@ def _read(folder: Path) -> SourceRun:
             latest = json.loads((folder / "metrics.json").read_text(encoding="utf-8"))
         except ValueError as error:
             raise SourceError(str(folder / "metrics.json"), f"not valid JSON: {error}") from None
-    step = latest.get("step") if isinstance(latest.get("step"), int) else 0
+    last_step = latest.get("step")
+    step = last_step if isinstance(last_step, int) else 0
     for key, value in _flat(latest).items():  # values with no .tsv (strings): the latest one, as a text point
         if key != "step" and key not in keys and isinstance(value, str):
             points.append(Point(key, step, value, None))

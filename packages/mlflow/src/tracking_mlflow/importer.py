@@ -164,8 +164,10 @@ def _points(client: Any, run: Any, location: str) -> Iterator[Point]:
     for key in sorted(run.data.metrics):
         try:
             history = _retrying(client.get_metric_history, run.info.run_id, key)
-        except Exception as error:  # noqa: BLE001 - a damaged store fails with any of MLflow's errors
-            raise SourceError(location, f"metric {key!r}: {type(error).__name__}: {error}", imported=f"{read} points of this run") from error
+        except Exception as error:
+            raise SourceError(
+                location, f"metric {key!r}: {type(error).__name__}: {error}", imported=f"{read} points of this run"
+            ) from error
         for metric in history:
             read += 1
             yield Point(key, int(metric.step), metric.value, metric.timestamp / 1000.0)
@@ -230,10 +232,12 @@ def read_runs(source: str, *, options: dict[str, str] | None = None) -> Iterator
 
         names: dict[str, str] = {}
         try:
-            if store.uri.startswith("file:"):  # MLflow 3 opens a file store only when allowed; reading old ones is the point
+            if store.uri.startswith(
+                "file:"
+            ):  # MLflow 3 opens a file store only when allowed; reading old ones is the point
                 os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
             client = MlflowClient(tracking_uri=store.uri)
-        except Exception as error:  # noqa: BLE001 - any failure to open is "not a readable store"
+        except Exception as error:
             raise SourceError(store.location, f"cannot open the MLflow store: {error}") from error
         done = 0
         try:
@@ -269,7 +273,7 @@ def read_runs(source: str, *, options: dict[str, str] | None = None) -> Iterator
                 done += 1
         except SourceError:
             raise
-        except Exception as error:  # noqa: BLE001 - a corrupt store surfaces as any of MLflow's or SQLAlchemy's errors
+        except Exception as error:
             raise SourceError(store.location, f"{type(error).__name__}: {error}", imported=f"{done} run(s)") from error
     finally:
         if artifacts is not None:

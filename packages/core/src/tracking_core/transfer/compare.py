@@ -97,7 +97,9 @@ class Comparison:
         return {
             "runs": [{"label": run.label, "journal": str(run.journal), **run.context} for run in self.runs],
             "series": {key: {run.label: run.stats(key) for run in self.runs} for key in self.keys},
-            "config_diff": {key: dict(zip((run.label for run in self.runs), values)) for key, values in self.config_diff().items()},
+            "config_diff": {
+                key: dict(zip((run.label for run in self.runs), values)) for key, values in self.config_diff().items()
+            },
         }
 
     def text(self) -> str:
@@ -128,9 +130,7 @@ class Comparison:
         from .charts import PALETTE, line_chart
 
         labels = [run.label for run in self.runs]
-        charts = [
-            line_chart(key, [(run.label, run.series.get(key, [])) for run in self.runs]) for key in self.keys
-        ]
+        charts = [line_chart(key, [(run.label, run.series.get(key, [])) for run in self.runs]) for key in self.keys]
         head = "".join(
             f'<th><span class="swatch" style="background:{PALETTE[i % len(PALETTE)]}"></span>{escape(label)}</th>'
             for i, label in enumerate(labels)
@@ -157,11 +157,11 @@ class Comparison:
         )
         made = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
         return (
-            "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+            '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
             f"<title>compare: {escape(', '.join(labels))}</title><style>{_STYLE}</style></head><body>"
-            f"<h1>{len(labels)} runs compared</h1><p class=\"note\">made by tracking compare, {made}</p>"
+            f'<h1>{len(labels)} runs compared</h1><p class="note">made by tracking compare, {made}</p>'
             f"<h2>Series</h2><table><tr><th>key</th>{head}</tr>{''.join(summary)}</table>"
-            f"<div class=\"charts\">{''.join(charts)}</div>"
+            f'<div class="charts">{"".join(charts)}</div>'
             f"<h2>Config differences</h2>{diff}</body></html>\n"
         )
 
@@ -196,7 +196,9 @@ def compare_runs(
     if keys:
         chosen = [key for key in available if any(fnmatch.fnmatchcase(key, pattern) for pattern in keys)]
         if not chosen:
-            raise ValueError(f"--keys {' '.join(keys)} matches no numeric series (there are: {', '.join(available[:20])})")
+            raise ValueError(
+                f"--keys {' '.join(keys)} matches no numeric series (there are: {', '.join(available[:20])})"
+            )
     else:
         chosen = available
     labels = [run.label for run in runs]

@@ -107,9 +107,11 @@ def export_run(journal: Path, fmt: str, output: str | os.PathLike[str] | None) -
 
 
 def _parquet(run: RunRows, config: dict[str, Any], context: list[Any], output: str | os.PathLike[str] | None) -> str:
-    try:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
+    from importlib import import_module
+
+    try:  # an optional package core does not depend on (nor type-checks against)
+        pa = import_module("pyarrow")
+        pq = import_module("pyarrow.parquet")
     except ImportError:
         raise ImportError(
             "--format parquet needs pyarrow, which is not installed (pip install pyarrow); csv and json need nothing"

@@ -56,7 +56,9 @@ class ImportedRun:
     def describe(self) -> str:
         span = f"steps {self.steps[0]}..{self.steps[1]}" if self.steps else "no steps"
         media = ", ".join(f"{count} {kind}" for kind, count in sorted(self.media.items()))
-        line = f"{self.run_dir}: {self.points} points in {self.series} series ({span})" + (f", {media}" if media else "")
+        line = f"{self.run_dir}: {self.points} points in {self.series} series ({span})" + (
+            f", {media}" if media else ""
+        )
         if self.replaced:
             line += " (re-imported in place)"
         return line + "".join(f"\n  not carried: {item}" for item in self.not_carried)
@@ -102,7 +104,7 @@ class _Sink:
     """The journal being written, with the bookkeeping the report and ``run.json`` need."""
 
     def __init__(self, path: Path, result: ImportedRun) -> None:
-        self.handle = open(path, "w", encoding="utf-8")  # noqa: SIM115 - closed by write_run
+        self.handle = open(path, "w", encoding="utf-8")
         self.result = result
         self.seq = 0
         self.last_step = -1
@@ -199,7 +201,11 @@ def _write_media(sink: _Sink, run_dir: Path, media: Iterable[Media]) -> None:
             parent = Path(key).parent.as_posix()
             record_type = "artifacts" if source.is_dir() else "artifact"
             sink.write(
-                {"type": record_type, "local_path": str(target.resolve()), "artifact_path": None if parent == "." else parent}
+                {
+                    "type": record_type,
+                    "local_path": str(target.resolve()),
+                    "artifact_path": None if parent == "." else parent,
+                }
             )
         else:
             result.not_carried.append(f"{kind} {key!r} at step {step}: no journal record for this kind")
@@ -242,9 +248,7 @@ def write_run(run: SourceRun, logging_dir: str | os.PathLike[str], *, project: s
     return result
 
 
-def _write_manifest(
-    folder: Path, run: SourceRun, result: ImportedRun, project: str, run_id: str, sink: _Sink
-) -> None:
+def _write_manifest(folder: Path, run: SourceRun, result: ImportedRun, project: str, run_id: str, sink: _Sink) -> None:
     manifest = RunManifest(
         folder,
         project,
