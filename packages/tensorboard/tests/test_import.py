@@ -141,12 +141,15 @@ def test_a_run_this_library_wrote_keeps_its_exact_config(tmp_path):
     run = tracking_core.init("p", log_with="tensorboard", logging_dir=tmp_path / "logs", config=config)
     for step in range(5):
         run.log({"loss": 1.0 / (step + 1)}, step=step)
+    run.log_images({"sample": np.full((3, 4, 3), 7, dtype=np.uint8)}, step=2)  # the image plugin's tensor form
     run.finish()
     report = import_runs("tensorboard", str(tmp_path / "logs"), logging_dir=tmp_path / "runs", progress=False)
     (imported,) = report.runs
     summary = JournalSummary(imported.run_dir)
     assert summary.config == config
     assert [step for step, _ in summary.metrics["loss"]] == list(range(5))
+    (images,) = [r for r in read_journal(imported.run_dir) if r["type"] == "images"]
+    assert images["step"] == 2 and list(images["images"]) == ["sample"]
 
 
 def test_a_truncated_event_file_is_a_clear_error_naming_it(tmp_path, capsys):

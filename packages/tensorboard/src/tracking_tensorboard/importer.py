@@ -28,6 +28,12 @@ EVENT_FILE_MARK = "tfevents"
 CONFIG_TAG = "config/json"  # tracking_tensorboard.tracker.CONFIG_TAG, without importing the tracker
 
 
+def _make_ndarray(tensor: Any) -> Any:
+    from tensorboard.util import tensor_util
+
+    return tensor_util.make_ndarray(tensor)
+
+
 def _event_files(folder: Path) -> list[Path]:
     return sorted(path for path in folder.iterdir() if path.is_file() and EVENT_FILE_MARK in path.name)
 
@@ -68,12 +74,16 @@ class _RunReader:
 
     def read(self, path: Path) -> None:
         from tensorboard.backend.event_processing import event_file_loader
+        from tensorboard.compat.proto import event_pb2
 
-        loader = event_file_loader.EventFileLoader(str(path))
+        # the raw loader: EventFileLoader would also rewrite every legacy value into a tensor, which
+        # costs more than the rest of the import together; both forms are handled below
+        loader = event_file_loader.RawEventFileLoader(str(path))
+        parse = event_pb2.Event.FromString
         events = 0
-        for event in loader.Load():
+        for record in loader.Load():
             events += 1
-            self._event(event)
+            self._event(parse(record))
         records, end = _whole_records(path)
         if end != path.stat().st_size or records != events:
             raise SourceError(
@@ -114,15 +124,18 @@ class _RunReader:
         elif kind == "tensor":
             self._tensor(tag, plugin, step, value, moment)
         else:
-            self.skipped[f"{kind or 'empty'} values ({tag})"] += 1
+            self.skipped[f"{kind or 'empty value'} ({tag})"] += 1
 
     def _tensor(self, tag: str, plugin: str, step: int, value: Any, moment: float) -> None:
-        from tensorboard.util import tensor_util
-
         if plugin == "hparams":
             self._hparams(value.metadata.plugin_data.content)
             return
-        array = tensor_util.make_ndarray(value.tensor)
+        tensor = value.tensor
+        if plugin == "scalars" and not tensor.tensor_content and (tensor.float_val or tensor.double_val):
+            number = tensor.float_val[0] if tensor.float_val else tensor.double_val[0]  # the common 0-d form, fast
+            self.points.append(Point(tag, step, float(number), moment))
+            return
+        array = _make_ndarray(tensor)
         if plugin == "scalars" or (not plugin and array.ndim == 0 and array.dtype.kind in "fiu"):
             self.points.append(Point(tag, step, array.item(), moment))
         elif plugin == "images":
