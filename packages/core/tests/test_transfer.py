@@ -262,3 +262,20 @@ def test_compare_html_is_one_self_contained_page(tmp_path, capsys):
     assert html.count("<svg") == 2 and html.count("<polyline") == 4  # loss and acc, a line per run
     assert "<script" not in html and "src=" not in html and "href=" not in html and "@import" not in html
     assert "lr" in html and "0.3" in html
+
+
+def test_a_long_import_shows_its_count_and_rate_on_stderr(capsys, monkeypatch):
+    from tracking_core.transfer import importing
+
+    monkeypatch.setattr(importing.sys.stderr, "isatty", lambda: False)
+    progress = importing._Progress("import fake", enabled=True)
+    progress.began -= 10  # as if it had been running for 10 s
+    progress.last -= 10
+    assert sum(1 for _ in progress.count(range(5000))) == 5000
+    progress.tick(final=True)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines and lines[-1].startswith("import fake: 0 runs, 5,000 points (") and "points/s)" in lines[-1]
+    quiet = importing._Progress("import fake", enabled=False)
+    quiet.began -= 10
+    quiet.tick(final=True)
+    assert capsys.readouterr().err == ""

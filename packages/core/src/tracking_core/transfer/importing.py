@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from .model import SourceError, SourceRun
-from .writer import ImportedRun, write_run
+from .writer import ImportedRun, imported_runs, write_run
 
 __all__ = ["ENTRY_POINT_GROUP", "ImportReport", "import_runs", "importer_for", "register_importer"]
 
@@ -66,9 +66,7 @@ class _Progress:
     def tick(self, final: bool = False) -> None:
         now = time.monotonic()
         every = 0.5 if self.terminal else 5.0
-        if not self.enabled or (not final and now - self.last < every) or (final and not self.shown):
-            return
-        if now - self.began < 1.0:
+        if not self.enabled or now - self.began < 1.0 or (not final and now - self.last < every):
             return
         self.last, self.shown = now, True
         rate = self.points / max(now - self.began, 1e-9)
@@ -132,10 +130,11 @@ def import_runs(
     report = ImportReport(backend, source)
     bar = _Progress(f"import {backend}", enabled=progress is not False)
     began = time.monotonic()
+    known = imported_runs(Path(logging_dir))
     try:
         for run in importer(source, options=dict(options or {})):
             run.points = bar.count(run.points)
-            report.runs.append(write_run(run, Path(logging_dir), project=project))
+            report.runs.append(write_run(run, Path(logging_dir), project=project, known=known))
             bar.runs += 1
             bar.tick()
     except SourceError as error:

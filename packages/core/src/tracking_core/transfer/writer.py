@@ -33,7 +33,7 @@ from ..manifest import MANIFEST_NAME, RunManifest
 from ..paths import name_problem
 from .model import Media, Point, SourceRun
 
-__all__ = ["ImportedRun", "find_imported", "run_id_for", "write_run"]
+__all__ = ["ImportedRun", "find_imported", "imported_runs", "run_id_for", "write_run"]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
@@ -84,16 +84,26 @@ def _project_for(run: SourceRun, project: str | None) -> str:
     return _safe(run.project or "") or f"imported-{run.backend}"
 
 
-def find_imported(logging_dir: Path, backend: str, source_id: str) -> Path | None:
-    """The run folder an earlier import of this source run made under ``logging_dir``, if any."""
+def imported_runs(logging_dir: Path) -> dict[tuple[str, str], Path]:
+    """``{(backend, source_id): run folder}`` of every imported run under ``logging_dir``."""
+    found: dict[tuple[str, str], Path] = {}
     for manifest in logging_dir.glob(f"*/*/{MANIFEST_NAME}"):
         try:
             origin = json.loads(manifest.read_text(encoding="utf-8")).get("imported_from")
         except (OSError, ValueError, AttributeError):
             continue
-        if isinstance(origin, dict) and origin.get("backend") == backend and origin.get("source_id") == source_id:
-            return manifest.parent
-    return None
+        if (
+            isinstance(origin, dict)
+            and isinstance(origin.get("backend"), str)
+            and isinstance(origin.get("source_id"), str)
+        ):
+            found[(origin["backend"], origin["source_id"])] = manifest.parent
+    return found
+
+
+def find_imported(logging_dir: Path, backend: str, source_id: str) -> Path | None:
+    """The run folder an earlier import of this source run made under ``logging_dir``, if any."""
+    return imported_runs(logging_dir).get((backend, source_id))
 
 
 def _number(value: Any) -> bool:
@@ -217,10 +227,22 @@ def _finite(value: float | None) -> float | None:
     return value if value is not None and math.isfinite(value) else None
 
 
-def write_run(run: SourceRun, logging_dir: str | os.PathLike[str], *, project: str | None = None) -> ImportedRun:
-    """Write ``run`` under ``logging_dir`` (replacing an earlier import of the same source run)."""
+def write_run(
+    run: SourceRun,
+    logging_dir: str | os.PathLike[str],
+    *,
+    project: str | None = None,
+    known: dict[tuple[str, str], Path] | None = None,
+) -> ImportedRun:
+    """Write ``run`` under ``logging_dir`` (replacing an earlier import of the same source run).
+
+    ``known``: :func:`imported_runs` of ``logging_dir``, read once by a caller importing many runs (and
+    kept up to date here); without it the folder is searched.
+    """
     root = Path(logging_dir)
-    earlier = find_imported(root, run.backend, run.source_id)
+    if known is None:
+        known = imported_runs(root)
+    earlier = known.get((run.backend, run.source_id))
     run_dir = earlier or root / _project_for(run, project) / run_id_for(run)
     result = ImportedRun(run_dir, run.backend, run.source_id, run.location, replaced=earlier is not None)
     result.not_carried.extend(run.not_carried)
@@ -245,6 +267,7 @@ def write_run(run: SourceRun, logging_dir: str | os.PathLike[str], *, project: s
     _write_manifest(building, run, result, project_name, run_id, sink)
     _swap_in(building, run_dir)
     _relocate_artifacts(run_dir, building)
+    known[(run.backend, run.source_id)] = run_dir
     return result
 
 
