@@ -279,3 +279,26 @@ def test_a_long_import_shows_its_count_and_rate_on_stderr(capsys, monkeypatch):
     quiet.began -= 10
     quiet.tick(final=True)
     assert capsys.readouterr().err == ""
+
+
+def test_replaying_after_a_re_import_sends_only_what_is_new(fake):
+    from tracking_core.transfer.writer import imported_runs
+
+    report = import_runs("fake", "src", logging_dir=fake / "runs", progress=False)
+    run_dir = report.runs[0].run_dir
+    manifest = json.loads((run_dir / "run.json").read_text())
+    last = manifest["last_seq"]
+    manifest.update(backends={"mlflow": {"run_id": "abc"}}, progress={"mlflow": {"seq": last, "step": 18}})
+    (run_dir / "run.json").write_text(json.dumps(manifest))  # as a replay into MLflow leaves it
+
+    import_runs("fake", "src", logging_dir=fake / "runs", progress=False)  # the same source again
+    kept = json.loads((run_dir / "run.json").read_text())
+    assert kept["backends"] == {"mlflow": {"run_id": "abc"}} and kept["progress"]["mlflow"]["seq"] == last
+    assert kept["imported_from"]["source_id"] == "src#1"
+
+    register_importer("fake", _source_runs(fake, lr=0.5))  # the source changed under the replayed records
+    again = import_runs("fake", "src", logging_dir=fake / "runs", progress=False)
+    dropped = json.loads((run_dir / "run.json").read_text())
+    assert dropped["backends"] == {} and dropped["progress"] == {}
+    assert any("replay state" in item for item in again.runs[0].not_carried)
+    assert sorted(imported_runs(fake / "runs")) == [("fake", "src#1"), ("fake", "src#2")]

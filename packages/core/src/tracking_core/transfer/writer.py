@@ -265,8 +265,10 @@ def write_run(
     finally:
         sink.handle.close()
     _write_manifest(building, run, result, project_name, run_id, sink)
+    _point_artifacts_at(building, run_dir)
+    if earlier is not None:
+        _carry_replay_state(earlier, building, result)
     _swap_in(building, run_dir)
-    _relocate_artifacts(run_dir, building)
     known[(run.backend, run.source_id)] = run_dir
     return result
 
@@ -311,10 +313,46 @@ def _swap_in(building: Path, run_dir: Path) -> None:
         os.replace(building, run_dir)
 
 
-def _relocate_artifacts(run_dir: Path, building: Path) -> None:
+def _point_artifacts_at(building: Path, run_dir: Path) -> None:
     """Artifact records name absolute paths: point them from the building folder to the final one."""
-    journal = run_dir / JOURNAL_NAME
+    journal = building / JOURNAL_NAME
     text = journal.read_text(encoding="utf-8")
     old, new = json.dumps(str(building.resolve()))[1:-1], json.dumps(str(run_dir.resolve()))[1:-1]
     if old in text:
         journal.write_text(text.replace(old, new), encoding="utf-8")
+
+
+def _replayed_prefix_unchanged(old: Path, new: Path, cursor: int) -> bool:
+    """Whether ``new`` starts with the lines of ``old`` up to the record numbered ``cursor``."""
+    mark = f'"seq":{cursor}'.encode()
+    with open(old, "rb") as before, open(new, "rb") as after:
+        for line in before:
+            if after.readline() != line:
+                return False
+            if mark + b"}" in line or mark + b"," in line:
+                return True
+    return cursor <= 0
+
+
+def _carry_replay_state(earlier: Path, building: Path, result: ImportedRun) -> None:
+    """Keep what earlier replays of this run delivered (``run.json``'s backends and cursors) when the records
+    they delivered are unchanged, so replaying after a re-import sends only what is new. When the source
+    changed under them, the state is dropped: the next replay starts new runs in the backends."""
+    try:
+        before = json.loads((earlier / MANIFEST_NAME).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    backends, progress = before.get("backends") or {}, before.get("progress") or {}
+    if not backends and not progress:
+        return
+    cursor = max((int(entry.get("seq", -1)) for entry in progress.values() if isinstance(entry, dict)), default=-1)
+    if not _replayed_prefix_unchanged(earlier / JOURNAL_NAME, building / JOURNAL_NAME, cursor):
+        result.not_carried.append(
+            "replay state: the source changed since the runs replayed from this import, so the next "
+            f"replay starts new runs in {', '.join(sorted(backends)) or 'its backends'}"
+        )
+        return
+    manifest = building / MANIFEST_NAME
+    data = json.loads(manifest.read_text(encoding="utf-8"))
+    data.update(backends=backends, progress=progress)
+    manifest.write_text(json.dumps(data, indent=1, default=str), encoding="utf-8")
