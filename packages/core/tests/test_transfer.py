@@ -290,11 +290,13 @@ def test_replaying_after_a_re_import_sends_only_what_is_new(fake):
     last = manifest["last_seq"]
     manifest.update(backends={"mlflow": {"run_id": "abc"}}, progress={"mlflow": {"seq": last, "step": 18}})
     (run_dir / "run.json").write_text(json.dumps(manifest))  # as a replay into MLflow leaves it
+    (run_dir / "events.out.tfevents.1").write_bytes(b"a backend's own file")  # as a replay into TensorBoard
 
     import_runs("fake", "src", logging_dir=fake / "runs", progress=False)  # the same source again
     kept = json.loads((run_dir / "run.json").read_text())
     assert kept["backends"] == {"mlflow": {"run_id": "abc"}} and kept["progress"]["mlflow"]["seq"] == last
     assert kept["imported_from"]["source_id"] == "src#1"
+    assert (run_dir / "events.out.tfevents.1").read_bytes() == b"a backend's own file"
 
     register_importer("fake", _source_runs(fake, lr=0.5))  # the source changed under the replayed records
     again = import_runs("fake", "src", logging_dir=fake / "runs", progress=False)

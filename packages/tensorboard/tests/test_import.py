@@ -182,9 +182,16 @@ def test_an_imported_run_replays_into_jsonl_and_tensorboard_with_every_point_onc
     (copy,) = [path.parent for path in (tmp_path / "j").glob("*/*/journal.jsonl")]
     check_imported(copy, float32=True)  # what the copy holds is what the import held
     assert main(["replay", str(imported.run_dir), "--to", "tensorboard", "--quiet"]) == 0  # into the imported run
+    # the source imported again, then replayed again: nothing is sent twice
+    import_runs("tensorboard", str(tmp_path / "tb"), logging_dir=tmp_path / "runs", progress=False)
+    assert main(["replay", str(imported.run_dir), "--to", "tensorboard", "--quiet"]) == 0
     (folder,) = {path.parent for path in (tmp_path / "runs").rglob("events.out.tfevents.*")}
-    scalars = event_reader(folder).scalars()
-    check_points(scalars, float32=True)
+    reader = event_reader(folder)
+    points = {
+        tag: [(e.step, float(e.tensor_proto.float_val[0])) for e in reader.accumulator.Tensors(tag)]
+        for tag in CANONICAL_POINTS
+    }
+    check_points(points, float32=True)  # lists: a step stored twice would fail
 
 
 def test_the_canonical_journal_replays_into_tensorboard(tmp_path, event_reader):

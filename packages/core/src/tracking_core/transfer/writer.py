@@ -268,6 +268,7 @@ def write_run(
     _point_artifacts_at(building, run_dir)
     if earlier is not None:
         _carry_replay_state(earlier, building, result)
+        _keep_backend_files(earlier, building)
     _swap_in(building, run_dir)
     known[(run.backend, run.source_id)] = run_dir
     return result
@@ -320,6 +321,18 @@ def _point_artifacts_at(building: Path, run_dir: Path) -> None:
     old, new = json.dumps(str(building.resolve()))[1:-1], json.dumps(str(run_dir.resolve()))[1:-1]
     if old in text:
         journal.write_text(text.replace(old, new), encoding="utf-8")
+
+
+#: what an import writes in a run folder; everything else there was written by a replay's backends
+_IMPORT_WRITES = frozenset((JOURNAL_NAME, MANIFEST_NAME, "media", "artifacts"))
+
+
+def _keep_backend_files(earlier: Path, building: Path) -> None:
+    """Move what replays wrote into the run folder (TensorBoard's event files, DVCLive's folder, spill
+    journals, cursors) into the rebuilt one: a re-import replaces the import's files, never a backend's."""
+    for entry in earlier.iterdir():
+        if entry.name not in _IMPORT_WRITES and not (building / entry.name).exists():
+            os.replace(entry, building / entry.name)
 
 
 def _replayed_prefix_unchanged(old: Path, new: Path, cursor: int) -> bool:
