@@ -49,6 +49,7 @@ def _source_runs(tmp: Path, *, fail_second: bool = False, lr: float = 0.1):
             points=_points(),
             media=[
                 Media("image", "samples", 2, image),
+                Media("image", "samples_", 2, image),  # the same file-safe name as "samples/": its own file
                 Media("image", "photo", 2, b"\xff\xd8\xff\xe0 not decoded"),
                 Media("table", "preds", 4, {"columns": ["x", "y"], "data": [[1, 2], [3, 4]]}),
                 Media("text", "prompt", 6, "hello"),
@@ -111,7 +112,8 @@ def test_import_copies_media_and_lists_what_it_could_not_carry(fake):
     run = report.runs[0]
     records = list(read_journal(run.run_dir))
     images = [r for r in records if r["type"] == "images"]
-    assert len(images) == 1 and (run.run_dir / images[0]["images"]["samples"][0]).read_bytes().startswith(b"\x89PNG")
+    assert len(images) == 2 and (run.run_dir / images[0]["images"]["samples"][0]).read_bytes().startswith(b"\x89PNG")
+    assert len({path for record in images for paths in record["images"].values() for path in paths}) == 2
     tables = {r["name"]: r for r in records if r["type"] == "table"}
     assert tables["preds"]["data"] == [[1, 2], [3, 4]] and tables["prompt"]["data"] == [["hello"]]
     (histogram,) = [r for r in records if r["type"] == "histogram"]
@@ -119,7 +121,7 @@ def test_import_copies_media_and_lists_what_it_could_not_carry(fake):
     (artifact,) = [r for r in records if r["type"] == "artifact"]
     assert Path(artifact["local_path"]).read_text() == "weights"
     assert Path(artifact["local_path"]).is_relative_to(run.run_dir.resolve())
-    assert run.media == {"image": 1, "table": 1, "text": 1, "histogram": 1, "artifact": 1}
+    assert run.media == {"image": 2, "table": 1, "text": 1, "histogram": 1, "artifact": 1}
     text = "\n".join(run.not_carried)
     assert "JPEG" in text and "audio 'speech'" in text and "system metric" in text
     assert "not carried: image 'photo'" in str(report)

@@ -106,10 +106,6 @@ def find_imported(logging_dir: Path, backend: str, source_id: str) -> Path | Non
     return imported_runs(logging_dir).get((backend, source_id))
 
 
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
 class _Sink:
     """The journal being written, with the bookkeeping the report and ``run.json`` need."""
 
@@ -168,7 +164,7 @@ def _image_suffix(data: bytes) -> str | None:
 
 def _write_media(sink: _Sink, run_dir: Path, media: Iterable[Media]) -> None:
     result = sink.result
-    counters: Counter[tuple[str, int | None]] = Counter()
+    counters: Counter[str] = Counter()  # per file name: two keys may make the same one ("a/b", "a_b")
     for kind, key, step, data, _moment in sorted(media, key=lambda item: (item.step is None, item.step or 0)):
         if kind == "image":
             raw = Path(data).read_bytes() if isinstance(data, (str, os.PathLike)) else bytes(data)
@@ -176,8 +172,9 @@ def _write_media(sink: _Sink, run_dir: Path, media: Iterable[Media]) -> None:
             if suffix != ".png":  # replay decodes PNG only (core has no image library)
                 result.not_carried.append(f"image {key!r} at step {step}: {'JPEG' if suffix else 'unknown format'}")
                 continue
-            index = counters[(key, step)]
-            counters[(key, step)] += 1
+            base = _file_name(key, step, 0, suffix)
+            index = counters[base]
+            counters[base] += 1
             relative = Path("media", "images", _file_name(key, step, index, suffix))
             (run_dir / relative).parent.mkdir(parents=True, exist_ok=True)
             (run_dir / relative).write_bytes(raw)
