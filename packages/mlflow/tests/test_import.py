@@ -210,3 +210,28 @@ def test_the_canonical_journal_replays_into_mlflow(tmp_path):
     )
     _check_mlflow_store(MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'out' / 'mlflow.db'}"))
     assert JournalSummary(run_dir).config == CANONICAL_CONFIG
+
+
+@pytest.mark.mlflow_server
+def test_runs_on_a_tracking_server_import_page_by_page(tmp_path, monkeypatch):
+    pytest.importorskip("flask", reason="`mlflow server` needs full mlflow (pip install mlflow)")
+    import tracking_mlflow.importer as importer
+
+    from .mlflow_server import MlflowServer
+
+    server = MlflowServer(tmp_path / "server")
+    (tmp_path / "server").mkdir()
+    server.start()
+    try:
+        ids = _write_sdk_runs(server.url, tmp_path)
+        monkeypatch.setattr(importer, "PAGE_SIZE", 1)  # one run per page: the paging is exercised
+        report = import_runs(
+            "mlflow", server.url, logging_dir=tmp_path / "runs", options={"experiment": "sdk-exp"}, progress=False
+        )
+    finally:
+        server.stop()
+    assert report.ok and sorted(run.source_id for run in report.runs) == sorted(ids)
+    for run in report.runs:
+        check_imported(run.run_dir)
+        (artifact,) = [r for r in read_journal(run.run_dir) if r["type"] == "artifact"]
+        assert Path(artifact["local_path"]).read_text() == "trained on CPU"
