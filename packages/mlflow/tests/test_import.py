@@ -221,7 +221,7 @@ def test_runs_on_a_tracking_server_import_page_by_page(tmp_path, monkeypatch):
 
     server = MlflowServer(tmp_path / "server")
     (tmp_path / "server").mkdir()
-    server.start()
+    server.start(timeout=240)  # its migrations and gunicorn workers take a while on a busy machine
     try:
         ids = _write_sdk_runs(server.url, tmp_path)
         monkeypatch.setattr(importer, "PAGE_SIZE", 1)  # one run per page: the paging is exercised
