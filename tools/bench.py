@@ -12,6 +12,7 @@ call hangs until the loop ends: its ``max`` is the one wait before its queue goe
     python tools/bench.py --only-core
     python tools/bench.py --loop                # the loop benchmark: tools/bench_loop.py
     python tools/bench.py --throughput          # points/s at 100 metrics per step: tools/bench_throughput.py
+    python tools/bench.py --import              # tracking import vs the SDK's reader: tools/bench_import.py
 
 Rows per backend: ``direct`` (the SDK's own per-step call, tools/bench_direct/<name>.py),
 ``reference`` (accelerate's tracker, when ``accelerate`` is installed) and ``dispatcher``
@@ -331,6 +332,10 @@ def main() -> int:
         import bench_throughput
 
         return bench_throughput.main([arg for arg in sys.argv[1:] if arg != "--throughput"])
+    if "--import" in sys.argv[1:]:  # tools/bench_import.py: tracking import against the SDK's own reader
+        import bench_import
+
+        return bench_import.main([arg for arg in sys.argv[1:] if arg != "--import"])
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=2000)
     parser.add_argument("--backends", default=None, help="comma-separated (default: every installed backend)")

@@ -1,4 +1,4 @@
-"""The ``tracking`` command: list, runs, show, demo, replay (entry point ``tracking_core.cli:main``).
+"""The ``tracking`` command: list, runs, show, demo, replay, import, export, compare (entry point ``tracking_core.cli:main``).
 
 Each command's module is imported when the command runs, so ``tracking --help`` stays instant.
 
@@ -7,6 +7,7 @@ Each command's module is imported when the command runs, so ``tracking --help`` 
 - ``demo``: ``tracking demo`` — a small real training run to every installed backend, read back.
 - ``replay``: ``tracking replay`` — push a journal into backends after the fact.
 - ``tabular``: plain-text tables for the output.
+- ``import``, ``export``, ``compare``: registered by :mod:`tracking_core.transfer.commands`.
 - ``tracking list`` reads ``tracking_core.contract.backends_info``.
 """
 
@@ -24,7 +25,9 @@ EPILOG = """examples:
   tracking demo --backends jsonl,tensorboard     a small real training run, logged and read back
   tracking runs                                  every run under ./runs
   tracking show runs/demo/<run> --plot loss.png  what a run logged, with a plot
-  tracking replay runs/demo/<run> --to mlflow    send a journal (or spill journal) to backends"""
+  tracking replay runs/demo/<run> --to mlflow    send a journal (or spill journal) to backends
+  tracking import tensorboard ./tb_logs          another tracker's runs, as journals
+  tracking compare RUN RUN --html cmp.html       runs side by side"""
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -173,6 +176,10 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--project", default=None, help="with --new-run: project name (default: the journal's)")
     replay.add_argument("--quiet", action="store_true", help="no progress output")
     replay.set_defaults(handler=_replay)
+
+    from ..transfer.commands import add_commands as add_transfer_commands
+
+    add_transfer_commands(commands)
     return parser
 
 

@@ -1,0 +1,107 @@
+"""Line charts as inline SVG: no script, no font file, no network (``compare --html``, the docs' figures)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from html import escape
+
+__all__ = ["PALETTE", "line_chart"]
+
+#: Distinguishable on white and for the common colour-vision deficiencies (Okabe-Ito, reordered).
+PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
+MAX_POINTS = 1500  # per line: more adds bytes, not detail, at this width
+
+
+def _ticks(low: float, high: float, count: int = 5) -> list[float]:
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return []
+    if high <= low:
+        return [low]
+    raw = (high - low) / count
+    magnitude = 10 ** math.floor(math.log10(raw))
+    step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
+    first = math.ceil(low / step) * step
+    return [first + i * step for i in range(int((high - first) / step + 1e-9) + 1)]
+
+
+def _label(value: float) -> str:
+    return f"{value:.4g}"
+
+
+def _thin(points: Sequence[tuple[float, float]]) -> Sequence[tuple[float, float]]:
+    """Every n-th point (the last always kept) when a line has more than the chart can show."""
+    if len(points) <= MAX_POINTS:
+        return points
+    stride = math.ceil(len(points) / MAX_POINTS)
+    kept = list(points[::stride])
+    if kept[-1] != points[-1]:
+        kept.append(points[-1])
+    return kept
+
+
+def line_chart(
+    title: str,
+    lines: Sequence[tuple[str, Sequence[tuple[float, float]]]],
+    *,
+    width: int = 560,
+    height: int = 300,
+    x_label: str = "step",
+) -> str:
+    """One ``<svg>`` with a line per ``(label, [(x, y), ...])``, axes with ticks and a legend."""
+    left, right, top, bottom = 64, 16, 28, 58
+    height += max(0, math.ceil(len(lines) / 3) - 1) * 14  # legend rows past the first
+    bottom += max(0, math.ceil(len(lines) / 3) - 1) * 14
+    plot_w, plot_h = width - left - right, height - top - bottom
+    finite = [(x, y) for _, pts in lines for x, y in pts if math.isfinite(x) and math.isfinite(y)]
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" aria-label="{escape(title)}" '
+        'font-family="sans-serif" font-size="11">',
+        f'<text x="{left}" y="18" font-size="13" font-weight="bold">{escape(title)}</text>',
+        f'<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" fill="#fff" stroke="#999"/>',
+    ]
+    if not finite:
+        parts.append(f'<text x="{left + 8}" y="{top + 20}">no finite values</text></svg>')
+        return "".join(parts)
+    x_low, x_high = min(x for x, _ in finite), max(x for x, _ in finite)
+    y_low, y_high = min(y for _, y in finite), max(y for _, y in finite)
+    if x_high == x_low:
+        x_low, x_high = x_low - 1, x_high + 1
+    if y_high == y_low:
+        pad = abs(y_low) * 0.05 or 1.0
+        y_low, y_high = y_low - pad, y_high + pad
+
+    def sx(x: float) -> float:
+        return left + (x - x_low) / (x_high - x_low) * plot_w
+
+    def sy(y: float) -> float:
+        return top + plot_h - (y - y_low) / (y_high - y_low) * plot_h
+
+    for tick in _ticks(x_low, x_high):
+        x = sx(tick)
+        parts.append(f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{top + plot_h}" stroke="#eee"/>')
+        parts.append(f'<text x="{x:.1f}" y="{top + plot_h + 14}" text-anchor="middle">{_label(tick)}</text>')
+    for tick in _ticks(y_low, y_high):
+        y = sy(tick)
+        parts.append(f'<line x1="{left}" y1="{y:.1f}" x2="{left + plot_w}" y2="{y:.1f}" stroke="#eee"/>')
+        parts.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{_label(tick)}</text>')
+    parts.append(
+        f'<text x="{left + plot_w / 2:.0f}" y="{top + plot_h + 28}" text-anchor="middle" fill="#555">'
+        f"{escape(x_label)}</text>"
+    )
+    for index, (label, points) in enumerate(lines):
+        color = PALETTE[index % len(PALETTE)]
+        shown = [(x, y) for x, y in _thin(points) if math.isfinite(x) and math.isfinite(y)]
+        if len(shown) == 1:
+            x, y = shown[0]
+            parts.append(f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="3" fill="{color}"/>')
+        elif shown:
+            path = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in shown)
+            parts.append(f'<polyline fill="none" stroke="{color}" stroke-width="1.6" points="{path}"/>')
+        lx = left + (index % 3) * (plot_w // 3)
+        ly = top + plot_h + 44 + (index // 3) * 14
+        parts.append(f'<rect x="{lx}" y="{ly - 8}" width="12" height="3" fill="{color}"/>')
+        parts.append(f'<text x="{lx + 16}" y="{ly - 4}">{escape(label)}</text>')
+    parts.append("</svg>")
+    return "".join(parts)

@@ -1,0 +1,223 @@
+"""``tracking import tensorboard``: event files written with tensorboard's SDK directly (as torch's
+``SummaryWriter`` and ``tf.summary``/Keras write them), imported, replayed, read back.
+
+The two halves of the round-trip matrix for TensorBoard (see ``tracking_core.testing.transfer``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tracking_core.cli import main
+from tracking_core.journal import JournalSummary, read_journal
+from tracking_core.png import encode_png
+from tracking_core.testing.transfer import (
+    CANONICAL_CONFIG,
+    CANONICAL_POINTS,
+    canonical_journal,
+    canonical_time,
+    check_imported,
+    check_points,
+)
+from tracking_core.transfer.importing import import_runs
+from tracking_core.transfer.model import SourceError
+
+
+def _write_sdk_run(log_dir: Path) -> None:
+    """A run as torch.utils.tensorboard writes one (legacy values) plus tf.summary-style tensors."""
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+    from tensorboard.plugins.hparams import plugin_data_pb2
+    from tensorboard.plugins.scalar import metadata as scalar_metadata
+    from tensorboard.plugins.text import metadata as text_metadata
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+    from tensorboard.util import tensor_util
+
+    writer = EventFileWriter(str(log_dir))
+    Value = summary_pb2.Summary.Value
+
+    def emit(step: int, *values: Value, wall_time: float | None = None) -> None:
+        event = event_pb2.Event(step=step, wall_time=wall_time or canonical_time(step))
+        event.summary.value.extend(values)
+        writer.add_event(event)
+
+    start = plugin_data_pb2.SessionStartInfo(start_time_secs=canonical_time(0))
+    start.hparams["lr"].number_value = CANONICAL_CONFIG["lr"]
+    start.hparams["batch_size"].number_value = CANONICAL_CONFIG["batch_size"]
+    start.hparams["optimizer"].string_value = CANONICAL_CONFIG["optimizer"]
+    content = plugin_data_pb2.HParamsPluginData(session_start_info=start, version=0).SerializeToString()
+    hparams_meta = summary_pb2.SummaryMetadata(
+        plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="hparams", content=content)
+    )
+    emit(
+        0,
+        Value(
+            tag="_hparams_/session_start_info",
+            metadata=hparams_meta,
+            tensor=tensor_util.make_tensor_proto([], dtype=np.float32),
+        ),
+    )
+    for step, value in CANONICAL_POINTS["train/loss"].items():  # torch: simple_value (float32)
+        emit(step, Value(tag="train/loss", simple_value=value))
+    first = True
+    for step, value in CANONICAL_POINTS["val/acc"].items():  # tf.summary: a tensor, metadata on the first only
+        metadata = scalar_metadata.create_summary_metadata(display_name="", description="") if first else None
+        tensor = tensor_util.make_tensor_proto(np.float64(value))
+        emit(
+            step,
+            Value(tag="val/acc", metadata=metadata, tensor=tensor) if metadata else Value(tag="val/acc", tensor=tensor),
+        )
+        first = False
+    png = encode_png(np.full((3, 4, 3), 90, dtype=np.uint8))
+    emit(
+        3,
+        Value(
+            tag="samples", image=summary_pb2.Summary.Image(height=3, width=4, colorspace=3, encoded_image_string=png)
+        ),
+    )
+    text_meta = text_metadata.create_summary_metadata(display_name="", description="")
+    emit(6, Value(tag="notes", metadata=text_meta, tensor=tensor_util.make_tensor_proto("hello **world**")))
+    histo = summary_pb2.HistogramProto(
+        min=0.5,
+        max=2.5,
+        num=4,
+        sum=6,
+        sum_squares=11,
+        bucket_limit=[1.0, 2.0, 1.7976931348623157e308],
+        bucket=[1, 2, 1],
+    )
+    emit(9, Value(tag="weights", histo=histo))
+    emit(12, Value(tag="speech", audio=summary_pb2.Summary.Audio(sample_rate=8000, encoded_audio_string=b"RIFF")))
+    writer.close()
+
+
+def _digest(root: Path) -> dict[str, str]:
+    return {
+        str(path.relative_to(root)): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(root.rglob("*"))
+        if path.is_file()
+    }
+
+
+def test_an_sdk_written_run_imports_with_steps_times_media_and_hparams(tmp_path, capsys):
+    source = tmp_path / "tb" / "exp1"
+    _write_sdk_run(source)
+    before = _digest(tmp_path / "tb")
+    assert (
+        main(["import", "tensorboard", str(tmp_path / "tb"), "--logging-dir", str(tmp_path / "runs"), "--quiet"]) == 0
+    )
+    out = capsys.readouterr().out
+    assert _digest(tmp_path / "tb") == before  # the source is only read
+    (run_dir,) = [path.parent for path in (tmp_path / "runs").glob("*/*/run.json")]
+    check_imported(run_dir, float32=True)
+    manifest = json.loads((run_dir / "run.json").read_text())
+    assert manifest["imported_from"]["backend"] == "tensorboard" and manifest["imported_from"]["location"] == str(
+        source
+    )
+    records = list(read_journal(run_dir))
+    (images,) = [r for r in records if r["type"] == "images"]
+    assert images["step"] == 3 and (run_dir / images["images"]["samples"][0]).read_bytes().startswith(b"\x89PNG")
+    tables = {r["name"]: r for r in records if r["type"] == "table"}
+    assert tables["notes"]["data"] == [["hello **world**"]]
+    (histogram,) = [r for r in records if r["type"] == "histogram"]
+    assert histogram["histogram"]["counts"] == [1, 2, 1] and histogram["histogram"]["edges"] == [0.5, 1.0, 2.0, 2.5]
+    assert "not carried: 1 audio (speech)" in out  # listed, not dropped silently
+
+    # again: the same run, rewritten in place
+    assert (
+        main(["import", "tensorboard", str(tmp_path / "tb"), "--logging-dir", str(tmp_path / "runs"), "--quiet"]) == 0
+    )
+    assert len(list((tmp_path / "runs").glob("*/*/run.json"))) == 1
+
+
+def test_a_run_this_library_wrote_keeps_its_exact_config(tmp_path):
+    import tracking_core
+
+    config = {"lr": 0.1, "model": {"layers": [64, 64]}}
+    run = tracking_core.init("p", log_with="tensorboard", logging_dir=tmp_path / "logs", config=config)
+    for step in range(5):
+        run.log({"loss": 1.0 / (step + 1)}, step=step)
+    run.log_images({"sample": np.full((3, 4, 3), 7, dtype=np.uint8)}, step=2)  # the image plugin's tensor form
+    run.finish()
+    report = import_runs("tensorboard", str(tmp_path / "logs"), logging_dir=tmp_path / "runs", progress=False)
+    (imported,) = report.runs
+    summary = JournalSummary(imported.run_dir)
+    assert summary.config == config
+    assert [step for step, _ in summary.metrics["loss"]] == list(range(5))
+    (images,) = [r for r in read_journal(imported.run_dir) if r["type"] == "images"]
+    assert images["step"] == 2 and list(images["images"]) == ["sample"]
+
+
+def test_a_truncated_event_file_is_a_clear_error_naming_it(tmp_path, capsys):
+    _write_sdk_run(tmp_path / "tb" / "a")
+    _write_sdk_run(tmp_path / "tb" / "b")
+    (damaged,) = (tmp_path / "tb" / "b").glob("events*")
+    damaged.write_bytes(damaged.read_bytes()[:-7])
+    with pytest.raises(SourceError, match="truncated") as error:
+        list(
+            __import__("tracking_core.transfer.importing", fromlist=["x"]).importer_for("tensorboard")(
+                str(tmp_path / "tb" / "b")
+            )
+        )
+    assert error.value.path == str(damaged)
+    assert (
+        main(["import", "tensorboard", str(tmp_path / "tb"), "--logging-dir", str(tmp_path / "runs"), "--quiet"]) == 1
+    )
+    err = capsys.readouterr().err
+    assert str(damaged) in err and "imported up to there" in err and "1 run(s) were imported before it" in err
+    assert len(list((tmp_path / "runs").glob("*/*/run.json"))) == 1
+
+
+def test_an_imported_run_replays_into_jsonl_and_tensorboard_with_every_point_once(tmp_path, event_reader):
+    _write_sdk_run(tmp_path / "tb" / "exp1")
+    (imported,) = import_runs("tensorboard", str(tmp_path / "tb"), logging_dir=tmp_path / "runs", progress=False).runs
+    code = main(
+        ["replay", str(imported.run_dir), "--to", "jsonl", "--new-run", "--logging-dir", str(tmp_path / "j"), "--quiet"]
+    )
+    assert code == 0
+    (copy,) = [path.parent for path in (tmp_path / "j").glob("*/*/journal.jsonl")]
+    check_imported(copy, float32=True)  # what the copy holds is what the import held
+    assert main(["replay", str(imported.run_dir), "--to", "tensorboard", "--quiet"]) == 0  # into the imported run
+    # the source imported again, then replayed again: nothing is sent twice
+    import_runs("tensorboard", str(tmp_path / "tb"), logging_dir=tmp_path / "runs", progress=False)
+    assert main(["replay", str(imported.run_dir), "--to", "tensorboard", "--quiet"]) == 0
+    (folder,) = {path.parent for path in (tmp_path / "runs").rglob("events.out.tfevents.*")}
+    reader = event_reader(folder)
+    points = {
+        tag: [(e.step, float(e.tensor_proto.float_val[0])) for e in reader.accumulator.Tensors(tag)]
+        for tag in CANONICAL_POINTS
+    }
+    check_points(points, float32=True)  # lists: a step stored twice would fail
+
+
+def test_the_canonical_journal_replays_into_tensorboard(tmp_path, event_reader):
+    """Replay half of the matrix: journal -> TensorBoard, read back with its accumulator."""
+    run_dir = canonical_journal(tmp_path / "runs")
+    assert (
+        main(
+            [
+                "replay",
+                str(run_dir),
+                "--to",
+                "tensorboard",
+                "--new-run",
+                "--logging-dir",
+                str(tmp_path / "out"),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
+    (folder,) = {path.parent for path in (tmp_path / "out").rglob("events.out.tfevents.*")}
+    reader = event_reader(folder)
+    check_points(reader.scalars(), float32=True)
+    times = {
+        tag: {event.step: event.wall_time for event in reader.accumulator.Tensors(tag)} for tag in CANONICAL_POINTS
+    }
+    check_points(reader.scalars(), float32=True, times=times)
+    assert reader.config_json() == CANONICAL_CONFIG
+    _ = io  # (kept for parity with the other cells' imports)
