@@ -111,9 +111,11 @@ def _points(run: Any, metrics: list[tuple[str, Any]], not_carried: list[str]) ->
             yield Point(key, int(step), value, _time(time))
 
 
-def _media_of(value: Any, kind: str, key: str, step: int, time: float | None) -> Iterator[Media]:
+def _media_of(value: Any, kind: str, key: str, step: int, time: float | None, captioned: set[str]) -> Iterator[Media]:
     for item in value if isinstance(value, list) else [value]:
         if kind == "image":
+            if getattr(item, "caption", ""):
+                captioned.add(key)
             yield Media("image", key, step, bytes(item.storage["data"].load()), time)
         elif kind == "text":
             yield Media("text", key, step, str(item.data), time)
@@ -122,7 +124,7 @@ def _media_of(value: Any, kind: str, key: str, step: int, time: float | None) ->
             yield Media("histogram", key, step, {"counts": counts.tolist(), "edges": edges.tolist()}, time)
 
 
-def _media(run: Any, sequences: list[tuple[str, Any, str]]) -> Iterator[Media]:
+def _media(run: Any, sequences: list[tuple[str, Any, str]], not_carried: list[str]) -> Iterator[Media]:
     getters = {
         "image": run.get_image_sequence,
         "text": run.get_text_sequence,
@@ -135,8 +137,11 @@ def _media(run: Any, sequences: list[tuple[str, Any, str]]) -> Iterator[Media]:
         key = _key(name, context.to_dict())
         steps, (values, *rest) = sequence.data.items_list()
         times = rest[-1] if rest else [None] * len(steps)
+        captioned: set[str] = set()
         for step, value, time in zip(steps, values, times):
-            yield from _media_of(value, kind, key, int(step), _time(time))
+            yield from _media_of(value, kind, key, int(step), _time(time), captioned)
+        if captioned:
+            not_carried.append(f"image captions ({key})")
 
 
 def _config(params: dict[str, Any]) -> dict[str, Any]:
@@ -191,7 +196,7 @@ def _read_run(run: Any, aim_folder: Path, copy: tempfile.TemporaryDirectory[str]
         config=config,
         tags=tags,
         points=_guarded(_points(run, metrics, not_carried), sequences, copy, "points"),
-        media=_guarded(_media(run, media), sequences, copy, "media"),
+        media=_guarded(_media(run, media, not_carried), sequences, copy, "media"),
         not_carried=not_carried,
         location=location,
     )

@@ -158,6 +158,8 @@ class _Scan:
 
 def _media(scan: _Scan, files: Path, key: str, value: dict[str, Any], step: int, time: float | None) -> None:
     kind = value.get("_type")
+    if value.get("caption") or value.get("captions"):
+        scan.drop(f"image captions ({key})")
     if kind == "image-file":
         scan.media.append(Media("image", key, step, str(files / value["path"]), time))
     elif kind == "images/separated":
