@@ -17,13 +17,14 @@ from .test_contract import run_python
 STEPS = 20
 CONFIG = {"lr": 0.1, "optimizer": {"name": "adam", "betas": [0.9, 0.999]}, "scheduler": None}
 WRITE = """
-import json, sys
+import inspect, json, sys
 import numpy as np
 import trackio
 from trackio.sqlite_storage import SQLiteStorage
 
 STEPS, CONFIG = {steps}, {config}
-trackio.init(project="imports", name="sdk-run", config=CONFIG, auto_log_cpu=False, auto_log_gpu=False)
+QUIET = {{key: False for key in ("auto_log_cpu", "auto_log_gpu") if key in inspect.signature(trackio.init).parameters}}
+trackio.init(project="imports", name="sdk-run", config=CONFIG, **QUIET)
 for step in range(STEPS):
     trackio.log({{"train/loss": 1.0 / (step + 1), "acc": step / STEPS, "phase": f"p{{step % 2}}"}}, step=step)
 pixels = np.arange(4 * 6 * 3, dtype=np.uint8).reshape(4, 6, 3)
@@ -32,7 +33,7 @@ trackio.log({{
     "preds": trackio.Table(columns=["id", "label"], data=[[0, "cat"], [1, "dog"]]),
 }}, step=STEPS)
 trackio.finish()
-trackio.init(project="imports", name="second", auto_log_cpu=False, auto_log_gpu=False)
+trackio.init(project="imports", name="second", **QUIET)
 trackio.log({{"train/loss": 3.0}}, step=7)
 trackio.finish()
 logs = {{name: SQLiteStorage.get_logs("imports", name) for name in ("sdk-run", "second")}}
