@@ -45,7 +45,7 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, dict[s
         run.track(step / STEPS, name="acc", step=step, context={"subset": "val"}, epoch=step // 10)
     run.track(Text("a note"), name="note", step=3)
     pixels = np.arange(4 * 6 * 3, dtype=np.uint8).reshape(4, 6, 3)
-    run.track(Image(pixels), name="sample", step=STEPS)
+    run.track(Image(pixels, caption="first"), name="sample", step=STEPS)
     run.track([Image(pixels), Image(255 - pixels)], name="pair", step=STEPS)
     run.track(Distribution(hist=[1, 2, 3], bin_range=(0, 3)), name="weights", step=STEPS)
     run_hash = run.hash
@@ -92,7 +92,7 @@ def test_every_point_config_media_and_what_is_not_carried(written: tuple[Path, s
     [histogram] = [item for item in media if item.kind == "histogram"]
     assert histogram.data == {"counts": [1, 2, 3], "edges": [0.0, 1.0, 2.0, 3.0]}
     assert [item.data for item in media if item.kind == "text"] == ["a note"]
-    assert run.not_carried == ["the epoch of each point of \"acc {'subset': 'val'}\""]
+    assert run.not_carried == ["the epoch of each point of \"acc {'subset': 'val'}\"", "image captions (sample)"]
 
 
 def test_a_damaged_repo_names_the_file(written: tuple[Path, str, dict], tmp_path: Path) -> None:
@@ -102,11 +102,11 @@ def test_a_damaged_repo_names_the_file(written: tuple[Path, str, dict], tmp_path
     chunks = copy / ".aim" / "seqs" / "chunks" / run_hash
     for table in chunks.glob("*.sst"):
         table.write_bytes(table.read_bytes()[: table.stat().st_size // 2])
-    [run] = list(read_runs(str(copy)))
     with pytest.raises(SourceError) as caught:
-        list(run.points)
+        for run in read_runs(str(copy)):
+            list(run.points)
     assert caught.value.path == str(chunks) and str(chunks) in str(caught.value)
-    assert caught.value.imported == "0 points"
+    assert caught.value.imported in ("no run", "0 points")  # found at the run's epochs, or at its points
 
 
 def test_not_a_repo(tmp_path: Path) -> None:

@@ -98,24 +98,20 @@ def _guarded(items: Iterator[Any], where: Path, copy: tempfile.TemporaryDirector
         raise SourceError(str(where), message, imported=f"{count} {what}") from error
 
 
-def _points(run: Any, metrics: list[tuple[str, Any]], not_carried: list[str]) -> Iterator[Point]:
+def _points(run: Any, metrics: list[tuple[str, Any]]) -> Iterator[Point]:
     for name, context in metrics:
         metric = run.get_metric(name, context)
         if metric is None:
             continue
         key = _key(name, context.to_dict())
-        steps, (values, epoch_values, times) = metric.data.items_list()
-        if any(_time(epoch) is not None for epoch in epoch_values):
-            not_carried.append(f"the epoch of each point of {key!r}")
+        steps, (values, _epochs, times) = metric.data.items_list()
         for step, value, time in zip(steps, values, times):
             yield Point(key, int(step), value, _time(time))
 
 
-def _media_of(value: Any, kind: str, key: str, step: int, time: float | None, captioned: set[str]) -> Iterator[Media]:
+def _media_of(value: Any, kind: str, key: str, step: int, time: float | None) -> Iterator[Media]:
     for item in value if isinstance(value, list) else [value]:
         if kind == "image":
-            if getattr(item, "caption", ""):
-                captioned.add(key)
             yield Media("image", key, step, bytes(item.storage["data"].load()), time)
         elif kind == "text":
             yield Media("text", key, step, str(item.data), time)
@@ -124,7 +120,7 @@ def _media_of(value: Any, kind: str, key: str, step: int, time: float | None, ca
             yield Media("histogram", key, step, {"counts": counts.tolist(), "edges": edges.tolist()}, time)
 
 
-def _media(run: Any, sequences: list[tuple[str, Any, str]], not_carried: list[str]) -> Iterator[Media]:
+def _media(run: Any, sequences: list[tuple[str, Any, str]]) -> Iterator[Media]:
     getters = {
         "image": run.get_image_sequence,
         "text": run.get_text_sequence,
@@ -137,11 +133,32 @@ def _media(run: Any, sequences: list[tuple[str, Any, str]], not_carried: list[st
         key = _key(name, context.to_dict())
         steps, (values, *rest) = sequence.data.items_list()
         times = rest[-1] if rest else [None] * len(steps)
-        captioned: set[str] = set()
         for step, value, time in zip(steps, values, times):
-            yield from _media_of(value, kind, key, int(step), _time(time), captioned)
-        if captioned:
-            not_carried.append(f"image captions ({key})")
+            yield from _media_of(value, kind, key, int(step), _time(time))
+
+
+def _unseen_parts(run: Any, metrics: list[tuple[str, Any]], media: list[tuple[str, Any, str]]) -> list[str]:
+    """Epochs of metric points and image captions, found before the points stream (a journal has neither).
+
+    Only the epoch column of each metric is read, and the images' records without their pixels.
+    """
+    notes = []
+    for name, context in metrics:
+        metric = run.get_metric(name, context)
+        if metric is None:
+            continue
+        _steps, (epochs,) = metric.data.view("epoch").items_list()
+        if any(_time(epoch) is not None for epoch in epochs):
+            notes.append(f"the epoch of each point of {_key(name, context.to_dict())!r}")
+    for name, context, kind in media:
+        sequence = run.get_image_sequence(name, context) if kind == "image" else None
+        if sequence is None:
+            continue
+        _steps, (values, *_rest) = sequence.data.items_list()
+        items = [item for value in values for item in (value if isinstance(value, list) else [value])]
+        if any(getattr(item, "caption", "") for item in items):
+            notes.append(f"image captions ({_key(name, context.to_dict())})")
+    return notes
 
 
 def _config(params: dict[str, Any]) -> dict[str, Any]:
@@ -168,6 +185,7 @@ def _read_run(run: Any, aim_folder: Path, copy: tempfile.TemporaryDirectory[str]
             media.append((name, context, _MEDIA_DTYPES[dtype]))
         else:
             not_carried.append(f"sequence {_key(name, context.to_dict())!r} of Aim type {dtype!r}")
+    not_carried.extend(_unseen_parts(run, metrics, media))
     params = run[...] or {}
     config = _config(params)
     hidden = sorted(key for key in params if key.startswith("__"))
@@ -195,8 +213,8 @@ def _read_run(run: Any, aim_folder: Path, copy: tempfile.TemporaryDirectory[str]
         status="running" if run.active else "finished",
         config=config,
         tags=tags,
-        points=_guarded(_points(run, metrics, not_carried), sequences, copy, "points"),
-        media=_guarded(_media(run, media, not_carried), sequences, copy, "media"),
+        points=_guarded(_points(run, metrics), sequences, copy, "points"),
+        media=_guarded(_media(run, media), sequences, copy, "media"),
         not_carried=not_carried,
         location=location,
     )
@@ -206,8 +224,7 @@ def read_runs(source: str, *, options: dict[str, str] | None = None) -> Iterator
     """Each run of the Aim repo at ``source`` (the folder holding ``.aim``, or ``.aim`` itself).
 
     Points are read lazily, a sequence at a time, from an indexed copy of the repo that is removed once
-    this iterator and every run's ``points`` and ``media`` are exhausted or dropped. A metric with epochs gets a ``not_carried`` entry
-    once its points have been read.
+    this iterator and every run's ``points`` and ``media`` are exhausted or dropped.
     """
     aim_folder = _repo_folder(Path(source))
     scratch = tempfile.TemporaryDirectory(prefix="tracking-aim-import-")
@@ -224,10 +241,9 @@ def read_runs(source: str, *, options: dict[str, str] | None = None) -> Iterator
             found = _read_run(run, aim_folder, scratch)
         except Exception as error:
             imported = f"{len(done)} run(s): {', '.join(done)}" if done else "no run"
-            raise SourceError(
-                str(aim_folder / "meta" / "chunks" / run_hash),
-                f"Aim cannot read run {run_hash} ({type(error).__name__}: {error})",
-                imported=imported,
-            ) from error
+            message = f"Aim cannot read run {run_hash} ({type(error).__name__}: {error})"
+            message = message.replace(str(Path(scratch.name) / ".aim"), str(aim_folder))
+            container = "seqs" if f"/seqs/chunks/{run_hash}" in message else "meta"
+            raise SourceError(str(aim_folder / container / "chunks" / run_hash), message, imported=imported) from error
         yield found
         done.append(run_hash)
