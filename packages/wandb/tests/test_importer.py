@@ -35,6 +35,7 @@ run = wandb.init(
 )
 for step in range(STEPS):
     run.log({"train/loss": 1.0 / (step + 1), "acc": step / STEPS, "phase": f"p{step % 2}"}, step=step)
+run.log({"eval": {"loss": 0.5, "acc": 0.75}}, step=STEPS - 1)
 pixels = np.arange(4 * 6 * 3, dtype=np.uint8).reshape(4, 6, 3)
 run.log({
     "sample": wandb.Image(pixels),
@@ -99,6 +100,9 @@ def test_every_point_config_media_and_what_is_not_carried(written: Path) -> None
     assert run.config == {"lr": 0.1, "optimizer": {"name": "adam", "betas": [0.9, 0.999]}, "scheduler": None}
     assert run.tags == {"group": "sweep-1", "notes": "written by wandb itself", "tags": "baseline,small"}
 
+    nested = sorted((p.key, p.step, p.value) for p in points if p.key.startswith("eval."))
+    assert nested == [("eval.acc", STEPS - 1, 0.75), ("eval.loss", STEPS - 1, 0.5)]
+    points = [point for point in points if not point.key.startswith("eval.")]  # a nested dict, flattened
     seen = [(point.key, point.step) for point in points]
     assert len(seen) == len(set(seen)) == 3 * STEPS  # every point once
     for point in points:

@@ -18,7 +18,7 @@ import json
 import os
 import struct
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -142,7 +142,7 @@ class _Scan:
 
     run: Any = None
     config: dict[str, Any] = field(default_factory=dict)
-    summary: dict[str, Any] = field(default_factory=dict)
+    summary_keys: set[str] = field(default_factory=set)
     exit: Any = None
     media: list[Media] = field(default_factory=list)
     history_keys: set[str] = field(default_factory=set)
@@ -229,9 +229,8 @@ def _scan(logs: list[Path]) -> _Scan:
                         _put(scan.config, item)
                     for item in record.config.remove:
                         scan.config.pop(item.key, None)
-                elif kind == "summary":
-                    for item in record.summary.update:
-                        _put(scan.summary, item)
+                elif kind == "summary":  # W&B rewrites it every step: only its keys are needed, not decoded
+                    scan.summary_keys.update(_top_key(item) for item in record.summary.update)
                 elif kind == "exit":
                     scan.exit = record.exit
                 elif kind == "artifact" and record.artifact.type != "run_table":  # run_table: a logged table's copy
@@ -242,6 +241,24 @@ def _scan(logs: list[Path]) -> _Scan:
     return scan
 
 
+def _values(record: Any) -> tuple[float | None, Iterable[tuple[str, Any]]]:
+    """A history record's time and its values by key; W&B's own ``_runtime``/``_step`` are not decoded."""
+    items = record.history.item
+    if any(len(item.nested_key) > 1 for item in items):  # nested values or media: the whole row, flattened
+        row = _row(record)
+        return row.get("_timestamp"), list(_flat(row))
+    time: float | None = None
+    values: list[tuple[str, Any]] = []
+    for item in items:
+        key = _top_key(item)
+        if key == "_timestamp":
+            time = json.loads(item.value_json)
+        elif not key.startswith("_"):
+            value = json.loads(item.value_json)
+            values.extend(_flat({key: value}) if isinstance(value, dict) else [(key, value)])
+    return time, values
+
+
 def _points(logs: list[Path], damaged: Path | None) -> Iterator[Point]:
     for log in logs:
         try:
@@ -249,9 +266,8 @@ def _points(logs: list[Path], damaged: Path | None) -> Iterator[Point]:
                 if record.WhichOneof("record_type") != "history":
                     continue
                 step = record.history.step.num
-                row = _row(record)
-                time = row.get("_timestamp")
-                for key, value in _flat(row):
+                time, values = _values(record)
+                for key, value in values:
                     if key.startswith("_") or value is None:
                         continue
                     if isinstance(value, bool):
@@ -282,7 +298,7 @@ def _artifacts(logs: list[Path]) -> Iterator[Media]:
 
 def _not_carried(scan: _Scan) -> list[str]:
     notes = [f"{what}, {count} time(s)" for what, count in sorted(scan.dropped.items())]
-    summary_only = sorted(key for key in scan.summary if not key.startswith("_") and key not in scan.history_keys)
+    summary_only = sorted(key for key in scan.summary_keys if not key.startswith("_") and key not in scan.history_keys)
     if summary_only:
         notes.append(f"summary values set apart from the history: {', '.join(summary_only)}")
     if scan.counts.get("stats"):
