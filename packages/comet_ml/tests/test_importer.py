@@ -1,0 +1,150 @@
+"""Importing Comet experiments from offline archives: one written with comet_ml directly, read back whole."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import zipfile
+from pathlib import Path
+
+import pytest
+from tracking_comet_ml.archive import read_archive_history
+from tracking_comet_ml.importer import read_runs
+from tracking_core.transfer.model import SourceError
+
+STEPS = 20
+CONFIG = {"lr": 0.1, "optimizer": {"name": "adam", "betas": [0.9, 0.999]}, "scheduler": None}
+WRITE = """
+import io, json, sys
+import numpy as np
+from PIL import Image
+import comet_ml
+
+STEPS, CONFIG, folder = {steps}, {config}, sys.argv[1]
+quiet = dict(auto_output_logging=False, auto_param_logging=False, auto_metric_logging=False, log_env_details=False,
+             log_git_metadata=False, log_git_patch=False, log_env_gpu=False, log_env_host=False, log_env_cpu=False,
+             log_code=False, display_summary_level=0)
+experiment = comet_ml.OfflineExperiment(project_name="imports", offline_directory=folder, **quiet)
+experiment.set_name("sdk-run")
+experiment.add_tag("baseline")
+experiment.log_parameters(CONFIG)
+experiment.log_other("dataset", "mnist")
+for step in range(STEPS):
+    experiment.log_metrics({{"train/loss": 1.0 / (step + 1), "acc": step / STEPS}}, step=step)
+pixels = np.arange(4 * 6 * 3, dtype=np.uint8).reshape(4, 6, 3)
+experiment.log_image(Image.fromarray(pixels), name="sample", step=STEPS)
+experiment.log_text("a note", step=STEPS)
+experiment.log_histogram_3d([1.0, 2.0, 2.0, 3.0], name="weights", step=STEPS)
+experiment.log_table("preds.csv", tabular_data=[[0, "cat"], [1, "dog"]], headers=["id", "label"])
+experiment.end()
+print(json.dumps({{"key": experiment.id}}))
+"""
+
+
+def _tree(root: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in root.rglob("*") if p.is_file()
+    }
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The offline archive comet_ml wrote."""
+    root = tmp_path_factory.mktemp("comet-import")
+    env = {key: value for key, value in os.environ.items() if not key.startswith("COMET_")}
+    env.update(
+        HOME=str(root / "home"),
+        MPLCONFIGDIR=str(root / "mpl"),
+        COMET_DISABLE_ANNOUNCEMENT="1",
+        COMET_API_KEY="",
+        COMET_ERROR_TRACKING_ENABLE="false",
+    )
+    script = textwrap.dedent(WRITE).format(steps=STEPS, config=repr(CONFIG))
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(root / "offline")],
+        env=env,
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    key = json.loads(done.stdout.strip().splitlines()[-1])["key"]
+    return root / "offline" / f"{key}.zip"
+
+
+def test_every_point_config_media_and_what_is_not_carried(written: Path) -> None:
+    before = _tree(written.parent)
+    [run] = list(read_runs(str(written.parent)))
+    points = list(run.points)
+    media = list(run.media)
+    assert _tree(written.parent) == before
+
+    assert (run.backend, run.name, run.project) == ("comet_ml", "sdk-run", "imports")
+    assert run.source_id == f"imports/{written.stem}"
+    assert run.config == CONFIG  # Comet's "optimizer|name" nested again
+    assert run.tags == {"dataset": "mnist", "tags": "baseline"}
+    assert run.started is not None and run.ended is not None and run.started <= run.ended
+
+    logged = [point for point in points if point.key in ("train/loss", "acc")]
+    assert len({(p.key, p.step) for p in logged}) == len(logged) == 2 * STEPS  # every point once
+    history = read_archive_history(written)  # the package's reader of the same messages
+    assert {key: [(p.step, p.value) for p in logged if p.key == key] for key in ("train/loss", "acc")} == {
+        key: history[key] for key in ("train/loss", "acc")
+    }
+    assert all(run.started <= point.time <= run.ended for point in points)  # Comet's millisecond times
+    assert {point.key for point in points} - {"train/loss", "acc"} <= {"process duration"}  # Comet's own
+
+    assert sorted((item.kind, item.key) for item in media) == [
+        ("artifact", "preds.csv"),
+        ("histogram", "weights"),
+        ("image", "sample"),
+        ("text", "text"),
+    ]
+    [image] = [item for item in media if item.kind == "image"]
+    assert image.step == STEPS and image.data.startswith(b"\x89PNG")
+    [text] = [item for item in media if item.kind == "text"]
+    assert text.data == "a note"
+    [histogram] = [item for item in media if item.kind == "histogram"]
+    assert sum(histogram.data["counts"]) == 4 and len(histogram.data["edges"]) == len(histogram.data["counts"]) + 1
+    [table] = [item for item in media if item.kind == "artifact"]
+    assert Path(table.data).read_text().splitlines() == ["id,label", "0,cat", "1,dog"]
+    assert all("auto-logged parameter" in note for note in run.not_carried), run.not_carried
+
+
+def test_a_damaged_archive_names_the_file(written: Path, tmp_path: Path) -> None:
+    truncated = tmp_path / "truncated.zip"
+    truncated.write_bytes(written.read_bytes()[: written.stat().st_size // 2])
+    with pytest.raises(SourceError, match="not a zip archive") as caught:
+        list(read_runs(str(truncated)))
+    assert caught.value.path == str(truncated)
+
+    torn = tmp_path / written.name
+    with zipfile.ZipFile(written) as source, zipfile.ZipFile(torn, "w") as target:
+        for member in source.namelist():
+            data = source.read(member)
+            if member == "messages.json":
+                lines = data.splitlines(keepends=True)
+                data = b"".join(lines[: len(lines) // 2]) + lines[len(lines) // 2][:10]
+            target.writestr(member, data)
+    runs = read_runs(str(torn))
+    run = next(runs)
+    assert 0 < len(list(run.points)) < 2 * STEPS
+    with pytest.raises(SourceError) as caught:
+        next(runs)
+    assert caught.value.path == str(torn) and "metric message(s)" in caught.value.imported
+
+
+def test_not_an_archive(tmp_path: Path) -> None:
+    with pytest.raises(SourceError, match="no Comet offline archive"):
+        list(read_runs(str(tmp_path)))
+    placeholder = tmp_path / "key.zip"
+    with zipfile.ZipFile(placeholder, "w"):
+        pass  # what Comet leaves for a process that never ended
+    with pytest.raises(SourceError, match=r"no experiment\.json"):
+        list(read_runs(str(placeholder)))

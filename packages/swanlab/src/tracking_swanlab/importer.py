@@ -1,0 +1,238 @@
+"""Import SwanLab runs from their local folders (``<log_dir>/run-<time>-<id>``, offline or local mode).
+
+A run folder's ``run-<id>.swanlab`` is a log of protobuf ``Record`` messages (what ``swanlab sync``
+uploads), read here with SwanLab's own ``DataStoreReader`` and ``record_pb2`` -- record by record, and
+through ``scan()`` rather than the reader's iterator, which ends quietly at a damaged record where an
+import must say so. Scalars (with their steps and timestamps) become points; text, image and table
+media (files under ``media/``) become media; the config comes from ``files/config.yaml`` as
+:mod:`tracking_swanlab.reader` reads it. The folders of a resumed run (one id) are read as one run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tracking_core.transfer.model import Media, Point, SourceError, SourceRun
+
+from .reader import _media_file
+
+__all__ = ["read_runs"]
+
+#: SwanLab's own saved files: what they hold is carried from the records and config.yaml.
+_OWN_SAVES = {"config", "metadata"}
+
+
+class _Damaged(Exception):
+    pass
+
+
+def _records(path: Path) -> Iterator[Any]:
+    from swanlab.proto.swanlab.record.v1 import record_pb2
+    from swanlab.sdk.internal.core_python.store import DataStoreReader
+
+    if path.stat().st_size == 0:
+        return  # SwanLab writes the file unflushed until finish(): a run killed early holds nothing
+    reader = DataStoreReader()
+    try:
+        reader.open(str(path))
+    except Exception as error:
+        raise SourceError(str(path), f"not a SwanLab run file ({error or type(error).__name__})") from error
+    count = 0
+    try:
+        while True:
+            try:
+                raw = reader.scan()
+            except Exception as error:  # DataStoreError (checksum), AssertionError (a torn chunk header)
+                raise _Damaged(f"record {count + 1} is damaged ({error or type(error).__name__})") from error
+            if raw is None:
+                return
+            record = record_pb2.Record()
+            try:
+                record.ParseFromString(raw)
+            except Exception as error:
+                raise _Damaged(f"record {count + 1} does not parse ({error})") from error
+            count += 1
+            yield record
+    finally:
+        reader.close()
+
+
+def _kind(record: Any) -> str:
+    return str(record.WhichOneof(record.DESCRIPTOR.oneofs[0].name))
+
+
+def _seconds(stamp: Any) -> float | None:
+    return stamp.seconds + stamp.nanos / 1e9 if stamp.seconds or stamp.nanos else None
+
+
+def _column_type(media: Any) -> str:
+    name = media.DESCRIPTOR.fields_by_name["type"].enum_type.values_by_number[media.type].name
+    return str(name).removeprefix("COLUMN_TYPE_").lower()
+
+
+@dataclass
+class _Scan:
+    start: Any = None
+    finish: Any = None
+    media: list[Media] = field(default_factory=list)
+    dropped: dict[str, int] = field(default_factory=dict)
+    saved: list[Media] = field(default_factory=list)
+    scalars: int = 0
+    last_step: int | None = None
+    damage: tuple[Path, str] | None = None
+
+    def drop(self, what: str) -> None:
+        self.dropped[what] = self.dropped.get(what, 0) + 1
+
+
+def _table(file: Path) -> dict[str, Any] | None:
+    content = json.loads(file.read_text(encoding="utf-8"))
+    if content.get("_swanLab") != "table":
+        return None
+    columns = [column["field"] for column in content["colDefs"]]
+    return {"columns": columns, "data": [[row.get(column) for column in columns] for row in content["rowData"]]}
+
+
+def _scan_media(scan: _Scan, run_dir: Path, media: Any) -> None:
+    kind, key, step, time = _column_type(media), media.key, media.step, _seconds(media.timestamp)
+    files = [_media_file(run_dir, item.filename) for item in media.value.items]
+    if any(item.caption for item in media.value.items):
+        scan.drop(f"media captions ({key})")
+    for file in files:
+        if kind == "image":
+            scan.media.append(Media("image", key, step, str(file), time))
+        elif kind == "text":
+            scan.media.append(Media("text", key, step, file.read_text(encoding="utf-8"), time))
+        elif kind == "echarts" and (table := _table(file)) is not None:
+            scan.media.append(Media("table", key, step, table, time))
+        else:
+            scan.drop(f"{kind} media ({key})")
+
+
+def _scan(files: list[Path]) -> _Scan:
+    scan = _Scan()
+    for path in files:
+        run_dir = path.parent
+        try:
+            for record in _records(path):
+                kind = _kind(record)
+                if kind == "scalar":
+                    scan.scalars += 1
+                    scan.last_step = record.scalar.step
+                elif kind == "media":
+                    _scan_media(scan, run_dir, record.media)
+                elif kind == "start":
+                    scan.start = record.start
+                elif kind == "finish":
+                    scan.finish = record.finish
+                elif kind == "log":
+                    scan.drop("terminal output lines")
+                elif kind == "save" and record.save.name not in _OWN_SAVES:
+                    saved = run_dir / "files" / record.save.name
+                    if saved.exists():
+                        scan.saved.append(Media("artifact", record.save.name, None, str(saved)))
+                    else:
+                        scan.drop(f"saved file {record.save.name!r} (not in the run folder)")
+                elif kind not in ("column", "save"):
+                    scan.drop(f"{kind} records")
+        except _Damaged as error:
+            scan.damage = (path, str(error))
+            return scan
+    return scan
+
+
+def _points(files: list[Path], damaged: Path | None) -> Iterator[Point]:
+    for path in files:
+        try:
+            for record in _records(path):
+                if _kind(record) == "scalar":
+                    scalar = record.scalar
+                    yield Point(scalar.key, scalar.step, scalar.value.number, _seconds(scalar.timestamp))
+        except _Damaged:
+            return  # the first pass recorded it: the run is yielded up to there, then the import fails
+        if path == damaged:
+            return
+
+
+def _config(run_dir: Path) -> dict[str, Any]:
+    config_file = run_dir / "files" / "config.yaml"
+    if not config_file.is_file():
+        return {}
+    import yaml
+
+    stored = yaml.safe_load(config_file.read_text(encoding="utf-8")) or {}
+    return {key: entry.get("value") if isinstance(entry, dict) else entry for key, entry in stored.items()}
+
+
+def _run_files(root: Path) -> dict[str, list[Path]]:
+    """The run files under ``root`` by run id, each run's folders oldest first (their names start with the time)."""
+    if root.is_file():
+        found = [root]
+    else:
+        found = []
+        for folder, dirs, names in os.walk(root):
+            dirs.sort()
+            found.extend(Path(folder) / name for name in names if name.endswith(".swanlab"))
+    runs: dict[str, list[Path]] = {}
+    for path in sorted(found, key=lambda path: path.parent.name):
+        runs.setdefault(path.stem.removeprefix("run-"), []).append(path)
+    return runs
+
+
+def _tags(start: Any) -> dict[str, str]:
+    tags = {name: str(getattr(start, name)) for name in ("group", "job_type", "description") if getattr(start, name)}
+    if start.tags:
+        tags["tags"] = ",".join(start.tags)
+    return tags
+
+
+def read_runs(source: str, *, options: dict[str, str] | None = None) -> Iterator[SourceRun]:
+    """Each SwanLab run under ``source``: a run folder, its ``.swanlab`` file, or a folder above run folders."""
+    root = Path(source)
+    if not root.exists():
+        raise SourceError(source, "no such file or folder")
+    runs = _run_files(root)
+    if not runs:
+        raise SourceError(source, "no SwanLab run (run-*.swanlab) found")
+    for run_id, files in runs.items():
+        scan = _scan(files)
+        if scan.start is None:
+            if scan.damage is not None:
+                raise SourceError(str(scan.damage[0]), scan.damage[1], imported="nothing of this run")
+            if not any(path.stat().st_size for path in files):
+                raise SourceError(str(files[-1]), "the run file is empty (SwanLab writes it at finish)")
+            raise SourceError(str(files[-1]), "the run file has no start record")
+        start = scan.start
+        not_carried = [f"{what}, {count} time(s)" for what, count in sorted(scan.dropped.items())]
+        if scan.damage is not None:
+            not_carried.append(f"everything in {scan.damage[0].name} after the damage ({scan.damage[1]})")
+        status = None
+        if scan.finish is not None:
+            finish = scan.finish
+            state = finish.DESCRIPTOR.fields_by_name["state"].enum_type.values_by_number[finish.state].name
+            status = str(state).removeprefix("RUN_STATE_").lower()
+        yield SourceRun(
+            backend="swanlab",
+            source_id=f"{start.project}/{start.id or run_id}",
+            name=start.name or None,
+            project=start.project or None,
+            started=_seconds(start.started_at),
+            ended=_seconds(scan.finish.finished_at) if scan.finish is not None else None,
+            status=status,
+            config=_config(files[-1].parent),
+            tags=_tags(start),
+            points=_points(files, scan.damage[0] if scan.damage else None),
+            media=[*scan.media, *scan.saved],
+            not_carried=not_carried,
+            location=str(files[-1].parent),
+        )
+        if scan.damage is not None:
+            step = "" if scan.last_step is None else f", up to step {scan.last_step}"
+            raise SourceError(
+                str(scan.damage[0]), scan.damage[1], imported=f"run {run_id}: {scan.scalars} scalar(s){step}"
+            )

@@ -1,0 +1,128 @@
+"""Importing SwanLab runs from their offline folders: a run written with the swanlab SDK directly, read back whole."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from tracking_core.transfer.model import SourceError
+from tracking_swanlab.importer import read_runs
+from tracking_swanlab.reader import read_run
+
+STEPS = 20
+CONFIG = {"lr": 0.1, "optimizer": {"name": "adam", "betas": [0.9, 0.999]}, "layers": [64, 32]}
+WRITE = """
+import json, sys
+import numpy as np
+import swanlab
+
+STEPS, CONFIG, root = {steps}, {config}, sys.argv[1]
+S = swanlab.Settings
+swanlab.init(project="imports", experiment_name="sdk-run", config=CONFIG, mode="offline", log_dir=root + "/swanlog",
+             settings=S(probe=S.Probe(monitor=False, git=False, requirements=False, conda=False),
+                        terminal=S.Terminal(proxy_type="none")))
+for step in range(STEPS):
+    swanlab.log({{"train/loss": 1.0 / (step + 1), "acc": step / STEPS}}, step=step)
+pixels = np.arange(4 * 6 * 3, dtype=np.uint8).reshape(4, 6, 3)
+swanlab.log({{"note": swanlab.Text("a note"), "sample": swanlab.Image(pixels, caption="first"),
+             "pair": [swanlab.Image(pixels), swanlab.Image(255 - pixels)]}}, step=STEPS)
+swanlab.finish()
+"""
+
+
+def _tree(root: Path) -> dict[str, str]:
+    return {
+        str(path.relative_to(root)): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(root.rglob("*"))
+        if path.is_file()
+    }
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The offline run folder the swanlab SDK wrote."""
+    root = tmp_path_factory.mktemp("swanlab-import")
+    env = {key: value for key, value in os.environ.items() if not key.startswith("SWANLAB_")}
+    env.update(HOME=str(root / "home"), SWANLAB_ROOT=str(root / "swanlab-root"), SWANLAB_INTERACTIVE="0")
+    script = textwrap.dedent(WRITE).format(steps=STEPS, config=repr(CONFIG))
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(root)],
+        env=env,
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    [folder] = (root / "swanlog").glob("run-*")
+    return folder
+
+
+def test_every_point_config_media_and_what_is_not_carried(written: Path) -> None:
+    before = _tree(written.parent)
+    [run] = list(read_runs(str(written.parent)))
+    points = list(run.points)
+    media = list(run.media)
+    assert _tree(written.parent) == before
+
+    stored = read_run(written)  # the package's reader, over SwanLab's DataStoreReader
+    assert (run.backend, run.name, run.project, run.status) == ("swanlab", "sdk-run", "imports", "finished")
+    assert run.source_id == f"imports/{written.name.rsplit('-', 1)[-1]}"
+    assert run.config == CONFIG
+    assert run.started is not None and run.ended is not None and run.started <= run.ended
+
+    seen = [(point.key, point.step) for point in points]
+    assert len(seen) == len(set(seen)) == 2 * STEPS
+    assert {key: {p.step: p.value for p in points if p.key == key} for key in ("train/loss", "acc")} == {
+        key: dict(history) for key, history in stored.scalar_history.items()
+    }
+    assert all(run.started <= point.time <= run.ended for point in points)  # SwanLab's own per-point times
+
+    assert sorted((item.kind, item.key, item.step) for item in media) == [
+        ("image", "pair", STEPS),
+        ("image", "pair", STEPS),
+        ("image", "sample", STEPS),
+        ("text", "note", STEPS),
+    ]
+    assert all(Path(item.data).read_bytes().startswith(b"\x89PNG") for item in media if item.kind == "image")
+    assert [item.data for item in media if item.kind == "text"] == ["a note"]
+    assert run.not_carried == ["media captions (sample), 1 time(s)"]
+
+
+@pytest.mark.parametrize("damage", ["truncated", "flipped"])
+def test_a_damaged_run_file_yields_the_run_up_to_there_then_names_the_file(
+    written: Path, tmp_path: Path, damage: str
+) -> None:
+    copy = tmp_path / written.name
+    shutil.copytree(written, copy)
+    [run_file] = copy.glob("run-*.swanlab")
+    data = bytearray(run_file.read_bytes())
+    if damage == "truncated":
+        data = data[: len(data) // 2]
+    else:
+        data[len(data) // 2] ^= 0xFF
+    run_file.write_bytes(bytes(data))
+
+    runs = read_runs(str(copy))
+    run = next(runs)
+    assert 0 < len(list(run.points)) < 2 * STEPS
+    assert any("after the damage" in note for note in run.not_carried)
+    with pytest.raises(SourceError) as caught:
+        next(runs)
+    assert caught.value.path == str(run_file) and "scalar(s)" in caught.value.imported
+
+
+def test_not_a_run(tmp_path: Path) -> None:
+    (tmp_path / "run-x.swanlab").write_bytes(b"not a SwanLab run file")
+    with pytest.raises(SourceError, match="not a SwanLab run file"):
+        list(read_runs(str(tmp_path)))
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(SourceError, match="no SwanLab run"):
+        list(read_runs(str(tmp_path / "empty")))

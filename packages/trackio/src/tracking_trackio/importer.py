@@ -1,0 +1,228 @@
+"""Import Trackio runs from its local store: one SQLite database per project (``<TRACKIO_DIR>/<project>.db``).
+
+Each database is copied (with its ``-wal`` file, whose rows may not be in the database file yet) to a
+temporary folder and the copy is read, so the store is never written, not even by SQLite's shared-memory
+file. Rows are decoded with Trackio's own value decoder (its NaN/inf markers). A row is one ``log`` call:
+its step, its timestamp (ISO text, kept to the microsecond) and its values; numbers and strings become
+points, Trackio's images (files under ``media/``), tables, histograms and markdown become media. The run's
+config is Trackio's ``configs`` row without Trackio's own ``_Created``/``_Group``/``_Username`` (the group
+and user become tags). System metrics, alerts, traces and artifacts are listed in ``not_carried``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import tempfile
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from tracking_core.transfer.model import Media, Point, SourceError, SourceRun
+
+__all__ = ["read_runs"]
+
+_OWN_CONFIG_KEYS = ("_Created", "_Group", "_Username")
+#: Tables of a project database the journal has no place for, and how to count a run's share.
+_NOT_CARRIED = {"system_metrics": "system metrics", "alerts": "alerts", "traces": "traces"}
+
+
+def _seconds(timestamp: Any) -> float | None:
+    if not timestamp:
+        return None
+    try:
+        return datetime.fromisoformat(str(timestamp)).timestamp()
+    except ValueError:
+        return None
+
+
+def _decode(raw: Any) -> dict[str, Any]:
+    from trackio.utils import deserialize_values
+
+    values = json.loads(raw)
+    return dict(deserialize_values(values)) if isinstance(values, dict) else {}
+
+
+def _copy(database: Path, into: Path) -> Path:
+    """The database and its write-ahead log copied into ``into`` (SQLite applies the log when it opens the copy)."""
+    target = into / database.name
+    shutil.copyfile(database, target)
+    wal = database.with_name(database.name + "-wal")
+    if wal.is_file():
+        shutil.copyfile(wal, target.with_name(target.name + "-wal"))
+    return target
+
+
+def _columns(connection: sqlite3.Connection, table: str) -> set[str]:
+    return {row[1] for row in connection.execute(f"PRAGMA table_info({table})")}
+
+
+def _tables(connection: sqlite3.Connection) -> set[str]:
+    return {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+
+def _table(value: dict[str, Any]) -> dict[str, Any] | None:
+    rows = value.get("_value")
+    if not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):
+        return None
+    columns: list[str] = []
+    for row in rows:
+        columns.extend(column for column in row if column not in columns)
+    return {"columns": columns, "data": [[row.get(column) for column in columns] for row in rows]}
+
+
+class _Run:
+    """One run of a project database: how its rows are selected, and what they hold besides points."""
+
+    def __init__(self, copy: Path, media_root: Path, column: str, ident: str, name: str) -> None:
+        self.copy, self.media_root, self.column, self.ident, self.name = copy, media_root, column, ident, name
+        self.media: list[Media] = []
+        self.dropped: dict[str, int] = {}
+
+    def rows(self) -> Iterator[tuple[int, float | None, dict[str, Any]]]:
+        connection = sqlite3.connect(self.copy)
+        try:
+            cursor = connection.execute(
+                f"SELECT step, timestamp, metrics FROM metrics WHERE {self.column} = ? ORDER BY id", (self.ident,)
+            )
+            for step, timestamp, raw in cursor:
+                yield int(step), _seconds(timestamp), _decode(raw)
+        finally:
+            connection.close()
+
+    def scan_media(self) -> None:
+        """Media and the values not carried: small next to the points, so gathered before the points stream."""
+        for step, time, values in self.rows():
+            for key, value in values.items():
+                if isinstance(value, dict):
+                    self._media(key, value, step, time)
+                elif isinstance(value, (list, tuple)):
+                    self._drop(f"list values ({key})")
+
+    def _drop(self, what: str) -> None:
+        self.dropped[what] = self.dropped.get(what, 0) + 1
+
+    def _media(self, key: str, value: dict[str, Any], step: int, time: float | None) -> None:
+        kind = value.get("_type")
+        if kind == "trackio.image" and value.get("file_path"):
+            self.media.append(Media("image", key, step, str(self.media_root / value["file_path"]), time))
+            if value.get("caption"):
+                self._drop(f"image captions ({key})")
+        elif kind == "trackio.table" and (table := _table(value)) is not None:
+            self.media.append(Media("table", key, step, table, time))
+        elif kind == "trackio.histogram":
+            data = {"counts": value.get("values", []), "edges": value.get("bins", [])}
+            self.media.append(Media("histogram", key, step, data, time))
+        elif kind == "trackio.markdown":
+            self.media.append(Media("text", key, step, str(value.get("_value", "")), time))
+        else:
+            self._drop(f"values of Trackio type {kind!r} ({key})")
+
+    def points(self) -> Iterator[Point]:
+        for step, time, values in self.rows():
+            for key, value in values.items():
+                if isinstance(value, bool):
+                    yield Point(key, step, int(value), time)
+                elif isinstance(value, (int, float, str)):
+                    yield Point(key, step, value, time)
+
+
+def _guarded(items: Iterator[Any], database: Path, keep: Any) -> Iterator[Any]:
+    """``items`` with a read error raised as a :class:`SourceError` naming the source database; holds ``keep``
+    (the temporary copy) until done."""
+    count = 0
+    try:
+        for item in items:
+            yield item
+            count += 1
+    except (sqlite3.Error, ValueError) as error:
+        raise SourceError(str(database), f"cannot read on: {error}", imported=f"{count} points") from error
+    del keep
+
+
+def _runs_of(database: Path, scratch: tempfile.TemporaryDirectory[str]) -> Iterator[SourceRun]:
+    copy = _copy(database, Path(scratch.name))
+    project = database.stem
+    connection = sqlite3.connect(copy)
+    try:
+        tables = _tables(connection)
+        if "metrics" not in tables:
+            raise SourceError(str(database), "not a Trackio project database (no metrics table)")
+        column = "run_id" if "run_id" in _columns(connection, "metrics") else "run_name"
+        runs = connection.execute(
+            f"SELECT {column}, MAX(run_name) FROM metrics GROUP BY {column} ORDER BY MIN(id)"
+        ).fetchall()
+        configs: dict[str, tuple[dict[str, Any], Any]] = {}
+        if "configs" in tables:
+            config_column = "run_id" if "run_id" in _columns(connection, "configs") else "run_name"
+            for ident, raw, created in connection.execute(f"SELECT {config_column}, config, created_at FROM configs"):
+                configs[ident] = (_decode(raw), created)
+            known = {ident for ident, _name in runs}
+            names = (
+                dict(connection.execute("SELECT run_id, run_name FROM configs")) if config_column == "run_id" else {}
+            )
+            runs += [(ident, names.get(ident, ident)) for ident in configs if ident not in known]  # config only
+        counts = {
+            table: dict(connection.execute(f"SELECT {column}, COUNT(*) FROM {table} GROUP BY {column}").fetchall())
+            for table in _NOT_CARRIED
+            if table in tables and column in _columns(connection, table)
+        }
+        links: dict[str, int] = {}
+        if "run_artifact_links" in tables:
+            links = dict(
+                connection.execute(f"SELECT {column}, COUNT(*) FROM run_artifact_links GROUP BY {column}").fetchall()
+            )
+    except sqlite3.Error as error:
+        raise SourceError(str(database), f"not a readable Trackio database: {error}") from error
+    finally:
+        connection.close()
+    for ident, name in runs:
+        run = _Run(copy, database.parent / "media", column, ident, name)
+        try:
+            run.scan_media()
+        except (sqlite3.Error, ValueError) as error:
+            raise SourceError(str(database), f"cannot read run {name!r}: {error}") from error
+        config, created = configs.get(ident, ({}, None))
+        tags = {
+            tag: str(config[key]) for tag, key in (("group", "_Group"), ("username", "_Username")) if config.get(key)
+        }
+        not_carried = [f"{what}, {count} time(s)" for what, count in sorted(run.dropped.items())]
+        for table, label in _NOT_CARRIED.items():
+            if counts.get(table, {}).get(ident):
+                not_carried.append(f"{label}: {counts[table][ident]} row(s)")
+        if links.get(ident):
+            not_carried.append(f"artifact links: {links[ident]}")
+        yield SourceRun(
+            backend="trackio",
+            source_id=f"{project}/{ident}",
+            name=name,
+            project=project,
+            started=_seconds(config.get("_Created") or created),
+            config={key: value for key, value in config.items() if key not in _OWN_CONFIG_KEYS},
+            tags=tags,
+            points=_guarded(run.points(), database, scratch),
+            media=run.media,
+            not_carried=not_carried,
+            location=str(database),
+        )
+
+
+def read_runs(source: str, *, options: dict[str, str] | None = None) -> Iterator[SourceRun]:
+    """Each run in the Trackio store at ``source``: a project database (``<project>.db``) or a folder of them.
+
+    The project's name is the database's file name (Trackio names the file after the project).
+    """
+    root = Path(source)
+    if root.is_file():
+        databases = [root]
+    elif root.is_dir():
+        databases = sorted(root.glob("*.db"))
+        if not databases:
+            raise SourceError(source, "no Trackio project database (*.db) in this folder")
+    else:
+        raise SourceError(source, "no such file or folder")
+    scratch = tempfile.TemporaryDirectory(prefix="tracking-trackio-import-")
+    for database in databases:
+        yield from _runs_of(database, scratch)
