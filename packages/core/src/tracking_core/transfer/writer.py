@@ -242,7 +242,6 @@ def write_run(
     earlier = known.get((run.backend, run.source_id))
     run_dir = earlier or root / _project_for(run, project) / run_id_for(run)
     result = ImportedRun(run_dir, run.backend, run.source_id, run.location, replaced=earlier is not None)
-    result.not_carried.extend(run.not_carried)
     building = run_dir.with_name(f".{run_dir.name}.importing")
     shutil.rmtree(building, ignore_errors=True)
     building.mkdir(parents=True)
@@ -257,6 +256,8 @@ def write_run(
             sink.write({"type": "config", "values": run.config})
         _write_points(sink, run.points)
         _write_media(sink, building, run.media)
+        # read after points and media: an importer may list what it skipped while streaming them
+        result.not_carried[:0] = run.not_carried
         if run.ended is not None or (run.status or "").lower() in ("finished", "done", "completed", "success"):
             sink.write({"type": "finish"}, numbered=False)
     finally:
