@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from . import lifecycle
 from .config import sanitize_config
+from .context import RunContextCapture, context_parts, system_metrics_interval
 from .delivery import Delivery, RetryPolicy
 from .distributed import get_rank, get_world_size
 from .errors import TrackingError, arrived_cause
@@ -119,6 +120,8 @@ class Dispatcher:
         resume: bool | str = False,
         per_rank: bool = False,
         delivery: str | None = None,
+        system_metrics: bool | float | None = None,
+        context: bool | dict[str, bool] | None = None,
     ) -> None:
         if delivery is None:  # a script run under a framework can still choose, from outside
             delivery = os.environ.get(DELIVERY_ENV, "").strip() or "thread"
@@ -140,6 +143,9 @@ class Dispatcher:
                 f"retry_backoff must be (first, longest) seconds with 0 < first <= longest, got {retry_backoff!r}"
             )
         self.resume = resume
+        # docs/run-context.md: checked here, started with the run (context/__init__.py)
+        self._context_options = (system_metrics_interval(system_metrics), context_parts(context))
+        self._context_capture: RunContextCapture | None = None
         self.logging_dir = checked_logging_dir(logging_dir)
         self.blocking = blocking
         self.queue_size = queue_size
@@ -255,6 +261,8 @@ class Dispatcher:
             worker.launch()
             if clean_config is not None:
                 worker.put(Record("config", copy.deepcopy(clean_config), None, _EMPTY, None, self._seq))
+        if self._replay_sources is None:
+            self._context_capture = RunContextCapture.start(self, self._context_options)
         lifecycle.watch(self)
         return self
 
@@ -898,6 +906,8 @@ class Dispatcher:
         if self._report is not None:
             return self._report
         timeout = self.finish_timeout if timeout is None else timeout
+        if self._context_capture is not None:  # its last sample and the context go before the finish marker
+            self._context_capture.stop()
         with self._lock:  # no log() can slip in between the finish marker and closing the list
             workers, self._workers, self._puts = self._workers, [], []
             self._finishing = True

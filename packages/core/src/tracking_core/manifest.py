@@ -121,6 +121,12 @@ class RunManifest:
                 self.last_step = step
                 self._write()
 
+    def set_extra(self, key: str, value: Any) -> None:
+        """Keep ``value`` under ``key`` (a field other modules own, such as the run's ``context``)."""
+        with self._lock:
+            self.extra[key] = value
+            self._write()
+
     def write(self) -> None:
         with self._lock:
             self._write()
