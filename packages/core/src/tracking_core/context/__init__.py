@@ -150,7 +150,7 @@ class RunContextCapture:
             if not puts:
                 return
             dispatcher._seq = seq = dispatcher._seq + 1
-            record = ("log", values, max(dispatcher._step, 0), {}, timestamp, seq)
+            record: tuple[Any, ...] = ("log", values, max(dispatcher._step, 0), {}, timestamp, seq)
             for put in puts:
                 put(record)
 
@@ -186,7 +186,9 @@ class RunContextCapture:
         if self._capture is not None:
             self._capture.join(FINISH_WAIT)
             if self._capture.is_alive():
-                logger.warning("the run context was not captured within %.0f s; the run finishes without it", FINISH_WAIT)
+                logger.warning(
+                    "the run context was not captured within %.0f s; the run finishes without it", FINISH_WAIT
+                )
         if self.sampler is not None:
             self.sampler.stop()
 

@@ -21,7 +21,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -58,7 +58,7 @@ def capture(
     context: dict[str, Any] = {"format": FORMAT, "captured": time.time()}
     notes: list[str] = []
     folder = Path(run_dir) / "context"
-    steps = [
+    steps: list[tuple[str, Callable[[], Any]]] = [
         ("git", lambda: _git(start, folder, wanted["diff"], notes)),
         ("command", _command),
         ("platform", lambda: _platform(gpu_names)),
@@ -168,7 +168,9 @@ def run_git(root: Path, args: list[str], limit: int, timeout: float) -> tuple[by
     return b"".join(chunks)[:limit], cut
 
 
-def _git(start: str | os.PathLike[str] | None, folder: Path, with_diff: bool, notes: list[str]) -> dict[str, Any] | None:
+def _git(
+    start: str | os.PathLike[str] | None, folder: Path, with_diff: bool, notes: list[str]
+) -> dict[str, Any] | None:
     head = read_head(start)
     if head is None:
         return None
@@ -177,7 +179,9 @@ def _git(start: str | os.PathLike[str] | None, folder: Path, with_diff: bool, no
     if found is not None:
         info["remote_url"] = _remote_url(found[1])
     try:
-        status, _ = run_git(head.root, ["status", "--porcelain=v1", "-z", "--untracked-files=normal"], 1 << 24, GIT_TIMEOUT)
+        status, _ = run_git(
+            head.root, ["status", "--porcelain=v1", "-z", "--untracked-files=normal"], 1 << 24, GIT_TIMEOUT
+        )
     except (OSError, TimeoutError, RuntimeError) as error:
         notes.append(f"git status: {error}")
         return info
@@ -267,7 +271,7 @@ def _version(distribution: str) -> str | None:
     from importlib.metadata import PackageNotFoundError, version
 
     try:
-        return version(distribution)
+        return str(version(distribution))
     except PackageNotFoundError:
         return None
 

@@ -152,9 +152,7 @@ class HostSampler:
         self._put_rate(values, "network.sent_mb_s", float(network.bytes_sent), now, MB)
 
 
-def job_devices(
-    environ: dict[str, str] | None = None, per_rank: bool = False
-) -> list[tuple[int, str]] | None:
+def job_devices(environ: dict[str, str] | None = None, per_rank: bool = False) -> list[tuple[int, str]] | None:
     """The GPUs this job uses, as ``(index the job sees, NVML id)``: an int index or a ``GPU-...`` UUID.
 
     ``None``: every device of the host (``CUDA_VISIBLE_DEVICES`` unset). With ``per_rank`` and a
@@ -203,19 +201,19 @@ class NvmlSampler:
         return names
 
     def sample(self) -> dict[str, float]:
-        nvml, values = self.nvml, {}
+        nvml = self.nvml
+        readers: list[tuple[str, Callable[[Any], float]]] = [
+            ("utilization_percent", lambda handle: float(nvml.nvmlDeviceGetUtilizationRates(handle).gpu)),
+            ("memory_used_gb", lambda handle: nvml.nvmlDeviceGetMemoryInfo(handle).used / GB),
+            ("memory_total_gb", lambda handle: nvml.nvmlDeviceGetMemoryInfo(handle).total / GB),
+            ("temperature_c", lambda handle: float(nvml.nvmlDeviceGetTemperature(handle, 0))),  # 0: the GPU die
+            ("power_w", lambda handle: nvml.nvmlDeviceGetPowerUsage(handle) / 1000.0),
+        ]
+        values: dict[str, float] = {}
         for index, handle in self.handles:
-            prefix = f"gpu.{index}."
-            readers: list[tuple[str, Callable[[], float]]] = [
-                ("utilization_percent", lambda: float(nvml.nvmlDeviceGetUtilizationRates(handle).gpu)),
-                ("memory_used_gb", lambda: nvml.nvmlDeviceGetMemoryInfo(handle).used / GB),
-                ("memory_total_gb", lambda: nvml.nvmlDeviceGetMemoryInfo(handle).total / GB),
-                ("temperature_c", lambda: float(nvml.nvmlDeviceGetTemperature(handle, 0))),  # 0: the GPU die
-                ("power_w", lambda: nvml.nvmlDeviceGetPowerUsage(handle) / 1000.0),
-            ]
             for name, read in readers:
                 try:
-                    values[prefix + name] = read()
+                    values[f"gpu.{index}.{name}"] = read(handle)
                 except Exception:  # a device without a sensor (power on some boards) keeps its other values
                     pass
         return values
