@@ -236,7 +236,7 @@ def entry_point() -> str | None:
     main = sys.modules.get("__main__")
     path = getattr(main, "__file__", None)
     if path:
-        return os.path.abspath(path)
+        return str(os.path.abspath(path))
     notebook = getattr(main, "__vsc_ipynb_file__", None) or os.environ.get("JPY_SESSION_NAME")
     if notebook:
         return str(notebook)
