@@ -33,7 +33,11 @@ def summary(context: dict[str, Any]) -> dict[str, str]:
     }
     for name, value in (context.get("launcher") or {}).items():
         fields[f"launcher.{name}"] = value
-    return {name: str(value).lower() if isinstance(value, bool) else str(value) for name, value in fields.items() if value is not None}
+    return {
+        name: str(value).lower() if isinstance(value, bool) else str(value)
+        for name, value in fields.items()
+        if value is not None
+    }
 
 
 def files(context: dict[str, Any], run_dir: str | Path | None = None) -> list[Path]:
