@@ -98,6 +98,13 @@ class Dispatcher:
     instances, or defined in the script itself, stay in threads here. If the delivery process dies,
     its backends carry on in threads here from the last record each one holds.
 
+    ``system_metrics`` (``True``: a sample every 10 s, the default; a number of seconds; ``False``; or
+    ``TRACKING_SYSTEM_METRICS`` when the code passes nothing) samples CPU, memory, disk, network and
+    the job's GPUs from a thread of its own into ``system/...`` metrics; ``context`` (``True``,
+    ``False``, ``TRACKING_RUN_CONTEXT``, or ``{part: bool}``) captures what reproduces the run (git
+    state, command, platform, packages, launcher variables) once, off the training thread, into
+    ``run.json`` and every backend. See docs/run-context.md.
+
     Under a launcher (torchrun, accelerate, SLURM, MPI) only global rank 0 runs trackers: one run
     per job. ``per_rank=True`` gives every rank its own run instead, grouped under the job's run
     id, which rank 0 chooses and the others receive (``torch.distributed`` when initialised, else
