@@ -369,3 +369,35 @@ def test_everything_off_starts_no_thread(tmp_path, memory):
     assert run._context_capture is None
     run.finish()
     assert memory.runs[-1].config is None
+
+
+RANK_SCRIPT = r"""
+import json, sys, time
+from tracking_core import init
+
+run = init("job", log_with=["jsonl"], logging_dir=sys.argv[1], per_rank=sys.argv[2] == "per-rank",
+           system_metrics=0.05, context={"packages": False})
+for step in range(3):
+    run.log({"loss": float(step)})
+    time.sleep(0.05)
+run.finish()
+print(json.dumps({"run_dir": str(run.run_dir) if run.trackers else None}))
+"""
+
+
+@pytest.mark.parametrize("mode", ["per-rank", "one-run"])
+def test_every_rank_samples_into_its_run_or_rank_0_for_the_job(tmp_path, mode):
+    from tracking_core.testing.ranks import launch_ranks
+
+    results = launch_ranks(
+        RANK_SCRIPT, str(tmp_path), mode, world=2, port=29531 if mode == "per-rank" else 29532, cwd=tmp_path
+    )
+    run_dirs = [result["run_dir"] for result in results]
+    if mode == "one-run":
+        assert run_dirs[1] is None  # rank 1 runs no tracker, so it samples nothing
+        run_dirs = run_dirs[:1]
+    for rank, run_dir in enumerate(run_dirs):
+        entries = list(read_journal(Path(run_dir) / "journal.jsonl"))
+        assert any(e["type"] == "metrics" and "system/memory.rss_gb" in e["values"] for e in entries)
+        (context,) = [e["values"][RUN_CONTEXT_KEY] for e in entries if e["type"] == "config"]
+        assert context["launcher"]["RANK"] == str(rank)
