@@ -234,7 +234,7 @@ class TorchMemorySampler:
     def sample(self) -> dict[str, float]:
         torch = sys.modules.get("torch")
         cuda = getattr(torch, "cuda", None)
-        if cuda is None or not cuda.is_available() or not cuda.is_initialized():
+        if cuda is None or not cuda.is_initialized() or not cuda.is_available():  # never initialises CUDA
             return {}
         indices = [index for index, _ in self.devices] if self.devices is not None else range(cuda.device_count())
         values = {}
