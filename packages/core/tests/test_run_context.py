@@ -401,3 +401,21 @@ def test_every_rank_samples_into_its_run_or_rank_0_for_the_job(tmp_path, mode):
         assert any(e["type"] == "metrics" and "system/memory.rss_gb" in e["values"] for e in entries)
         (context,) = [e["values"][RUN_CONTEXT_KEY] for e in entries if e["type"] == "config"]
         assert context["launcher"]["RANK"] == str(rank)
+
+
+def test_torch_memory_is_read_only_from_a_torch_the_script_imported(monkeypatch):
+    from tracking_core.context.system import TorchMemorySampler
+
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    sampler = TorchMemorySampler([(0, "3")])
+    assert sampler.sample() == {}  # not imported: nothing read, nothing imported
+    assert "torch" not in sys.modules
+    cuda = SimpleNamespace(
+        is_initialized=lambda: True,
+        is_available=lambda: True,
+        device_count=lambda: 1,
+        memory_allocated=lambda index: 2 * GB,
+        memory_reserved=lambda index: 3 * GB,
+    )
+    monkeypatch.setitem(sys.modules, "torch", SimpleNamespace(cuda=cuda))
+    assert sampler.sample() == {"gpu.0.torch_allocated_gb": 2.0, "gpu.0.torch_reserved_gb": 3.0}
