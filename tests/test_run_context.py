@@ -80,8 +80,40 @@ def _aim(run: Any, tracker: Any) -> dict[str, str]:
     return {"commit": git["commit"]["hash"], "remote": git["remote_origin_url"]}
 
 
-#: backends with the context in a place of their own; the others store it as config under ``run_context``
-READERS = {"jsonl": _jsonl, "tensorboard": _tensorboard, "mlflow": _mlflow, "aim": _aim}
+def _from_config(config: dict[str, Any]) -> dict[str, str]:
+    """The context where the default ``log_run_context`` puts it: config under ``run_context``, nested or flat."""
+    if "run_context" in config:
+        git = config["run_context"]["git"]
+        return {"commit": git["commit"], "remote": git["remote_url"]}
+    return {"commit": config["run_context/git/commit"], "remote": config["run_context/git/remote_url"]}
+
+
+def _wandb(run: Any, tracker: Any) -> dict[str, str]:
+    from tracking_wandb.transaction_log import read_run
+
+    return _from_config(read_run(tracker.run_dir).user_config())
+
+
+def _trackio(run: Any, tracker: Any) -> dict[str, str]:
+    import sqlite3
+
+    from trackio.sqlite_storage import SQLiteStorage
+
+    database = Path(run.logging_dir) / "trackio" / SQLiteStorage.get_project_db_filename(run.project_name)
+    with sqlite3.connect(database) as connection:
+        (config,) = connection.execute("SELECT config FROM configs").fetchall()
+    return _from_config(json.loads(config[0]))
+
+
+#: where each backend's reader finds the context (a backend without an override stores it as config)
+READERS = {
+    "jsonl": _jsonl,
+    "tensorboard": _tensorboard,
+    "mlflow": _mlflow,
+    "aim": _aim,
+    "wandb": _wandb,  # as config
+    "trackio": _trackio,  # as config
+}
 
 
 def test_system_series_and_run_context_are_read_back(checkout, tmp_path):
