@@ -105,6 +105,24 @@ def _trackio(run: Any, tracker: Any) -> dict[str, str]:
     return _from_config(json.loads(config[0]))
 
 
+def _swanlab(run: Any, tracker: Any) -> dict[str, str]:
+    from tracking_swanlab.reader import read_run
+
+    return _from_config(read_run(tracker.run_dir).config)
+
+
+def _clearml(run: Any, tracker: Any) -> dict[str, str]:
+    from tracking_clearml.session import OfflineSession
+
+    return _from_config(OfflineSession(f"{tracker.offline_folder}.zip").configuration("General"))
+
+
+def _dvclive(run: Any, tracker: Any) -> dict[str, str]:
+    from ruamel.yaml import YAML  # what DVCLive writes params.yaml with
+
+    return _from_config(YAML(typ="safe").load((Path(tracker.dir) / "params.yaml").read_text(encoding="utf-8")))
+
+
 #: where each backend's reader finds the context (a backend without an override stores it as config)
 READERS = {
     "jsonl": _jsonl,
@@ -113,6 +131,9 @@ READERS = {
     "aim": _aim,
     "wandb": _wandb,  # as config
     "trackio": _trackio,  # as config
+    "dvclive": _dvclive,  # as params
+    "swanlab": _swanlab,  # as config
+    "clearml": _clearml,  # as config
 }
 
 
