@@ -114,7 +114,13 @@ def _swanlab(run: Any, tracker: Any) -> dict[str, str]:
 def _clearml(run: Any, tracker: Any) -> dict[str, str]:
     from tracking_clearml.session import OfflineSession
 
-    return _from_config(OfflineSession(f"{tracker.offline_folder}.zip").configuration("General"))
+    session = OfflineSession(f"{tracker.offline_folder}.zip")
+    script = session.task["script"]
+    context = session.configuration("Run context")
+    assert script["branch"] == "main" and script["entry_point"] == context["command"]["entry_point"]
+    assert "+print('training')" in script["diff"]
+    assert context["git"]["commit"] == script["version_num"]
+    return {"commit": script["version_num"], "remote": script["repository"]}
 
 
 def _dvclive(run: Any, tracker: Any) -> dict[str, str]:
@@ -133,7 +139,7 @@ READERS = {
     "trackio": _trackio,  # as config
     "dvclive": _dvclive,  # as params
     "swanlab": _swanlab,  # as config
-    "clearml": _clearml,  # as config
+    "clearml": _clearml,
 }
 
 
