@@ -419,3 +419,15 @@ def test_torch_memory_is_read_only_from_a_torch_the_script_imported(monkeypatch)
     )
     monkeypatch.setitem(sys.modules, "torch", SimpleNamespace(cuda=cuda))
     assert sampler.sample() == {"gpu.0.torch_allocated_gb": 2.0, "gpu.0.torch_reserved_gb": 3.0}
+
+
+def test_a_notebook_is_the_entry_point_and_its_checkout_is_found(repo, tmp_path, monkeypatch):
+    """In Jupyter, ``__main__`` has no file and ``sys.argv[0]`` is the kernel launcher; the server names the notebook."""
+    (repo / "explore.ipynb").write_text("{}")
+    monkeypatch.setitem(sys.modules, "__main__", SimpleNamespace(__name__="__main__"))
+    monkeypatch.setattr(sys, "argv", [sys.executable, "-f", "kernel.json"])
+    monkeypatch.setenv("JPY_SESSION_NAME", str(repo / "explore.ipynb"))
+    monkeypatch.chdir(tmp_path)  # a kernel's cwd need not be the notebook's folder
+    context = repro.capture(tmp_path / "run", {"packages": False})
+    assert context["command"]["entry_point"] == str(repo / "explore.ipynb")
+    assert context["git"]["root"] == str(repo) and len(context["git"]["commit"]) == 40

@@ -171,7 +171,7 @@ def run_git(root: Path, args: list[str], limit: int, timeout: float) -> tuple[by
 def _git(
     start: str | os.PathLike[str] | None, folder: Path, with_diff: bool, notes: list[str]
 ) -> dict[str, Any] | None:
-    head = read_head(start)
+    head = read_head(code_folder() if start is None else start)
     if head is None:
         return None
     found = _git_dir(head.root)
@@ -243,6 +243,23 @@ def entry_point() -> str | None:
     if "ipykernel" in sys.modules or "IPython" in sys.modules:
         return "<notebook>"
     return None
+
+
+def code_folder() -> Path:
+    """Where the code being run lives: a notebook's folder, the script's, else the working directory.
+
+    In a notebook ``sys.argv[0]`` is the kernel launcher, inside site-packages: the notebook's own
+    path (when the kernel says it) comes first there.
+    """
+    main = sys.modules.get("__main__")
+    if not getattr(main, "__file__", None):
+        entry = entry_point()
+        if entry and not entry.startswith("<") and Path(entry).exists():
+            return Path(entry).resolve().parent
+    script = sys.argv[0] if sys.argv else ""
+    if script and script not in ("-c", "-m") and Path(script).is_file():
+        return Path(script).resolve().parent
+    return Path.cwd()
 
 
 def _command() -> dict[str, Any]:
