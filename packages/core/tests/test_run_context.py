@@ -431,3 +431,29 @@ def test_a_notebook_is_the_entry_point_and_its_checkout_is_found(repo, tmp_path,
     context = repro.capture(tmp_path / "run", {"packages": False})
     assert context["command"]["entry_point"] == str(repo / "explore.ipynb")
     assert context["git"]["root"] == str(repo) and len(context["git"]["commit"]) == 40
+
+
+def test_without_proc_psutil_gives_the_same_names(monkeypatch, tmp_path):
+    counters = SimpleNamespace(bytes_recv=0, bytes_sent=0)
+
+    class Process:
+        def memory_info(self):
+            return SimpleNamespace(rss=GB)
+
+        def io_counters(self):
+            return SimpleNamespace(read_bytes=0, write_bytes=0)
+
+    psutil = SimpleNamespace(
+        Process=Process,
+        Error=Exception,
+        cpu_percent=lambda interval=None: 25.0,
+        virtual_memory=lambda: SimpleNamespace(total=8 * GB, available=2 * GB),
+        net_io_counters=lambda: counters,
+    )
+    monkeypatch.setitem(sys.modules, "psutil", psutil)
+    sampler = HostSampler(tmp_path, proc=str(tmp_path / "no-proc"))
+    counters.bytes_recv = 1024**2
+    values = sampler.sample()
+    assert values["cpu.host_percent"] == 25.0
+    assert values["memory.rss_gb"] == 1.0 and values["memory.used_gb"] == 6.0 and values["memory.available_gb"] == 2.0
+    assert values["network.recv_mb_s"] > 0 and "disk.read_mb_s" in values and "cpu.percent" in values
