@@ -3,7 +3,8 @@
 A run started by this library must not depend on, or pay for, what happens to be installed: SDKs
 that run ``pip list``, ``uv pip list``, ``pixi list``, ``conda env export`` or ``git`` at start-up
 wait seconds on them and write into the user's caches. The run here has stand-ins for those tools
-first on PATH (each records that it was called), a fresh HOME, TMPDIR and cwd, and must leave every
+first on PATH (each records that it was called), a fresh HOME, TMPDIR and cwd (not a git checkout: the
+run context, on by default, runs ``git`` only inside one), and must leave every
 stand-in uncalled and every file under ``logging_dir`` (or a path the backend's README lists with
 its reason, in ``ALLOWED_OUTSIDE``).
 """
@@ -68,7 +69,12 @@ def test_the_backend_runs_no_tool_from_path_and_writes_only_under_logging_dir(tm
         "TEMP": str(temp),
         "TMP": str(temp),
     }
-    for variable in ("XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "WANDB_SERVICE"):
+    # System metrics and the run context at their defaults (on; the test session turns them off): outside
+    # a git checkout, as this cwd is, capturing what reproduces the run must not run git either.
+    for variable in (
+        "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "WANDB_SERVICE", "TRACKING_SYSTEM_METRICS",
+        "TRACKING_RUN_CONTEXT"
+    ):  # fmt: skip
         env.pop(variable, None)
     result = subprocess.run(
         [sys.executable, "-c", RUN, CELL, str(logs)],
@@ -90,3 +96,6 @@ def test_the_backend_runs_no_tool_from_path_and_writes_only_under_logging_dir(tm
     assert outside == [], f"{CELL} wrote under HOME: {outside}"
     assert _files(work) == [], f"{CELL} wrote into the working directory: {_files(work)}"
     assert _files(logs), "the run wrote nothing under logging_dir"
+    (manifest,) = logs.glob("hermetic/*/run.json")
+    context = json.loads(manifest.read_text())["context"]  # captured, with the defaults
+    assert "platform" in context and "git" not in context

@@ -2,7 +2,7 @@
 
 Read from the source (``ast``), not by importing it. Only imports a module makes when it is loaded
 count: an import inside a function is deliberately lazy (a command's module, an optional SDK, a
-record kind's decoder) and is exempt. The old top-level module paths are one-line re-exports kept
+record kind's decoder) and is exempt, and so is one under ``TYPE_CHECKING`` (never run). The old top-level module paths are one-line re-exports kept
 for code written against them; code inside the subpackages must not import through them.
 """
 
@@ -25,6 +25,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("backends",),  # the jsonl backend
     ("delivery",),  # one backend's worker and Delivery; spill journals
     ("process",),  # delivery="process"
+    ("context",),  # run context: system metrics sampler, what reproduces the run
     ("run",),  # Dispatcher, session, lifecycle
     ("cli", "transfer"),  # the tracking command, import/export
     ("testing",),  # the testing kit shipped to backend packages
@@ -54,6 +55,8 @@ def loaded_imports(source: str, module: str, is_package: bool) -> list[tuple[int
         for child in ast.iter_child_nodes(node):
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
                 continue
+            if isinstance(child, ast.If) and ast.unparse(child.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
+                continue  # for the type checker only: never imported when the module loads
             if isinstance(child, ast.Import):
                 found.extend((child.lineno, alias.name) for alias in child.names)
             elif isinstance(child, ast.ImportFrom):

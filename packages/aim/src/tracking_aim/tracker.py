@@ -285,6 +285,37 @@ class AimTracker(GeneralTracker):
             warn_once(self.name, "hparams", f"Aim refused the nested config ({error!r}); stored flattened as strings")
             self._run["hparams"] = {key: stringify(value) for key, value in flatten_config(config).items()}
 
+    # -- run context (docs/run-context.md) ----------------------------------------------------------
+    def log_run_context(self, context: dict[str, Any]) -> None:
+        """``run["__system_params"]``, where Aim's own ``log_system_params`` puts the same facts (its run
+        page shows them): git info, executable, arguments, launcher variables and packages; the whole
+        context under ``run["run_context"]``."""
+        git = context.get("git") or {}
+        command = context.get("command") or {}
+        packages: dict[str, str] = {}
+        if context.get("packages"):
+            try:
+                for line in Path(context["packages"]).read_text(encoding="utf-8").splitlines():
+                    name, _, version = line.partition("==")
+                    packages[name] = version
+            except OSError:
+                pass
+        self._run["__system_params"] = {
+            "packages": packages,
+            "env_variables": dict(context.get("launcher") or {}),
+            "git_info": {
+                "branch": git.get("branch"),
+                "remote_origin_url": git.get("remote_url"),
+                "commit": {"hash": git.get("commit")},
+                "dirty": git.get("dirty"),
+            }
+            if git
+            else {},
+            "executable": command.get("python"),
+            "arguments": list(command.get("argv") or []),
+        }
+        self._run["run_context"] = {key: value for key, value in context.items() if key != "packages"}
+
     # -- metrics ----------------------------------------------------------------------------------
     def log(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:
         self.log_batch([(values, step, kwargs)])

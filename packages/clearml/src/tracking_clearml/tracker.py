@@ -284,6 +284,41 @@ class ClearMLTracker(GeneralTracker):
         self._task.connect(values, name="General")
 
     # -- metrics -----------------------------------------------------------------------------
+    # -- run context (docs/run-context.md) ----------------------------------------------------------
+    def log_run_context(self, context: dict[str, Any]) -> None:
+        """ClearML's own script section (the task's *Execution* tab): repository, branch, commit,
+        uncommitted changes, working directory and entry point (no ``git`` run: the values come
+        captured); the whole context as the ``Run context`` configuration object."""
+        git = context.get("git") or {}
+        command = context.get("command") or {}
+        diff = None
+        if git.get("diff"):
+            try:
+                diff = Path(git["diff"]).read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                diff = None
+        entry, working_dir = command.get("entry_point"), command.get("cwd")
+        root = git.get("root")
+        if root and entry and Path(entry).is_relative_to(root):
+            entry = str(Path(entry).relative_to(root))
+        if root and working_dir and Path(working_dir).is_relative_to(root):
+            working_dir = str(Path(working_dir).relative_to(root)) or "."
+        if git or entry:
+            from clearml.backend_api.services import tasks
+
+            # A new script section: with repository detection off the task has none for set_script to edit.
+            script = tasks.Script(
+                repository=git.get("remote_url"),
+                branch=git.get("branch"),
+                version_num=git.get("commit"),
+                diff=diff,
+                working_dir=working_dir,
+                entry_point=entry,
+            )
+            self._task._update_script(script)
+        text = json.dumps(context, indent=2, default=str)
+        self._task.set_configuration_object("Run context", config_text=text, config_type="json")
+
     def _pair(self, key: str) -> tuple[str, str]:
         pair = self._pairs.get(key)
         if pair is None:

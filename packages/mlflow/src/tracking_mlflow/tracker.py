@@ -780,6 +780,29 @@ class MLflowTracker(GeneralTracker):
     def log_artifacts(self, local_dir: str | os.PathLike[str], artifact_path: str | None = None) -> None:
         self._client.log_artifacts(self.active_run_id, os.fspath(local_dir), artifact_path)
 
+    # -- run context (docs/run-context.md) ----------------------------------------------------------
+    def log_run_context(self, context: dict[str, Any]) -> None:
+        """MLflow's source tags (``mlflow.source.git.commit``/``branch``/``repoURL``, ``mlflow.source.name``,
+        shown on the run's page), the other main fields as ``tracking.context.*`` tags, and the diff,
+        the package list and the whole context as artifacts under ``run_context/``."""
+        from tracking_core.context.native import files, summary
+
+        fields = summary(context)
+        native = {
+            "mlflow.source.git.commit": fields.get("git.commit"),
+            "mlflow.source.git.branch": fields.get("git.branch"),
+            "mlflow.source.git.repoURL": fields.get("git.remote_url"),
+            "mlflow.source.name": fields.get("entry_point"),
+        }
+        limit = self.limits["MAX_PARAM_VAL_LENGTH"]
+        tags = {name: value for name, value in native.items() if value is not None}
+        tags.update({f"tracking.context.{name}": value[:limit] for name, value in fields.items()})
+        run_id = self.active_run_id
+        self._log_tags(self._client, str(run_id), tags)
+        run_dir = self.run_context.run_dir if self.run_context is not None else None
+        for path in files(context, run_dir):
+            self._client.log_artifact(run_id, str(path), "run_context")
+
     # -- finish -----------------------------------------------------------------------------------
     def flush(self) -> None:
         """Wait for the metrics sent with ``log_kwargs={"mlflow": {"synchronous": False}}``."""

@@ -39,6 +39,8 @@ _FLOAT32_MAX = 3.4028234663852886e38
 
 #: Text-summary tag holding the run's configuration as exact JSON (hparams keep a flat copy).
 CONFIG_TAG = "config/json"
+#: the text panel of the run context (log_run_context)
+CONTEXT_TAG = "run_context"
 #: Seconds after the first config at which a flush writes the hparams (``finish()`` writes them anyway):
 #: TensorBoard keeps a run's first hparams, and frameworks hand theirs over just after the run starts.
 HPARAMS_SETTLE_SECONDS = 60.0
@@ -325,6 +327,20 @@ class TensorBoardTracker(GeneralTracker):
         if self._wrote_hparams:  # lets the hparams dashboard show the run as finished
             writer.add_summary([self._events.hparams_end_value(time.time())], step=0)
         writer.close()
+
+    # -- run context (docs/run-context.md) --------------------------------------------------------
+    def log_run_context(self, context: dict[str, Any]) -> None:
+        """A ``run_context`` text panel (the main fields as a table, then the whole context as JSON), and
+        the main fields in the hparams table under ``run_context/``; the diff and package list stay in
+        the run folder (TensorBoard has no artifacts)."""
+        from tracking_core.context.native import summary
+
+        fields = summary(context)
+        rows = "".join(f"| {name} | `{value.replace('|', '/')}` |\n" for name, value in fields.items())
+        whole = json.dumps(context, indent=1, default=str)
+        text = f"| field | value |\n|---|---|\n{rows}\n```json\n{whole}\n```"
+        self._writer.add_summary([self._events.text_value(CONTEXT_TAG, text)], step=0)
+        self.store_init_configuration({"run_context": fields})
 
     # -- resume / read-back ----------------------------------------------------------------------
     def resume_state(self) -> dict[str, Any]:

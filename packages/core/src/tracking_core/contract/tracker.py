@@ -87,6 +87,8 @@ class GeneralTracker:
       flush that waits for that writer too (W&B's) would make every run's end wait twice. Records
       since the last flush then count as delivered when ``finish()`` returns, and go to the spill
       if it raises.
+    * ``log_run_context(context)`` -- put the captured run context (docs/run-context.md) in the
+      SDK's native place; the default stores it as configuration under ``run_context``.
     * ``accepts_non_finite`` -- ``False`` when the SDK mangles NaN/inf (they are then dropped with
       one warning per key instead of being stored wrongly).
     """
@@ -191,6 +193,16 @@ class GeneralTracker:
         (the default) means the backend cannot reopen a run: a resumed run gets a new one there.
         """
         return None
+
+    def log_run_context(self, context: dict[str, Any]) -> None:
+        """Record what reproduces the run (git state, command, platform, packages, launcher variables).
+
+        ``context`` is the dict docs/run-context.md describes, captured once per run off the training
+        thread; the files it names (``git.diff``, ``packages``) are in the run's folder. Override to
+        put it where the SDK shows such things (MLflow's ``mlflow.source.*`` tags, W&B's git fields,
+        ...). This default stores it as configuration under ``run_context``.
+        """
+        self.store_init_configuration({"run_context": context})
 
     def add_note(self, line: str) -> None:
         """Keep a line for the finish report (once, however often the same line is added)."""

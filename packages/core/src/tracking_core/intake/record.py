@@ -76,13 +76,22 @@ def call_kwargs(tracker: GeneralTracker, record: Record) -> dict[str, Any]:
     return {**kwargs, **extra} if extra else kwargs
 
 
+def _own_run_context_hook(tracker: GeneralTracker) -> bool:
+    """The backend puts the run context in its own place; else it is stored as config, like any other."""
+    return type(tracker).log_run_context is not GeneralTracker.log_run_context
+
+
 def deliver(tracker: GeneralTracker, record: Record, values: dict[str, Any] | None = None) -> None:
     """Hand one record to a tracker through the contract's methods."""
     kind, payload, step = record.kind, record.payload, record.step
     if kind == "log":
         tracker.log(payload if values is None else values, step=step, **call_kwargs(tracker, record))
     elif kind == "config":
-        if record.seq is not None and getattr(tracker, "wants_record_ids", False):
+        from ..context import RUN_CONTEXT_KEY, is_run_context  # loaded once; config records are few
+
+        if _own_run_context_hook(tracker) and is_run_context(payload):  # context/__init__.py
+            tracker.log_run_context(payload[RUN_CONTEXT_KEY])
+        elif record.seq is not None and getattr(tracker, "wants_record_ids", False):
             tracker.store_init_configuration(payload, seq=record.seq)  # type: ignore[call-arg]
         else:
             tracker.store_init_configuration(payload)

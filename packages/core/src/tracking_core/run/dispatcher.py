@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from ..context import RunContextCapture, context_parts, system_metrics_interval
 from ..contract.distributed import get_rank, get_world_size
 from ..contract.noop import NoOpTracker
 from ..contract.selection import DEFAULT_LOGGING_DIR, TrackerSpec, construct_tracker, resolve_specs
@@ -78,6 +79,13 @@ class Dispatcher:
     instances, or defined in the script itself, stay in threads here. If the delivery process dies,
     its backends carry on in threads here from the last record each one holds.
 
+    ``system_metrics`` (``True``: a sample every 10 s, the default; a number of seconds; ``False``; or
+    ``TRACKING_SYSTEM_METRICS`` when the code passes nothing) samples CPU, memory, disk, network and
+    the job's GPUs from a thread of its own into ``system/...`` metrics; ``context`` (``True``,
+    ``False``, ``TRACKING_RUN_CONTEXT``, or ``{part: bool}``) captures what reproduces the run (git
+    state, command, platform, packages, launcher variables) once, off the training thread, into
+    ``run.json`` and every backend. See docs/run-context.md.
+
     Under a launcher (torchrun, accelerate, SLURM, MPI) only global rank 0 runs trackers: one run
     per job. ``per_rank=True`` gives every rank its own run instead, grouped under the job's run
     id, which rank 0 chooses and the others receive (``torch.distributed`` when initialised, else
@@ -100,6 +108,8 @@ class Dispatcher:
         resume: bool | str = False,
         per_rank: bool = False,
         delivery: str | None = None,
+        system_metrics: bool | float | None = None,
+        context: bool | dict[str, bool] | None = None,
     ) -> None:
         options = RunOptions.checked(
             blocking=blocking,
@@ -115,6 +125,9 @@ class Dispatcher:
         )
         self.options = options
         self.resume = options.resume
+        # docs/run-context.md: checked here, started with the run (context/__init__.py)
+        self._context_options = (system_metrics_interval(system_metrics), context_parts(context))
+        self._context_capture: RunContextCapture | None = None
         self.logging_dir = checked_logging_dir(logging_dir)
         self.blocking = options.blocking
         self.queue_size = options.queue_size
@@ -225,6 +238,8 @@ class Dispatcher:
             worker.launch()
             if clean_config is not None:
                 worker.put(Record("config", copy.deepcopy(clean_config), None, _EMPTY, None, self._seq))
+        if self._replay_sources is None:
+            self._context_capture = RunContextCapture.start(self, self._context_options)
         lifecycle.watch(self)
         return self
 
@@ -630,6 +645,8 @@ class Dispatcher:
         if self._report is not None:
             return self._report
         timeout = self.finish_timeout if timeout is None else timeout
+        if self._context_capture is not None:  # its last sample and the context go before the finish marker
+            self._context_capture.stop()
         with self._lock:  # no log() can slip in between the finish marker and closing the list
             workers = self._workers
             self._set_workers([], [])

@@ -15,7 +15,8 @@ durably (the step a resumed run carries on after); ``replay_of`` marks a run mad
 ``tracking replay --new-run``, which ``resume=True`` never picks. ``status`` is ``running`` (with the
 ``pid`` and ``host`` of the training process) until the run ends ``finished``, ``crashed: <error>`` or
 ``killed: SIGTERM``; a run killed outright stays ``running``, which ``tracking runs`` shows as ``killed``
-once that process is gone. Writes replace the file
+once that process is gone. ``context`` holds what reproduces the run (:mod:`tracking_core.context`).
+Writes replace the file
 atomically, so a process killed at any moment leaves the previous version. Version 1 files
 (without progress) still load.
 """
@@ -120,6 +121,12 @@ class RunManifest:
             if step != self.last_step:
                 self.last_step = step
                 self._write()
+
+    def set_extra(self, key: str, value: Any) -> None:
+        """Keep ``value`` under ``key`` (a field other modules own, such as the run's ``context``)."""
+        with self._lock:
+            self.extra[key] = value
+            self._write()
 
     def write(self) -> None:
         with self._lock:

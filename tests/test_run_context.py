@@ -1,0 +1,168 @@
+"""Run context on the cell's backend: the system series and what reproduces the run, read back from its storage.
+
+The run starts in a git checkout with an uncommitted change, samples every 50 ms, and the
+backend's own reader must then hold ``system/cpu.percent`` and ``system/memory.rss_gb`` (the
+documented names) and the commit the checkout is at, in the place docs/run-context.md names.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import tracking_core
+
+CELL = os.environ.get("TRACKING_BACKEND") or "jsonl"
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout.strip()
+
+
+@pytest.fixture
+def checkout(tmp_path, monkeypatch):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-q", "--allow-empty", "-m", "one")
+    _git(repo, "remote", "add", "origin", "https://user:secret-pw@example.com/org/proj.git")
+    (repo / "train.py").write_text("print('training')\n")
+    _git(repo, "add", "train.py")  # staged, not committed: the checkout is dirty
+    monkeypatch.chdir(repo)
+    monkeypatch.setattr(sys, "argv", [str(repo / "train.py"), "--lr", "0.1"])
+    return repo
+
+
+# -- per backend: where the reproducibility fields are, read with the SDK's own reader --------------
+def _jsonl(run: Any, tracker: Any) -> dict[str, str]:
+    from tracking_core.journal import read_journal
+
+    configs = [e["values"]["run_context"] for e in read_journal(tracker.journal_path) if e["type"] == "config"]
+    (context,) = [c for c in configs if isinstance(c, dict) and "git" in c]
+    return {"commit": context["git"]["commit"], "remote": context["git"]["remote_url"]}
+
+
+def _tensorboard(run: Any, tracker: Any) -> dict[str, str]:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(tracker.log_dir), size_guidance={"tensors": 0})
+    events.Reload()
+    text = events.Tensors("run_context")[0].tensor_proto.string_val[0].decode()
+    whole = json.loads(text.split("```json\n", 1)[1].rsplit("\n```", 1)[0])
+    assert "| git.commit |" in text
+    return {"commit": whole["git"]["commit"], "remote": whole["git"]["remote_url"]}
+
+
+def _mlflow(run: Any, tracker: Any) -> dict[str, str]:
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri=tracker.tracking_uri)
+    run_id = tracker.active_run_id
+    tags = client.get_run(run_id).data.tags
+    stored = {item.path for item in client.list_artifacts(run_id, "run_context")}
+    assert {"run_context/diff.patch", "run_context/packages.txt", "run_context/context.json"} <= stored
+    assert tags["mlflow.source.git.branch"] == "main"
+    return {"commit": tags["mlflow.source.git.commit"], "remote": tags["mlflow.source.git.repoURL"]}
+
+
+def _aim(run: Any, tracker: Any) -> dict[str, str]:
+    from aim import Repo
+
+    stored = Repo(tracker.repo_path).get_run(tracker.run_hash)  # indexed by read_back_metrics() before
+    git = stored["__system_params"]["git_info"]
+    assert "pytest" in stored["__system_params"]["packages"]
+    return {"commit": git["commit"]["hash"], "remote": git["remote_origin_url"]}
+
+
+def _from_config(config: dict[str, Any]) -> dict[str, str]:
+    """The context where the default ``log_run_context`` puts it: config under ``run_context``, nested or flat."""
+    if "run_context" in config:
+        git = config["run_context"]["git"]
+        return {"commit": git["commit"], "remote": git["remote_url"]}
+    return {"commit": config["run_context/git/commit"], "remote": config["run_context/git/remote_url"]}
+
+
+def _wandb(run: Any, tracker: Any) -> dict[str, str]:
+    from tracking_wandb.transaction_log import read_run
+
+    return _from_config(read_run(tracker.run_dir).user_config())
+
+
+def _trackio(run: Any, tracker: Any) -> dict[str, str]:
+    import sqlite3
+
+    from trackio.sqlite_storage import SQLiteStorage
+
+    database = Path(run.logging_dir) / "trackio" / SQLiteStorage.get_project_db_filename(run.project_name)
+    with sqlite3.connect(database) as connection:
+        (config,) = connection.execute("SELECT config FROM configs").fetchall()
+    return _from_config(json.loads(config[0]))
+
+
+def _swanlab(run: Any, tracker: Any) -> dict[str, str]:
+    from tracking_swanlab.reader import read_run
+
+    return _from_config(read_run(tracker.run_dir).config)
+
+
+def _clearml(run: Any, tracker: Any) -> dict[str, str]:
+    from tracking_clearml.session import OfflineSession
+
+    session = OfflineSession(f"{tracker.offline_folder}.zip")
+    script = session.task["script"]
+    context = session.configuration("Run context")
+    assert script["branch"] == "main" and script["entry_point"] == context["command"]["entry_point"]
+    assert "+print('training')" in script["diff"]
+    assert context["git"]["commit"] == script["version_num"]
+    return {"commit": script["version_num"], "remote": script["repository"]}
+
+
+def _dvclive(run: Any, tracker: Any) -> dict[str, str]:
+    from ruamel.yaml import YAML  # what DVCLive writes params.yaml with
+
+    return _from_config(YAML(typ="safe").load((Path(tracker.dir) / "params.yaml").read_text(encoding="utf-8")))
+
+
+#: where each backend's reader finds the context (a backend without an override stores it as config)
+READERS = {
+    "jsonl": _jsonl,
+    "tensorboard": _tensorboard,
+    "mlflow": _mlflow,
+    "aim": _aim,
+    "wandb": _wandb,  # as config
+    "trackio": _trackio,  # as config
+    "dvclive": _dvclive,  # as params
+    "swanlab": _swanlab,  # as config
+    "clearml": _clearml,
+}
+
+
+def test_system_series_and_run_context_are_read_back(checkout, tmp_path):
+    run = tracking_core.init(
+        "context", log_with=[CELL], logging_dir=tmp_path / "logs", system_metrics=0.05, context=True
+    )
+    for step in range(5):
+        run.log({"loss": 1.0 / (step + 1)}, step=step)
+        time.sleep(0.05)
+    report = run.finish(timeout=120)
+    assert report.ok, str(report)
+    tracker = run.get_tracker(CELL)
+    series = tracker.read_back_metrics()
+    for name in ("system/cpu.percent", "system/memory.rss_gb"):
+        key = tracker.sanitize_key(name)
+        assert series.get(key), f"{name} not stored (keys: {sorted(series)})"
+        assert all(0 <= step <= 4 for step in series[key])  # at the training step current when sampled
+    assert sorted(series[tracker.sanitize_key("loss")]) == [0, 1, 2, 3, 4]
+    manifest = json.loads((Path(run.run_dir) / "run.json").read_text())
+    assert manifest["context"]["git"]["dirty"] is True
+    if CELL not in READERS:
+        return
+    stored = READERS[CELL](run, tracker)
+    assert stored["commit"] == _git(checkout, "rev-parse", "HEAD")
+    assert stored["remote"] == "https://example.com/org/proj.git"  # the credentials never left the machine
