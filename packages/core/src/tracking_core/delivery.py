@@ -32,6 +32,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Any, NamedTuple, cast
 
+from . import rewind
 from .config import merge_config
 from .errors import PartialDelivery, TrackingError
 from .mapping import BackendValues
@@ -164,6 +165,9 @@ class Delivery:
         self._catch_up_owed: list[Record] = []
         self._recovering_since_failures = 0
         self._published: tuple[int, int] | None = None
+        #: resume_step went back: the rewind applied before this process's first record (rewind.py), and
+        #: the records every rewind of the run superseded (never delivered)
+        self._rewind, self._superseded = rewind.due(tracker.run_context)
 
     # -- start-up ----------------------------------------------------------------------------
     def start(self) -> None:
@@ -420,6 +424,12 @@ class Delivery:
         self.config = record
 
     def _take(self, records: list[Record]) -> None:
+        if self._superseded:
+            records = [record for record in records if not rewind.superseded(record.step, record.seq, self._superseded)]
+            if not records:
+                return
+        if self._rewind is not None and self.mode == LIVE and (records[0].seq or 0) > self._rewind.last_seq:
+            self._apply_rewind()  # before this process's first record; the earlier ones caught up first
         if self.mode == LIVE and records[0].kind in self.unavailable_kinds:
             self._skip_unavailable(records)  # in order only: while records wait in the spill, these wait too
             return
@@ -430,6 +440,12 @@ class Delivery:
             self._deliver_metrics(records)
         else:
             self._deliver_one(records[0])
+
+    def _apply_rewind(self) -> None:
+        point, self._rewind = self._rewind, None
+        if point is not None:
+            with self._in_backend():
+                self.report.notes.append(rewind.apply(self.tracker, point))
 
     def _unseen(self, records: list[Record]) -> list[Record]:
         cursor = self.cursor
@@ -932,6 +948,8 @@ class Delivery:
             self._deliver_backlog()
         if self.abandoned:
             return
+        if self.mode == LIVE and self.started and self._rewind is not None:
+            self._apply_rewind()  # nothing was logged after the rewind: it still says where the run went back to
         if self.mode == LIVE and self.started and self._flush_before_finish:
             self.flush()
         if self.mode == LIVE and self.started:

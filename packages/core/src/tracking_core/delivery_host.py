@@ -24,6 +24,7 @@ from .jsonl import JsonlTracker
 from .record import Record
 from .remote_view import tracker_state
 from .report import BackendReport
+from .rewind import RewindPoint, points_of
 from .selection import construct_tracker
 from .session import CursorFile, cursor_name, not_resumed_note, resume_state_of
 from .spill import SpillJournal, spill_name
@@ -82,6 +83,8 @@ class Host:
             rank=context["rank"],
             world_size=context["world_size"],
             group=context["group"],
+            rewind=RewindPoint.from_json(context.get("rewind")),
+            superseded=points_of(context.get("superseded")),
         )
         name = tracker.name
         options = self.setup["options"]

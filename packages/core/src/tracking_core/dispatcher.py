@@ -87,8 +87,9 @@ class Dispatcher:
     ``resume=True`` continues the project's most recently used run under ``logging_dir`` (a new run
     if there is none), ``resume="<run id>"`` that run: the run keeps its folder and id, each backend
     that can reopens its SDK run (see ``run.json`` in the run folder), and ``step=None`` continues
-    after the last step the earlier process flushed. Pass explicit steps (the checkpoint's global
-    step) when points after the checkpoint were logged before the restart.
+    after the last step the earlier process flushed. ``resume_step=N`` (a checkpoint's global step)
+    continues at step ``N`` instead: what the earlier process logged from ``N`` on is superseded
+    (:mod:`tracking_core.rewind`).
 
     ``delivery="process"`` (or ``TRACKING_DELIVERY=process`` in the environment, when the code
     passes no ``delivery``) runs the backends in a delivery process started at ``init_trackers``
@@ -117,6 +118,7 @@ class Dispatcher:
         flush_interval: float = DEFAULT_FLUSH_INTERVAL,
         retry_backoff: tuple[float, float] = (1.0, 300.0),
         resume: bool | str = False,
+        resume_step: int | None = None,
         per_rank: bool = False,
         delivery: str | None = None,
     ) -> None:
@@ -140,6 +142,8 @@ class Dispatcher:
                 f"retry_backoff must be (first, longest) seconds with 0 < first <= longest, got {retry_backoff!r}"
             )
         self.resume = resume
+        #: the step the run carries on at (a checkpoint's global step); earlier points from it on are superseded
+        self.resume_step = None if resume_step is None else checked_step(resume_step)
         self.logging_dir = checked_logging_dir(logging_dir)
         self.blocking = blocking
         self.queue_size = queue_size
@@ -212,6 +216,7 @@ class Dispatcher:
             self.run_id = session.run_id
         self._session = session
         self.run_dir, self.resumed = session.run_dir, session.resumed
+        point = session.rewind_to(self.resume_step) if self.resume_step is not None else None
         self._step, self._seq = session.last_step, session.last_seq
         context = RunContext(
             self.project_name,
@@ -221,6 +226,8 @@ class Dispatcher:
             rank=self.rank,
             world_size=self.world_size,
             group=self.run_id if self.per_rank else None,
+            rewind=point,
+            superseded=session.rewinds,
         )
         clean_config = sanitize_config(config) if config is not None else None
         if clean_config is not None:
@@ -322,6 +329,8 @@ class Dispatcher:
                 "world_size": context.world_size,
                 "group": context.group,
                 "resumed": self.resumed,
+                "rewind": context.rewind.to_json() if context.rewind else None,
+                "superseded": [point.to_json() for point in context.superseded],
             },
             "options": {
                 "on_error": self.on_error,
@@ -392,7 +401,8 @@ class Dispatcher:
                 path, kwargs = self._remote[name]
                 tracker = construct_tracker(load_class(path), str(self.project_name), self.logging_dir, kwargs)
                 assert remote.tracker.run_context is not None
-                tracker.run_context = remote.tracker.run_context._replace(resume=remote.resume_state)
+                # a rewind is applied once: the delivery process may have done it (a second purge would drop this timeline)
+                tracker.run_context = remote.tracker.run_context._replace(resume=remote.resume_state, rewind=None)
                 cursor, step, handed, _ = CursorFile.read(Path(str(self.run_dir)) / cursor_name(name)) or NOWHERE
                 delivery_for = functools.partial(
                     self._delivery_for,

@@ -24,6 +24,7 @@ from .manifest import MANIFEST_NAME, RunManifest
 from .notices import notice
 from .record import record_from_entry
 from .report import FinishReport
+from .rewind import current_entries
 from .spill import numbered
 from .worker import BackendWorker
 
@@ -92,7 +93,11 @@ def replay_into(
     that the progress counts what the finish report counts.
     """
     path = resolve_journal(journal)
-    entries = [entry for entry in read_journal(path) if entry["type"] not in ("header", "config", "finish")]
+    entries = [  # what a rewind superseded is left out: each step once (rewind.py)
+        entry
+        for entry in current_entries(list(read_journal(path)))
+        if entry["type"] not in ("header", "config", "finish")
+    ]
     bar = Progress(len(entries) + already, f"replay -> {','.join(t.name for t in run.trackers)}", enabled=progress)
     for index, entry in enumerate(entries, 1 + already):
         record = record_from_entry(entry, path.parent)
