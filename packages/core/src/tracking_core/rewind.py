@@ -94,6 +94,11 @@ def without_superseded(records: Iterator[Any], points: Sequence[RewindPoint]) ->
     return (record for record in records if not superseded(record.step, record.seq, points))
 
 
+def store_marker(tracker: Any, step: int) -> None:
+    """The marker of a rewind in a backend's own history: ``tracking/rewind`` = ``step`` at ``step``."""
+    tracker.log({MARKER_KEY: step}, step=step)
+
+
 def due(context: Any) -> tuple[RewindPoint | None, tuple[RewindPoint, ...]]:
     """For a tracker's ``run_context``: the rewind to apply (only to a run reopened from an earlier
     process: a new backend run holds nothing to supersede) and every rewind whose records are skipped."""

@@ -211,9 +211,9 @@ class GeneralTracker:
         ``step`` at ``step``; points at ``step`` or later logged before the marker's time are superseded.
         Returns the finish report's note.
         """
-        from .rewind import MARKER_KEY
+        from .rewind import MARKER_KEY, store_marker
 
-        self.log({MARKER_KEY: step}, step=step)
+        store_marker(self, step)
         return (
             f"rewound to step {step}: this SDK keeps the earlier process's points from step {step} on; "
             f"the {MARKER_KEY} marker at step {step} says where this process took over"
