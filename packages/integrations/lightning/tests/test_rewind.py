@@ -69,3 +69,25 @@ def test_fit_from_an_older_checkpoint_reopens_its_run_and_rewinds_it(tmp_path):
     for points in (journal.metrics["train_loss"], tensorboard.read_back_history()["train_loss"]):
         assert [step for step, _ in points] == list(range(3 * BATCHES)), points
         assert [value > 100 for _, value in points] == [step >= BATCHES for step in range(3 * BATCHES)], points
+
+
+def test_a_checkpoint_given_to_test_alone_neither_reopens_nor_rewinds_a_run(tmp_path):
+    """Only ``fit`` continues the checkpoint's run: ``Trainer.test(ckpt_path=...)`` with a new logger starts
+    a run of its own, and the training run keeps every step."""
+    import lightning.pytorch as pl
+
+    runs = tmp_path / "runs"
+    first = TrackingLogger(log_with="jsonl", project="rewind", logging_dir=runs)
+    trainer = _fit(tmp_path, first, epochs=2)
+    older = Path(first.log_dir) / "checkpoints" / f"epoch=0-step={BATCHES}.ckpt"
+    tester = TrackingLogger(log_with="jsonl", project="rewind", logging_dir=runs)
+    model = type(trainer.lightning_module)()
+    model.test_step = lambda batch, *rest: model.log("test_loss", 1.0)
+    data = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.zeros(8, 4), torch.zeros(8, 1)), 8)
+    pl.Trainer(accelerator="cpu", logger=tester, enable_progress_bar=False, enable_model_summary=False).test(
+        model, data, ckpt_path=older
+    )
+    assert tester.version != first.version
+    run_dir = runs / "rewind" / first.version
+    assert "rewinds" not in json.loads((run_dir / "run.json").read_text())
+    assert [step for step, _ in JournalSummary(run_dir).metrics["train_loss"]] == list(range(2 * BATCHES))

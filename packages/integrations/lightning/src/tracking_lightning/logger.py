@@ -489,7 +489,8 @@ def ckpt_path_of_fit(logger: Logger) -> str | None:
         if "ckpt_path" in names and "self" in names:
             owner, path = frame.f_locals.get("self"), frame.f_locals.get("ckpt_path")
             if any(candidate is logger for candidate in getattr(owner, "loggers", None) or ()):
-                if isinstance(path, (str, os.PathLike)) and os.path.isfile(path):
+                fitting = getattr(getattr(owner, "state", None), "fn", None) == "fit"  # not validate/test/predict
+                if fitting and isinstance(path, (str, os.PathLike)) and os.path.isfile(path):
                     return os.fspath(path)
                 return None
         frame = frame.f_back
