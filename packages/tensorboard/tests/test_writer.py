@@ -223,3 +223,24 @@ def test_direct_log_histogram(tmp_path, event_reader):
     tracker.log_histogram("h", histogram, step=7)
     tracker.finish()
     assert _histograms(event_reader(tracker.log_dir), "h") == [(7, [[-1.0, 0.0, 2.0], [0.0, 1.0, 3.0]])]
+
+
+def test_a_rewind_purges_the_earlier_points_from_its_step_on_in_tensorboards_reader(tmp_path):
+    """``resume_step`` behind the last step: a second process's file with a restart event. TensorBoard's own
+    accumulator (and the tracker's reader) keep each step once, the later process's points from the rewind on."""
+    from tracking_core.testing.resume import finished_run, loss, started_tracker
+
+    from .conftest import EventReader
+
+    first = finished_run(TensorBoardTracker, tmp_path, range(150))
+    second = started_tracker(TensorBoardTracker, tmp_path, first.resume_state())
+    assert "TensorBoard drop the earlier" in second.rewind(100)
+    for step in range(100, 200):
+        second.log({"loss": loss(step) + 1.0}, step=step)
+    second.finish()
+    expected = {step: loss(step) + (1.0 if step >= 100 else 0.0) for step in range(200)}
+    points = EventReader(second.log_dir).arrays("loss")
+    assert [step for step, _ in points] == list(range(200))  # each step once: the earlier 100..149 are purged
+    assert [float(value) for _, value in points] == pytest.approx([expected[step] for step in range(200)])
+    assert dict(second.read_back_history()["loss"]) == pytest.approx(expected)
+    assert len(second.read_back_history()["loss"]) == 200

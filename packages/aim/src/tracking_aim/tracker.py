@@ -512,6 +512,16 @@ class AimTracker(GeneralTracker):
         self._run.close()  # stops Aim's threads, sets end_time, flushes RocksDB and releases the run's locks
 
     # -- resume and read-back ---------------------------------------------------------------------
+    def rewind(self, step: int) -> str:
+        """Aim keys a series by step: each step the resumed run logs again replaces the earlier value."""
+        from tracking_core.store.rewind import MARKER_KEY, store_marker
+
+        store_marker(self, step)
+        return (
+            f"rewound to step {step}: Aim replaces each step the resumed run logs again; steps from {step} on "
+            f"that it has not logged again keep the earlier process's values (the {MARKER_KEY} marker is at step {step})"
+        )
+
     def resume_state(self) -> dict[str, Any]:
         return {"run_hash": self.run_hash, "repo": self.repo_path}
 

@@ -412,6 +412,20 @@ class DVCLiveTracker(GeneralTracker):
         live.make_report()
 
     # -- resume / read-back --------------------------------------------------------------------------
+    def rewind(self, step: int) -> str:
+        """DVCLive's files are plain: the rows at ``step`` or later leave each ``.tsv`` (rewritten atomically)
+        and the images from ``step`` on are removed, so ``dvc plots`` shows each step once."""
+        rows = images = 0
+        root = self._plots()
+        for path in sorted((root / "metrics").rglob("*.tsv")) if (root / "metrics").is_dir() else ():
+            rows += _cut_rows(path, step)
+        for path in list((root / "images").rglob("*.png")) if (root / "images").is_dir() else ():
+            match = _IMAGE_FILE.match(path.name)
+            if match and int(match.group(1)) >= step:
+                path.unlink()
+                images += 1
+        return f"rewound to step {step}: {rows} rows and {images} images from step {step} on were removed from DVCLive's files"
+
     def resume_state(self) -> dict[str, Any] | None:
         return {"dir": str(Path(self._live.dir).absolute())} if self._live is not None else None
 
@@ -458,3 +472,28 @@ class DVCLiveTracker(GeneralTracker):
             with Image.open(path) as image:
                 images.setdefault(key, []).append((step, np.asarray(image)))
         return images
+
+
+def _cut_rows(path: Path, step: int) -> int:
+    """Rewrite a DVCLive ``.tsv`` without its rows at ``step`` or later; how many went."""
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    if not lines:
+        return 0
+    try:
+        column = lines[0].rstrip("\r\n").split("\t").index("step")
+    except ValueError:
+        return 0
+    kept = [lines[0]]
+    for line in lines[1:]:
+        fields = line.rstrip("\r\n").split("\t")
+        try:
+            if int(fields[column]) >= step:
+                continue
+        except (IndexError, ValueError):
+            pass
+        kept.append(line)
+    if len(kept) < len(lines):
+        temporary = path.with_name(f".{path.name}.{os.getpid()}")
+        temporary.write_text("".join(kept), encoding="utf-8")
+        os.replace(temporary, path)
+    return len(lines) - len(kept)

@@ -60,9 +60,18 @@ class EventWriter:
         self._lock = threading.Lock()
         self._children: dict[str, EventWriter] = {}  # add_scalars / add_hparams(run_name=...) sub-runs
         self.add_event(event_pb2.Event(wall_time=time.time(), file_version="brain.Event:2"))
-        if purge_step is not None:  # TensorBoard's reader drops earlier events at or past this step
-            start = event_pb2.SessionLog(status=event_pb2.SessionLog.START)
-            self.add_event(event_pb2.Event(wall_time=time.time(), step=int(purge_step), session_log=start))
+        if purge_step is not None:
+            self.purge(purge_step)
+
+    def purge(self, step: int) -> None:
+        """A restart at ``step``: TensorBoard's reader drops the events read before this one at ``step`` or later.
+
+        The reader takes a run's first start event for the session's start, not a restart, so a start
+        event at the largest step (which drops nothing) comes first, for runs written without one.
+        """
+        start = event_pb2.SessionLog(status=event_pb2.SessionLog.START)
+        for at in (2**63 - 1, int(step)):
+            self.add_event(event_pb2.Event(wall_time=time.time(), step=at, session_log=start))
 
     @property
     def closed(self) -> bool:

@@ -343,6 +343,15 @@ class TensorBoardTracker(GeneralTracker):
         self.store_init_configuration({"run_context": fields})
 
     # -- resume / read-back ----------------------------------------------------------------------
+    def rewind(self, step: int) -> str:
+        """A restart event at ``step`` (what ``purge_step`` writes): TensorBoard drops the earlier events from it on."""
+        assert self._writer is not None  # called after start()
+        self._writer.purge(step)
+        return (
+            f"rewound to step {step}: a restart event at step {step} makes TensorBoard drop the earlier "
+            f"process's events from step {step} on"
+        )
+
     def resume_state(self) -> dict[str, Any]:
         return {"log_dir": str(self.log_dir.absolute())}
 
@@ -353,16 +362,28 @@ class TensorBoardTracker(GeneralTracker):
         return sorted(path for path in Path(self.log_dir).iterdir() if io_wrapper.IsTensorFlowEventsFile(str(path)))
 
     def _events_read_back(self) -> Any:
-        """Every summary value of the run, as ``(step, value, plugin name)``, through TensorBoard's loader."""
+        """Every summary value of the run, as ``(step, value, plugin name)``, through TensorBoard's loader.
+
+        A restart event (``purge_step``, a rewind) drops the values read before it at its step or later,
+        as TensorBoard's dashboards do (the run's first start event is its start, not a restart).
+        """
         from tensorboard.backend.event_processing import event_file_loader
+        from tensorboard.compat.proto import event_pb2
 
         plugin_of: dict[str, str] = {}  # a tag's plugin comes with its first value (later ones may omit it)
+        values: list[tuple[int, Any, str | None]] = []
+        started = False
         for path in self._event_files():
             for event in event_file_loader.EventFileLoader(str(path)).Load():
+                if event.HasField("session_log") and event.session_log.status == event_pb2.SessionLog.START:
+                    if started:
+                        values = [item for item in values if item[0] < event.step]
+                    started = True
                 for value in event.summary.value:
                     if value.metadata.plugin_data.plugin_name:
                         plugin_of.setdefault(value.tag, value.metadata.plugin_data.plugin_name)
-                    yield event.step, value, plugin_of.get(value.tag)
+                    values.append((event.step, value, plugin_of.get(value.tag)))
+        return values
 
     def read_back_metrics(self) -> dict[str, dict[int, Any]]:
         """Scalars of this run per step (the last point stored at a step wins, as in TensorBoard's charts)."""
@@ -372,11 +393,12 @@ class TensorBoardTracker(GeneralTracker):
         """Every scalar event in the run folder's event files, in file and record order.
 
         Read with TensorBoard's own loader (``EventFileLoader``, with its read-time migrations) and
-        the files in the order its dashboards read them (sorted names); a step written twice shows twice.
+        the files in the order its dashboards read them (sorted names); a step written twice shows twice,
+        unless a restart event (a rewind) purged the first one, as TensorBoard's dashboards do.
         """
         from tensorboard.util import tensor_util
 
-        history: dict[str, list[tuple[int, Any]]] = {}
+        history: dict[str, list[tuple[int, Any]]] = {}  # after the purges TensorBoard applies (restarts)
         for step, value, plugin in self._events_read_back():
             if plugin in ("scalars", "text"):
                 array = tensor_util.make_ndarray(value.tensor)

@@ -107,6 +107,16 @@ class JsonlTracker(GeneralTracker):
         """The journal is appended to in place: its folder is the run's, kept on resume."""
         return {"journal": self.journal_name}
 
+    def rewind(self, step: int) -> str:
+        """A ``rewind`` record: readers drop what the earlier process logged from ``step`` on (rewind.py)."""
+        point = self.run_context.rewind if self.run_context is not None else None
+        last_seq = point.last_seq if point is not None else -1
+        self._journal.write({"type": "rewind", "step": step, "last_seq": last_seq, "time": time.time()})
+        self._journal.flush()
+        return (
+            f"rewound to step {step}: the journal's readers (show, replay) skip the earlier points from step {step} on"
+        )
+
     def store_init_configuration(self, values: dict[str, Any], seq: int | None = None) -> None:
         self._journal.write(_with_seq({"type": "config", "values": values}, {"seq": seq}))
         self._journal.flush()

@@ -26,6 +26,7 @@ from ..report import FinishReport
 from ..run.dispatcher import Dispatcher
 from ..store.journal import read_header, read_journal, resolve_journal
 from ..store.manifest import MANIFEST_NAME, RunManifest
+from ..store.rewind import current_entries
 
 
 class Progress:
@@ -92,7 +93,11 @@ def replay_into(
     that the progress counts what the finish report counts.
     """
     path = resolve_journal(journal)
-    entries = [entry for entry in read_journal(path) if entry["type"] not in ("header", "config", "finish")]
+    entries = [  # what a rewind superseded is left out: each step once (rewind.py)
+        entry
+        for entry in current_entries(list(read_journal(path)))
+        if entry["type"] not in ("header", "config", "finish")
+    ]
     bar = Progress(len(entries) + already, f"replay -> {','.join(t.name for t in run.trackers)}", enabled=progress)
     for index, entry in enumerate(entries, 1 + already):
         record = record_from_entry(entry, path.parent)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..store.journal import JournalSummary, read_journal
+from ..store.rewind import current_entries
 from .tabular import format_table
 
 #: Most metric panels and image thumbnails one plot holds; the text output lists everything.
@@ -40,7 +41,7 @@ class RunMedia:
 def read_media(summary: JournalSummary) -> RunMedia:
     media = RunMedia()
     folder = summary.path.parent
-    for record in read_journal(summary.path):
+    for record in current_entries(list(read_journal(summary.path))):  # without what a rewind superseded
         kind = record["type"]
         if kind == "table":
             media.tables.append(record)
@@ -115,6 +116,11 @@ def describe(summary: JournalSummary, media: RunMedia, rows: int = 5) -> str:
         f"format v{header.get('version')}   {'finished' if summary.finished else 'not finished (killed or still running)'}",
         "records  " + ", ".join(f"{kind} {count}" for kind, count in sorted(summary.counts.items())),
     ]
+    if summary.superseded:
+        lines.append(
+            f"rewound  {summary.counts.get('rewind', 0)} time(s): {summary.superseded} points logged before it "
+            "from its step on are superseded (not in the table)"
+        )
     if summary.config:
         lines.append(f"config   {len(summary.config)} top-level keys: {', '.join(sorted(summary.config)[:8])}")
     lines += _metrics_table(summary)

@@ -12,6 +12,9 @@ from ..errors import PartialDelivery
 from .distributed import is_main_process
 from .histogram import Histogram, histogram_summary
 
+if TYPE_CHECKING:
+    from ..store.rewind import RewindPoint
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 #: The optional methods a backend may override; a tracker "has" a capability when it overrides it.
@@ -55,6 +58,11 @@ class RunContext(NamedTuple):
     #: per-rank mode (``per_rank=True``): the job's run id, shared by every rank; name this rank's
     #: run ``<run name>-rank<N>`` and group the ranks as the SDK groups runs. ``None``: one run per job.
     group: str | None = None
+    #: ``resume_step`` went back before the earlier process's last step: supersede what the reopened run
+    #: stored from this step on (:meth:`GeneralTracker.rewind`, called by the delivery once)
+    rewind: RewindPoint | None = None
+    #: every rewind of the run (:mod:`tracking_core.store.rewind`): records they supersede are never delivered
+    superseded: tuple[RewindPoint, ...] = ()
 
 
 class GeneralTracker:
@@ -89,6 +97,8 @@ class GeneralTracker:
       if it raises.
     * ``log_run_context(context)`` -- put the captured run context (docs/run-context.md) in the
       SDK's native place; the default stores it as configuration under ``run_context``.
+    * ``rewind(step)`` -- the resumed run went back to ``step`` (``resume_step``): supersede what the
+      earlier process stored from ``step`` on, as the SDK allows, and say what a viewer shows.
     * ``accepts_non_finite`` -- ``False`` when the SDK mangles NaN/inf (they are then dropped with
       one warning per key instead of being stored wrongly).
     """
@@ -203,6 +213,23 @@ class GeneralTracker:
         ...). This default stores it as configuration under ``run_context``.
         """
         self.store_init_configuration({"run_context": context})
+
+    def rewind(self, step: int) -> str:
+        """The reopened run continues at ``step`` after a restart from a checkpoint (``resume_step``).
+
+        Called once, before the first record of this process reaches the backend. Override it where the
+        SDK can drop or overwrite the points the earlier process stored from ``step`` on. This default,
+        for append-only histories, stores a marker: the metric ``tracking/rewind`` with the value
+        ``step`` at ``step``; points at ``step`` or later logged before the marker's time are superseded.
+        Returns the finish report's note.
+        """
+        from ..store.rewind import MARKER_KEY, store_marker
+
+        store_marker(self, step)
+        return (
+            f"rewound to step {step}: this SDK keeps the earlier process's points from step {step} on; "
+            f"the {MARKER_KEY} marker at step {step} says where this process took over"
+        )
 
     def add_note(self, line: str) -> None:
         """Keep a line for the finish report (once, however often the same line is added)."""

@@ -36,6 +36,7 @@ from ..errors import PartialDelivery, TrackingError
 from ..intake.record import CONTROL_KINDS, Record, call_kwargs, deliver
 from ..notices import logger, warn_once
 from ..report import BackendReport
+from ..store import rewind
 from ..store.cursor import CursorFile
 from .catch_up import CatchUp
 from .handover import Handover
@@ -138,6 +139,9 @@ class Delivery:
         self.catch_up = CatchUp(backlog_paths, backlog_records, backlog_before, handed)
         self._recovering_since_failures = 0
         self._published: tuple[int, int] | None = None
+        #: resume_step went back: the rewind applied before this process's first record (rewind.py), and
+        #: the records every rewind of the run superseded (never delivered)
+        self._rewind, self._superseded = rewind.due(tracker.run_context)
 
     # -- start-up ----------------------------------------------------------------------------
     def start(self) -> None:
@@ -346,6 +350,12 @@ class Delivery:
         return self.spiller.config
 
     def _take(self, records: list[Record]) -> None:
+        if self._superseded:
+            records = [record for record in records if not rewind.superseded(record.step, record.seq, self._superseded)]
+            if not records:
+                return
+        if self._rewind is not None and self.mode == LIVE and (records[0].seq or 0) > self._rewind.last_seq:
+            self._apply_rewind()  # before this process's first record; the earlier ones caught up first
         if self.mode == LIVE and records[0].kind in self.unavailable_kinds:
             self._skip_unavailable(records)  # in order only: while records wait in the spill, these wait too
             return
@@ -356,6 +366,12 @@ class Delivery:
             self._deliver_metrics(records)
         else:
             self._deliver_one(records[0])
+
+    def _apply_rewind(self) -> None:
+        point, self._rewind = self._rewind, None
+        if point is not None:
+            with self._in_backend():
+                self.report.notes.append(rewind.apply(self.tracker, point))
 
     def _unseen(self, records: list[Record]) -> list[Record]:
         return self.positions.unseen(records)
@@ -808,6 +824,8 @@ class Delivery:
             self._deliver_backlog()
         if self.abandoned:
             return
+        if self.mode == LIVE and self.started and self._rewind is not None:
+            self._apply_rewind()  # nothing was logged after the rewind: it still says where the run went back to
         if self.mode == LIVE and self.started and self._flush_before_finish:
             self.flush()
         if self.mode == LIVE and self.started:

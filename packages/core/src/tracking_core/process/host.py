@@ -29,6 +29,7 @@ from ..errors import portable_cause
 from ..intake.record import Record
 from ..report import BackendReport
 from ..store.cursor import CursorFile, cursor_name
+from ..store.rewind import RewindPoint, points_of
 from .protocol import Command, Error, Event, Finished, Flushed, Progress, Ready, Safe, Started
 from .remote_view import tracker_state
 
@@ -84,6 +85,8 @@ class Host:
             rank=context["rank"],
             world_size=context["world_size"],
             group=context["group"],
+            rewind=RewindPoint.from_json(context.get("rewind")),
+            superseded=points_of(context.get("superseded")),
         )
         name = tracker.name
         options = self.setup["options"]

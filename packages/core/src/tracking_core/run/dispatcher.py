@@ -69,8 +69,9 @@ class Dispatcher:
     ``resume=True`` continues the project's most recently used run under ``logging_dir`` (a new run
     if there is none), ``resume="<run id>"`` that run: the run keeps its folder and id, each backend
     that can reopens its SDK run (see ``run.json`` in the run folder), and ``step=None`` continues
-    after the last step the earlier process flushed. Pass explicit steps (the checkpoint's global
-    step) when points after the checkpoint were logged before the restart.
+    after the last step the earlier process flushed. ``resume_step=N`` (a checkpoint's global step)
+    continues at step ``N`` instead: what the earlier process logged from ``N`` on is superseded
+    (:mod:`tracking_core.store.rewind`).
 
     ``delivery="process"`` (or ``TRACKING_DELIVERY=process`` in the environment, when the code
     passes no ``delivery``) runs the backends in a delivery process started at ``init_trackers``
@@ -106,6 +107,7 @@ class Dispatcher:
         flush_interval: float = DEFAULT_FLUSH_INTERVAL,
         retry_backoff: tuple[float, float] = (1.0, 300.0),
         resume: bool | str = False,
+        resume_step: int | None = None,
         per_rank: bool = False,
         delivery: str | None = None,
         system_metrics: bool | float | None = None,
@@ -128,6 +130,8 @@ class Dispatcher:
         # docs/run-context.md: checked here, started with the run (context/__init__.py)
         self._context_options = (system_metrics_interval(system_metrics), context_parts(context))
         self._context_capture: RunContextCapture | None = None
+        #: the step the run carries on at (a checkpoint's global step); earlier points from it on are superseded
+        self.resume_step = None if resume_step is None else checked_step(resume_step)
         self.logging_dir = checked_logging_dir(logging_dir)
         self.blocking = options.blocking
         self.queue_size = options.queue_size
@@ -195,6 +199,7 @@ class Dispatcher:
             self.run_id = session.run_id
         self._session = session
         self.run_dir, self.resumed = session.run_dir, session.resumed
+        point = session.rewind_to(self.resume_step) if self.resume_step is not None else None
         self._step, self._seq = session.last_step, session.last_seq
         context = RunContext(
             self.project_name,
@@ -204,6 +209,8 @@ class Dispatcher:
             rank=self.rank,
             world_size=self.world_size,
             group=self.run_id if self.per_rank else None,
+            rewind=point,
+            superseded=session.rewinds,
         )
         clean_config = sanitize_config(config) if config is not None else None
         if clean_config is not None:

@@ -69,6 +69,8 @@ def start_delivery_process(run: Dispatcher, trackers: list[GeneralTracker], cont
             "world_size": context.world_size,
             "group": context.group,
             "resumed": run.resumed,
+            "rewind": context.rewind.to_json() if context.rewind else None,
+            "superseded": [point.to_json() for point in context.superseded],
         },
         "options": {
             "on_error": run.on_error,
@@ -142,7 +144,8 @@ def delivery_died(run: Dispatcher, link: Any, why: str) -> None:
             path, kwargs = run._remote[name]
             tracker = construct_tracker(load_class(path), str(run.project_name), run.logging_dir, kwargs)
             assert remote.tracker.run_context is not None
-            tracker.run_context = remote.tracker.run_context._replace(resume=remote.resume_state)
+            # a rewind is applied once: the delivery process may have done it (a second purge would drop this timeline)
+            tracker.run_context = remote.tracker.run_context._replace(resume=remote.resume_state, rewind=None)
             cursor, step, handed, _ = CursorFile.read(Path(str(run.run_dir)) / cursor_name(name)) or NOWHERE
             delivery_for = functools.partial(
                 run._delivery_for,

@@ -19,6 +19,7 @@ from ..delivery.resume import not_resumed_note as not_resumed_note
 from ..delivery.resume import resume_state_of as resume_state_of
 from ..delivery.spill import journal_tail, spill_name
 from ..notices import logger, notice
+from ..store import rewind
 from ..store.cursor import NOWHERE as NOWHERE
 from ..store.cursor import CursorFile as CursorFile
 from ..store.cursor import cursor_name as cursor_name
@@ -66,6 +67,8 @@ class RunSession:
     ):
         run_dir = find_run_to_resume(project_dir, resume) if resume else None
         self.resumed = run_dir is not None
+        #: the run's rewinds so far (``resume_step``, rewind.py), oldest first
+        self.rewinds: tuple[rewind.RewindPoint, ...] = ()
         if run_dir is None:
             if resume:
                 notice(f"resume: no earlier run of {project!r} in {project_dir}; starting a new run")
@@ -74,6 +77,7 @@ class RunSession:
             self.last_seq = self.last_step = -1
         else:
             self.manifest = RunManifest.load(run_dir)
+            self.rewinds = rewind.points_of(self.manifest.extra.get("rewinds"))
             self.last_seq, self.last_step = self._where_it_stopped()
             if not replay:
                 notice(f"resume: continuing run {self.manifest.run_id} of {project!r} after step {self.last_step}")
@@ -95,13 +99,39 @@ class RunSession:
     def _where_it_stopped(self) -> tuple[int, int]:
         """The last seq and step of the earlier process: run.json, or a journal that got further."""
         last_seq, last_step = self.manifest.last_seq, self.manifest.last_step
-        for path in [self.run_dir / JOURNAL_NAME, *sorted(self.run_dir.glob(spill_name("*")))]:
+        journals = [self.run_dir / JOURNAL_NAME, *sorted(self.run_dir.glob(spill_name("*")))]
+        for path in journals:
             seq, step = journal_tail(path)
             last_seq, last_step = max(last_seq, seq), max(last_step, step)
         for path in self.run_dir.glob(cursor_name("*")):
             _, _, seq, step = CursorFile.read(path) or NOWHERE
             last_seq, last_step = max(last_seq, seq), max(last_step, step)
+        if self.rewinds:  # steps the earlier timeline reached past a rewind are not where the run stopped
+            last_step = rewind.last_step(self.manifest, journals, self.run_dir.glob(cursor_name("*")), self.rewinds)
         return last_seq, last_step
+
+    def rewind_to(self, step: int) -> rewind.RewindPoint | None:
+        """``resume_step``: the run carries on at ``step``. When an earlier process got further, what it
+        logged from ``step`` on is superseded: the point is kept in run.json and returned (``None``: nothing
+        to supersede)."""
+        point = None
+        if self.resumed and step <= self.last_step:
+            point = rewind.new_point(step, self.last_seq)
+            self.rewinds = (*self.rewinds, point)
+            self.manifest.extra["rewinds"] = [p.to_json() for p in self.rewinds]
+            self.manifest.last_step = step - 1
+            if self.writes:
+                self.manifest.write()
+            notice(
+                f"resume: run {self.run_id} goes back from step {self.last_step} to step {step}; "
+                f"what was logged from step {step} on is superseded"
+            )
+        elif self.resumed and step > self.last_step + 1:
+            notice(
+                f"resume: run {self.run_id} carries on at step {step} (the earlier process stopped at {self.last_step})"
+            )
+        self.last_step = step - 1
+        return point
 
     # -- per backend --------------------------------------------------------------------------
     def resume_state(self, backend: str) -> dict[str, Any] | None:
@@ -125,7 +155,10 @@ class RunSession:
             return -1
         entry = self.manifest.progress.get(backend) or {}
         on_file = self._on_file(backend)
-        return max(int(entry.get("step", -1)), on_file[1] if on_file is not None else -1)
+        steps = [rewind.cap_step(int(entry.get("seq", -1)), int(entry.get("step", -1)), self.rewinds)]
+        if on_file is not None:
+            steps.append(rewind.cap_step(on_file[0], on_file[1], self.rewinds))
+        return max(steps)
 
     def handed(self, backend: str) -> int:
         """The furthest record the backend took in the earlier process (``-1``: none, or not known)."""

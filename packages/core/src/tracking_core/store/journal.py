@@ -15,6 +15,8 @@ Format (``FORMAT_VERSION`` 1), one JSON object per line, each with a ``type``:
 * ``artifact`` / ``artifacts`` -- ``local_path`` (absolute), ``artifact_path``.
 * ``finish``  -- written when the run finished cleanly.
 * ``resume``  -- ``time``: a later process continues the run from here (``init(..., resume=...)``).
+* ``rewind``  -- ``step``, ``last_seq``, ``time``: the run went back to ``step`` (``resume_step``); the
+  records numbered up to ``last_seq`` at ``step`` or later are superseded (:mod:`tracking_core.store.rewind`).
 
 Readers skip unknown types and a torn last line, so a journal from a killed process reads back up
 to its last flushed record, and newer writers can add record types without breaking older readers.
@@ -162,6 +164,8 @@ class JournalSummary:
         ] = {}  # None: logged without a step, outside the dispatcher
         self.counts: dict[str, int] = {}
         self.finished = False
+        #: metric points a later rewind superseded (not in ``metrics``)
+        self.superseded = 0
         for record in read_journal(self.path):
             kind = record["type"]
             self.counts[kind] = self.counts.get(kind, 0) + 1
@@ -175,3 +179,19 @@ class JournalSummary:
                 self.finished = True
             elif kind == "resume":
                 self.finished = False
+            elif kind == "rewind":
+                self._rewind(record.get("step"))
+
+    def _rewind(self, step: Any) -> None:
+        """Points logged before a rewind record at its step or later are superseded (each step counts once)."""
+        if type(step) is not int:
+            return
+        for key in list(self.metrics):
+            kept = [(at, value) for at, value in self.metrics[key] if at is None or at < step]
+            dropped = len(self.metrics[key]) - len(kept)
+            if dropped:
+                self.superseded += dropped
+            if kept:
+                self.metrics[key] = kept
+            else:
+                del self.metrics[key]

@@ -12,11 +12,31 @@ from __future__ import annotations
 from typing import Any
 
 import accelerate
-from tracking_core import Dispatcher, FinishReport, GeneralTracker, NoOpTracker
+from tracking_core import Dispatcher, FinishReport, GeneralTracker, NoOpTracker, TrackingWarning
 from tracking_core.delivery.worker import BackendWorker
 
 from .foreign import AccelerateTracker
 from .specs import tracking_specs
+
+#: Written by ``Accelerator.save_state`` into the checkpoint: the run it belongs to and the run's last step.
+CHECKPOINT_RUN_FILE = "tracking.json"
+
+
+def _checkpoint_run(folder: str | None) -> dict[str, Any] | None:
+    """What ``save_state`` wrote about the run into a checkpoint folder; ``None`` for other checkpoints."""
+    import json
+    import os
+
+    if folder is None:
+        return None
+    try:
+        with open(os.path.join(folder, CHECKPOINT_RUN_FILE), encoding="utf-8") as handle:
+            mark = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    if isinstance(mark, dict) and isinstance(mark.get("run_id"), str) and isinstance(mark.get("step"), int):
+        return mark
+    return None
 
 
 class _Dispatcher(Dispatcher):
@@ -130,6 +150,59 @@ class Accelerator(accelerate.Accelerator):
             if self._tracking is not None and self._tracking.run_id is not None:
                 self._single_value_names = found  # the trackers are known once init_trackers ran
         return found
+
+    # -- checkpoints ---------------------------------------------------------------------------------
+    def save_state(self, output_dir: str | None = None, safe_serialization: bool = True, **kwargs: Any) -> str:
+        """accelerate's ``save_state``, plus ``tracking.json`` in the checkpoint: the run and its last step, so
+        that ``load_state`` of this checkpoint continues that run after that step (see :meth:`load_state`)."""
+        location: str = super().save_state(output_dir, safe_serialization=safe_serialization, **kwargs)
+        run = self._tracking
+        if run is not None and run.run_id is not None and self.is_main_process and location:
+            import json
+            import os
+
+            mark = {"project": run.project_name, "run_id": run.run_id, "step": run._step}
+            with open(os.path.join(location, CHECKPOINT_RUN_FILE), "w", encoding="utf-8") as handle:
+                json.dump(mark, handle)
+        return location
+
+    def load_state(self, input_dir: str | None = None, **kwargs: Any) -> None:
+        """accelerate's ``load_state``; a checkpoint from :meth:`save_state` also says which run it belongs to.
+
+        Called before ``init_trackers``, the run then reopens that run and goes back to the step after the
+        checkpoint's (``resume_step``): what an earlier process logged after the checkpoint is superseded.
+        Called after, the run has started already: a warning says so (load the state first, or pass
+        ``tracking_options={"resume": True, "resume_step": N}``).
+        """
+        super().load_state(input_dir, **kwargs)
+        mark = _checkpoint_run(input_dir or self._last_checkpoint_dir())
+        run = self._tracking
+        if mark is None or run is None:
+            return
+        if run.run_id is not None:
+            if run.run_id != mark["run_id"] or run._step > mark["step"]:
+                import warnings
+
+                warnings.warn(
+                    f"load_state after init_trackers: run {run.run_id} was opened already and goes on after step "
+                    f"{run._step}; call load_state before init_trackers to continue run {mark['run_id']} after the "
+                    f"checkpoint's step {mark['step']}",
+                    TrackingWarning,
+                    stacklevel=2,
+                )
+            return
+        run.resume, run.resume_step = mark["run_id"], mark["step"] + 1
+
+    def _last_checkpoint_dir(self) -> str | None:
+        """The folder accelerate's ``load_state()`` without a folder loads (automatic checkpoint naming)."""
+        import os
+
+        folder = os.path.join(self.project_dir or "", "checkpoints")
+        if not os.path.isdir(folder):
+            return None
+        names = [name for name in os.listdir(folder) if name.startswith("checkpoint_")]
+        names.sort(key=lambda name: int(name.rpartition("_")[2]) if name.rpartition("_")[2].isdigit() else -1)
+        return os.path.join(folder, names[-1]) if names else None
 
     def end_training(self) -> FinishReport | None:
         """Deliver what is queued, close every tracker, then end the process group as accelerate does."""

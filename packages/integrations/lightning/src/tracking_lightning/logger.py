@@ -58,10 +58,13 @@ class TrackingLogger(Logger):
     ``fold1-train_loss``) and ``log_graph`` (the model's graph in TensorBoard, traced from
     ``example_input_array``; a one-time warning when the run has no TensorBoard backend).
     ``resume=True`` continues the project's most recent run instead of starting one.
-    ``ckpt_path`` (the checkpoint given to ``Trainer.fit(ckpt_path=...)``) continues the run that
-    wrote it: Lightning stores no logger state in checkpoints, but it stores ``ModelCheckpoint``'s
-    folder, which is the run's folder (``log_dir``) unless set otherwise, so the run id is read from
-    the checkpoint's contents (and from its own path), wherever the file was copied to.
+    The checkpoint of ``Trainer.fit(ckpt_path=...)`` (or ``ckpt_path`` given here) continues the run
+    that wrote it, from the checkpoint's step: what the run logged after it is superseded (``resume_step``;
+    see the README's rewind table). Lightning opens a logger's run before it restores the checkpoint and
+    does not pass it the path; the logger reads it from the running ``fit`` when its run opens there.
+    Lightning stores no logger state in checkpoints, but it stores ``ModelCheckpoint``'s folder, which
+    is the run's folder (``log_dir``) unless set otherwise, so the run id is read from the checkpoint's
+    contents (and from its own path), wherever the file was copied to.
 
     ``log_model`` sends ``ModelCheckpoint``'s checkpoints to every backend that stores artifacts
     (``log_artifact``), as Lightning's MLflow and W&B loggers do: ``True`` the best and latest ones
@@ -116,8 +119,13 @@ class TrackingLogger(Logger):
         self._log_with = log_with
         self._project = name if name is not None else project
         self._logging_dir = os.fspath(logging_dir)
+        #: the checkpoint's step, once its run is known: the reopened run goes back to it (``resume_step``)
+        self._resume_step: int | None = None
+        #: whether the checkpoint of a ``Trainer.fit(ckpt_path=...)`` may still choose the run and its step
+        self._from_fit = ckpt_path is None
         if ckpt_path is not None and version is None and rank_zero_only.rank == 0:
             version = run_of_checkpoint(ckpt_path, self._logging_dir, self._project)
+            self._resume_step = checkpoint_step(ckpt_path) if version is not None else None
             if version is None:
                 import warnings
 
@@ -192,7 +200,13 @@ class TrackingLogger(Logger):
         return (os.path.abspath(self._logging_dir), self._project, str(self._run_id))
 
     def _start(self, config: Mapping[str, Any] | None) -> None:
+        if self._from_fit:
+            self._from_fit = False
+            self._adopt_fit_checkpoint()
         reopen = self._run_id is not None
+        options = dict(self._options)
+        if reopen and self._resume_step is not None:
+            options["resume_step"], self._resume_step = self._resume_step, None  # once: a later test() goes on
         with _open_runs_lock:
             shared = _open_runs.get(self._key()) if reopen else None
             if shared is not None and _is_open(shared):  # a copy made in this process: the same open run
@@ -205,11 +219,20 @@ class TrackingLogger(Logger):
                     config=None if reopen else config,
                     init_kwargs=self._init_kwargs,
                     resume=self._run_id if reopen else self._resume_last,
-                    **self._options,
+                    **options,
                 )
                 self._run_id = self._run.run_id
                 _open_runs[self._key()] = self._run
         self.trackers = self._run.trackers
+
+    def _adopt_fit_checkpoint(self) -> None:
+        """The first run opened inside ``Trainer.fit(ckpt_path=...)``: the run that wrote the checkpoint."""
+        path = ckpt_path_of_fit(self)
+        if path is None:
+            return
+        version = run_of_checkpoint(path, self._logging_dir, self._project)
+        if version is not None and self._run_id in (None, version):  # a version given for another run wins
+            self._run_id, self._resume_step = version, checkpoint_step(path)
 
     # -- copies and pickling -------------------------------------------------------------------------
     def __getstate__(self) -> dict[str, Any]:
@@ -408,15 +431,9 @@ def run_of_checkpoint(
     Looks at the file's own path and at the folders its callbacks' state names (``ModelCheckpoint``'s
     ``dirpath``, ``best_model_path``, ``last_model_path``); tensors are memory-mapped, not read.
     """
-    import torch
 
     path = os.path.abspath(os.fspath(ckpt_path))
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"ckpt_path: {path} is not a file")
-    try:
-        checkpoint = torch.load(path, map_location="cpu", mmap=True, weights_only=True)
-    except Exception:  # a checkpoint with pickled objects (hyperparameters): the Trainer loads it the same way
-        checkpoint = torch.load(path, map_location="cpu", mmap=True, weights_only=False)
+    checkpoint = _load_checkpoint(path)
     places: list[Any] = [path]
     for state in (checkpoint.get("callbacks") or {}).values() if isinstance(checkpoint, dict) else ():
         if isinstance(state, dict):
@@ -429,6 +446,54 @@ def run_of_checkpoint(
         run_id = inside.split(os.sep)[0]
         if not inside.startswith(os.pardir) and os.path.isfile(os.path.join(project_dir, run_id, "run.json")):
             return run_id
+    return None
+
+
+def _load_checkpoint(path: str) -> Any:
+    """A Lightning checkpoint's contents, tensors memory-mapped (not read)."""
+    import torch
+
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"ckpt_path: {path} is not a file")
+    try:
+        return torch.load(path, map_location="cpu", mmap=True, weights_only=True)
+    except Exception:  # a checkpoint with pickled objects (hyperparameters): the Trainer loads it the same way
+        return torch.load(path, map_location="cpu", mmap=True, weights_only=False)
+
+
+def checkpoint_step(ckpt_path: str | os.PathLike[str]) -> int | None:
+    """The step the Trainer logs at next after restoring the checkpoint (the logger connector's step: the
+    training loop's ``_batches_that_stepped``, else the checkpoint's ``global_step``); ``None`` when it has none."""
+    checkpoint = _load_checkpoint(os.path.abspath(os.fspath(ckpt_path)))
+    if not isinstance(checkpoint, dict):
+        return None
+    loop = (((checkpoint.get("loops") or {}).get("fit_loop") or {}).get("epoch_loop.state_dict")) or {}
+    step = loop.get("_batches_that_stepped") if isinstance(loop, dict) else None
+    if step is None:
+        step = checkpoint.get("global_step")
+    return int(step) if isinstance(step, int) and step >= 0 else None
+
+
+def ckpt_path_of_fit(logger: Logger) -> str | None:
+    """The checkpoint a ``Trainer.fit(ckpt_path=...)`` now running with ``logger`` resumes from, or ``None``.
+
+    Lightning opens its loggers' runs (``experiment``, ``log_dir``) in the Trainer's set-up, before it
+    restores the checkpoint, and tells a logger nothing about it; the path is a local of the Trainer's
+    own frames (``_fit_impl``/``_run``) further up this call, resolved there (``"last"``, ``"best"``) to a file.
+    """
+    import sys
+
+    frame: Any = sys._getframe(1)
+    while frame is not None:
+        names = frame.f_code.co_varnames
+        if "ckpt_path" in names and "self" in names:
+            owner, path = frame.f_locals.get("self"), frame.f_locals.get("ckpt_path")
+            if any(candidate is logger for candidate in getattr(owner, "loggers", None) or ()):
+                fitting = getattr(getattr(owner, "state", None), "fn", None) == "fit"  # not validate/test/predict
+                if fitting and isinstance(path, (str, os.PathLike)) and os.path.isfile(path):
+                    return os.fspath(path)
+                return None
+        frame = frame.f_back
     return None
 
 

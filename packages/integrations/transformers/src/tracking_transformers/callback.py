@@ -29,7 +29,9 @@ class TrackingCallback(TrainerCallback):
     ``state.global_step`` with the ``train/``, ``eval/``, ``test/`` names of transformers' own W&B and
     TensorBoard callbacks. At train end the run finishes; :attr:`report` is its
     :class:`~tracking_core.FinishReport`. A later ``trainer.evaluate()`` reopens the same run
-    (``resume``), so its metrics join the training's.
+    (``resume``), so its metrics join the training's. ``train(resume_from_checkpoint=...)`` continues
+    the project's latest run under ``logging_dir`` after the checkpoint's ``global_step``: what an
+    earlier process logged after it is superseded (``resume_step``, see the README's rewind table).
 
     ``log_with``, ``logging_dir`` (default ``<output_dir>/runs``), ``init_kwargs`` and ``options``
     (``on_error``, ``queue_size``, ...) are those of :func:`tracking_core.init`; ``project`` defaults to
@@ -66,7 +68,13 @@ class TrackingCallback(TrainerCallback):
     def _logging_dir(self, args: Any) -> str | os.PathLike[str]:
         return self.logging_dir if self.logging_dir is not None else os.path.join(args.output_dir, "runs")
 
-    def _start(self, args: Any, config: dict[str, Any] | None, resume: bool | str = False) -> tracking_core.Dispatcher:
+    def _start(
+        self, args: Any, config: dict[str, Any] | None, resume: bool | str = False, resume_step: int | None = None
+    ) -> tracking_core.Dispatcher:
+        options = dict(self.options)
+        resume = resume or options.pop("resume", False)
+        if resume_step is not None:
+            options["resume_step"] = resume_step
         self.run = tracking_core.init(
             self.project,
             log_with=_fresh(self.log_with) if resume else self.log_with,
@@ -74,7 +82,7 @@ class TrackingCallback(TrainerCallback):
             config=config,
             init_kwargs=self.init_kwargs,
             resume=resume,
-            **self.options,
+            **options,
         )
         self.run_id = self.run.run_id
         self.trackers = self.run.trackers
@@ -96,7 +104,13 @@ class TrackingCallback(TrainerCallback):
     def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> None:
         if not state.is_world_process_zero:
             return
-        if self.run is None:
+        if self.run is None and state.global_step > 0:
+            # train(resume_from_checkpoint=...) restored the checkpoint's state: its run goes on after the
+            # checkpoint's step (logged before it was saved); what an earlier process logged later is superseded
+            self._start(
+                args, self.run_config(args, model), resume=self.run_id or True, resume_step=state.global_step + 1
+            )
+        elif self.run is None:
             self._start(args, self.run_config(args, model))
         else:  # train() again with the run still open (a run of yours, or an interrupted train)
             self.run.log_config(self.run_config(args, model))
