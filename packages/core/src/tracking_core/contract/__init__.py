@@ -1,0 +1,1 @@
+"""The contract between core and its backends (``builtins``: the table of the project's own backends)."""
