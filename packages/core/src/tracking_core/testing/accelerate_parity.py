@@ -239,9 +239,8 @@ class AccelerateParity:
             tracker.run_context = self.per_rank_context(tmp_path, rank)
             tracker.start()
             tracker.log({"loss": float(rank)}, step=0)
+            tracker.finish()  # one after the other: some SDKs hold one active run per process
             trackers.append(tracker)
-        for tracker in trackers:
-            tracker.finish()
         assert [self.read_metrics(tracker)["loss"] for tracker in trackers] == [{0: 0.0}, {0: 1.0}]
         try:
             names = self.run_names(trackers)
