@@ -10,18 +10,9 @@ import importlib.util
 import os
 
 import pytest
+from tracking_core.contract.builtins import BUILT_INS
 
-BACKEND_SDKS = {
-    "tensorboard": "tensorboard",
-    "mlflow": "mlflow",
-    "aim": "aim",
-    "trackio": "trackio",
-    "wandb": "wandb",
-    "comet_ml": "comet_ml",
-    "clearml": "clearml",
-    "swanlab": "swanlab",
-    "dvclive": "dvclive",
-}
+BACKEND_SDKS = {row.name: row.sdk for row in BUILT_INS if row.sdk is not None}
 CELL = os.environ.get("TRACKING_BACKEND") or None
 
 

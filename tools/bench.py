@@ -31,6 +31,7 @@ import argparse
 import importlib.util
 import json
 import os
+import runpy
 import statistics
 import subprocess
 import sys
@@ -39,7 +40,11 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-BACKENDS = ["tensorboard", "mlflow", "aim", "trackio", "wandb", "comet_ml", "clearml", "swanlab", "dvclive"]
+# The table of built-in backends, read from its file: importing tracking_core here would pre-load it in the cases.
+BUILT_INS = runpy.run_path(str(HERE.parent / "packages/core/src/tracking_core/contract/builtins.py"))["BUILT_INS"]
+BACKENDS = [row.name for row in BUILT_INS if row.sdk is not None]
+#: accelerate.tracking's class for each backend that has one: the reference the cases compare with
+REFERENCE_CLASSES = {row.name: row.accelerate_class for row in BUILT_INS if row.accelerate_class}
 
 
 def values_for(step: int) -> dict:
@@ -197,18 +202,7 @@ REFERENCE_ENV = {
 def case_reference(steps: int, logging_dir: Path, backend: str) -> dict:
     import accelerate.tracking as reference
 
-    classes = {
-        "tensorboard": "TensorBoardTracker",
-        "mlflow": "MLflowTracker",
-        "aim": "AimTracker",
-        "trackio": "TrackioTracker",
-        "wandb": "WandBTracker",
-        "comet_ml": "CometMLTracker",
-        "clearml": "ClearMLTracker",
-        "swanlab": "SwanLabTracker",
-        "dvclive": "DVCLiveTracker",
-    }
-    cls = getattr(reference, classes[backend])
+    cls = getattr(reference, REFERENCE_CLASSES[backend])
     started = time.perf_counter()
     from accelerate.state import PartialState
 
@@ -385,7 +379,7 @@ def main() -> int:
         for backend in wanted:
             if (HERE / "bench_direct" / f"{backend}.py").exists():
                 rows.append(_row(backend, "SDK direct", _run_case(["direct", backend], args.steps), floor))
-            if has_reference:
+            if has_reference and backend in REFERENCE_CLASSES:
                 rows.append(
                     _row(
                         backend,

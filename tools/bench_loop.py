@@ -35,7 +35,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bench import BACKENDS, REFERENCE_ENV, load_training_stack, values_for  # noqa: E402 - tools/ is not a package
+from bench import BACKENDS, REFERENCE_CLASSES, REFERENCE_ENV, load_training_stack, values_for  # noqa: E402 - tools/ is not a package
 
 WORK_SECONDS = 0.0012
 
@@ -117,18 +117,7 @@ def _timings(loop: float, stalled: float, created: float, ended: float) -> dict:
 def _reference_tracker(backend: str, logging_dir: Path):
     import accelerate.tracking as reference
 
-    names = {
-        "tensorboard": "TensorBoardTracker",
-        "mlflow": "MLflowTracker",
-        "aim": "AimTracker",
-        "trackio": "TrackioTracker",
-        "wandb": "WandBTracker",
-        "comet_ml": "CometMLTracker",
-        "clearml": "ClearMLTracker",
-        "swanlab": "SwanLabTracker",
-        "dvclive": "DVCLiveTracker",
-    }
-    cls = getattr(reference, names[backend])
+    cls = getattr(reference, REFERENCE_CLASSES[backend])
     if cls.requires_logging_directory:
         return cls("bench-loop", str(logging_dir))
     if backend == "mlflow":
@@ -247,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     cases = [("none", [])]
     cases += [(kind, group) for group in groups for kind in ("ours", "process") if kind in paths]
     if with_reference and "accelerate" in paths:
-        cases += [("accelerate", group) for group in groups]
+        cases += [("accelerate", group) for group in groups if set(group) <= REFERENCE_CLASSES.keys()]
     print(
         f"tracking loop bench: {args.steps} steps of ~{WORK_SECONDS * 1000:.1f} ms pure-Python work ({units} units), "
         f"8 scalars per step, {args.rounds} interleaved rounds, python {sys.version.split()[0]}"

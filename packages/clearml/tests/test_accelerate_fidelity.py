@@ -1,9 +1,10 @@
-"""Fidelity with accelerate's ``ClearMLTracker`` (accelerate 1.15 ``accelerate/tracking.py``), the image layouts,
-config merged after start, histograms and per-rank runs, each read back from the offline session."""
+"""ClearMLTracker against accelerate 1.15's ``ClearMLTracker``: the shared suite
+(``tracking_core.testing.accelerate_parity``) plus what only ClearML has (Accelerate's title/series mapping,
+JPEG or PNG image files, image history, table headers, hyperparameters, bar-chart histograms, per-rank task
+names and tags), each read back from the offline session."""
 
 from __future__ import annotations
 
-import inspect
 from pathlib import Path
 
 import pytest
@@ -11,35 +12,40 @@ from tracking_clearml import ClearMLTracker
 from tracking_clearml.session import OfflineSession
 from tracking_core import Dispatcher, RunContext
 from tracking_core.histogram import histogram_of
-from tracking_core.testing.ranks import RANK, launch_ranks
+from tracking_core.testing.accelerate_parity import AccelerateParity
 
-EMPTY = inspect.Parameter.empty
-#: Parameters of accelerate 1.15's ``ClearMLTracker`` methods (name, kind, default), copied from its
-#: ``accelerate/tracking.py``; ours may add keyword-only options.
-ACCELERATE_SIGNATURES = {
-    "__init__": [("run_name", "POSITIONAL_OR_KEYWORD", None), ("kwargs", "VAR_KEYWORD", EMPTY)],
-    "start": [],
-    "store_init_configuration": [("values", "POSITIONAL_OR_KEYWORD", EMPTY)],
-    "log": [
-        ("values", "POSITIONAL_OR_KEYWORD", EMPTY),
-        ("step", "POSITIONAL_OR_KEYWORD", None),
-        ("kwargs", "VAR_KEYWORD", EMPTY),
-    ],
-    "log_images": [
-        ("values", "POSITIONAL_OR_KEYWORD", EMPTY),
-        ("step", "POSITIONAL_OR_KEYWORD", None),
-        ("kwargs", "VAR_KEYWORD", EMPTY),
-    ],
-    "log_table": [
-        ("table_name", "POSITIONAL_OR_KEYWORD", EMPTY),
-        ("columns", "POSITIONAL_OR_KEYWORD", None),
-        ("data", "POSITIONAL_OR_KEYWORD", None),
-        ("dataframe", "POSITIONAL_OR_KEYWORD", None),
-        ("step", "POSITIONAL_OR_KEYWORD", None),
-        ("kwargs", "VAR_KEYWORD", EMPTY),
-    ],
-    "finish": [],
-}
+
+def session_of(tracker: ClearMLTracker) -> OfflineSession:
+    return OfflineSession(f"{tracker.offline_folder}.zip")
+
+
+class TestClearMLAccelerateParity(AccelerateParity):
+    backend_name = "clearml"
+    #: accelerate 1.15's ``ClearMLTracker`` methods, copied from its ``accelerate/tracking.py``; ours may add
+    #: keyword-only options
+    accelerate_signatures = {
+        "__init__": "self, run_name=None, **kwargs",
+        "start": "self",
+        "store_init_configuration": "self, values",
+        "log": "self, values, step=None, **kwargs",
+        "log_images": "self, values, step=None, **kwargs",
+        "log_table": "self, table_name, columns=None, data=None, dataframe=None, step=None, **kwargs",
+        "finish": "self",
+    }
+    sdk_attributes = ("tracker", "task")
+    accelerate_requires_logging_directory = False
+    image_layouts_extra = None  # JPEG by default: test_image_layouts_read_back checks the lossless option
+    rank_port = 29632
+    unset_env = ("CLEARML_", "TRAINS_")
+
+    def env(self, tmp_path):
+        return {"CLEARML_CONFIG_FILE": str(tmp_path / "no-clearml.conf")}
+
+    def read_metrics(self, tracker):
+        return session_of(tracker).scalars()
+
+    def read_config(self, tracker):
+        return session_of(tracker).configuration("General")
 
 
 @pytest.fixture(autouse=True)
@@ -48,24 +54,9 @@ def _no_user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.chdir(tmp_path)
 
 
-@pytest.mark.parametrize("method", sorted(ACCELERATE_SIGNATURES))
-def test_signatures_match_accelerate(method: str) -> None:
-    ours = list(inspect.signature(getattr(ClearMLTracker, method)).parameters.values())[1:]  # without self
-    expected = ACCELERATE_SIGNATURES[method]
-    not_keyword_only = [p for p in ours if p.kind is not inspect.Parameter.KEYWORD_ONLY]
-    assert [(p.name, p.kind.name, p.default) for p in not_keyword_only] == expected, method
-    assert ClearMLTracker.name == "clearml" and ClearMLTracker.requires_logging_directory is False
-
-
-def session_of(tracker: ClearMLTracker) -> OfflineSession:
-    return OfflineSession(f"{tracker.offline_folder}.zip")
-
-
-def test_used_alone_it_is_synchronous_like_accelerate(tmp_path: Path) -> None:
+def test_accelerates_title_series_single_values_and_table_error(tmp_path: Path) -> None:
     tracker = ClearMLTracker("alone", logging_dir=tmp_path / "logs")
-    assert tracker.task is None  # not started: nothing to wait for
     tracker.start()
-    assert tracker.task is tracker.tracker is not None
     tracker.store_init_configuration({"lr": 0.1})
     tracker.log({"eval_loss": 0.5, "test_acc": 0.9, "train_loss": 0.7, "loss": 0.6}, step=1)
     tracker.log({"final": 1.0})  # no step: a single value, as accelerate reports it
@@ -84,14 +75,6 @@ def test_used_alone_it_is_synchronous_like_accelerate(tmp_path: Path) -> None:
         for (t, s), v in [((e["metric"], e["variant"]), e["value"]) for e in session.events("training_stats_scalar")]
         if (t, s) == ("loss", "train")
     ) == [0.6, 0.7]
-
-
-def test_task_waits_for_a_managed_start(tmp_path: Path) -> None:
-    dispatcher = Dispatcher(log_with="clearml", logging_dir=tmp_path / "logs", on_error="raise")
-    dispatcher.init_trackers("managed")
-    tracker = dispatcher.get_tracker("clearml")
-    assert tracker.task is not None  # read right after init_trackers
-    assert dispatcher.finish(timeout=120).ok
 
 
 def test_image_layouts_read_back(tmp_path: Path) -> None:
@@ -238,36 +221,3 @@ def test_per_rank_runs_are_named_and_tagged(tmp_path: Path) -> None:
     ]
     assert [session.task["project_name"] for session in tasks] == ["job", "job"]
     assert [session.scalars()["loss"] for session in tasks] == [{0: 0.0}, {0: 1.0}]
-
-
-RANK_SCRIPT = r"""
-import json, sys
-from tracking_core import init
-
-run = init("job", log_with="clearml", logging_dir=sys.argv[2], per_rank=True)
-run.log({"loss": float(sys.argv[1])}, step=0)
-tracker = run.get_tracker("clearml")
-run.finish()
-print(json.dumps({"session": f"{tracker.offline_folder}.zip", "group": tracker.run_context.group}))
-"""
-
-
-def test_per_rank_mode_gives_one_task_per_rank(tmp_path: Path) -> None:
-
-    results = launch_ranks(
-        RANK_SCRIPT,
-        RANK,
-        str(tmp_path / "logs"),
-        port=29632,
-        cwd=tmp_path,
-        drop_env=["CLEARML_", "TRAINS_"],
-        env={"CLEARML_CONFIG_FILE": str(tmp_path / "none.conf")},
-    )
-    (group,) = {result["group"] for result in results}
-    sessions = [OfflineSession(result["session"]) for result in results]
-    assert [session.task["name"] for session in sessions] == ["job-rank0", "job-rank1"]
-    assert [sorted(session.task.get("tags", [])) for session in sessions] == [
-        [f"group:{group}", "rank:0"],
-        [f"group:{group}", "rank:1"],
-    ]
-    assert [session.scalars()["loss"] for session in sessions] == [{0: 0.0}, {0: 1.0}]

@@ -1,9 +1,10 @@
-"""Fidelity with accelerate's ``CometMLTracker`` (accelerate 1.15 ``accelerate/tracking.py``), the image layouts,
-config merged after start, histograms and per-rank runs, each read back from Comet's offline archive."""
+"""CometMLTracker against accelerate 1.15's ``CometMLTracker``: the shared suite
+(``tracking_core.testing.accelerate_parity``) plus what only Comet has (dicts as their inner metric keys, text as
+``log_other`` and per-step text, figures as PNG, parameters with ``|``, 3-d histogram assets, per-rank tags and
+archive folder), each read back from Comet's offline archive."""
 
 from __future__ import annotations
 
-import inspect
 import json
 from pathlib import Path
 
@@ -12,43 +13,44 @@ from tracking_comet_ml import CometMLTracker
 from tracking_comet_ml.archive import read_archive_images
 from tracking_core import Dispatcher, RunContext
 from tracking_core.histogram import histogram_of
-from tracking_core.testing.ranks import RANK, launch_ranks
+from tracking_core.testing.accelerate_parity import AccelerateParity
 
-#: Parameters of accelerate 1.15's ``CometMLTracker`` methods (name, kind, default), copied from its
-#: ``accelerate/tracking.py``; ours may add keyword-only options after them.
-ACCELERATE_SIGNATURES = {
-    "__init__": [("run_name", "POSITIONAL_OR_KEYWORD", inspect.Parameter.empty), ("kwargs", "VAR_KEYWORD", None)],
-    "start": [],
-    "store_init_configuration": [("values", "POSITIONAL_OR_KEYWORD", inspect.Parameter.empty)],
-    "log": [
-        ("values", "POSITIONAL_OR_KEYWORD", inspect.Parameter.empty),
-        ("step", "POSITIONAL_OR_KEYWORD", None),
-        ("kwargs", "VAR_KEYWORD", None),
-    ],
-    "finish": [],
-}
+from .conftest import archive_of
 
 
-@pytest.mark.parametrize("method", sorted(ACCELERATE_SIGNATURES))
-def test_signatures_match_accelerate(method: str) -> None:
-    ours = list(inspect.signature(getattr(CometMLTracker, method)).parameters.values())[1:]  # without self
-    expected = ACCELERATE_SIGNATURES[method]
-    positional = [p for p in ours if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    assert [(p.name, p.kind.name) for p in positional] == [(n, k) for n, k, _ in expected if k != "VAR_KEYWORD"]
-    for parameter, (_, _, default) in zip(positional, expected):
-        if default is not None or parameter.default is not inspect.Parameter.empty:
-            assert parameter.default == default, (method, parameter)
-    if any(kind == "VAR_KEYWORD" for _, kind, _ in expected):
-        assert ours[-1].kind is inspect.Parameter.VAR_KEYWORD, (method, ours)
-    assert CometMLTracker.name == "comet_ml" and CometMLTracker.requires_logging_directory is False
+class TestCometAccelerateParity(AccelerateParity):
+    backend_name = "comet_ml"
+    #: accelerate 1.15's ``CometMLTracker`` methods, copied from its ``accelerate/tracking.py``; ours may add
+    #: keyword-only options after them
+    accelerate_signatures = {
+        "__init__": "self, run_name, **kwargs",
+        "start": "self",
+        "store_init_configuration": "self, values",
+        "log": "self, values, step=None, **kwargs",
+        "finish": "self",
+    }
+    sdk_attributes = ("tracker", "writer", "experiment")
+    accelerate_requires_logging_directory = False
+    rank_port = 29631
+
+    def env(self, tmp_path):
+        return {"COMET_API_KEY": ""}  # wins over a key in ~/.comet.config
+
+    def read_metrics(self, tracker):
+        return archive_of(tracker).metrics()
+
+    def read_config(self, tracker):
+        configs = [content for name, (_, _, content) in archive_of(tracker).assets().items() if name == "config.json"]
+        return json.loads(configs[-1])
+
+    def run_names(self, trackers):
+        return [archive_of(tracker).others()["Name"] for tracker in trackers]
 
 
-def test_used_alone_it_is_synchronous_like_accelerate(tmp_path, monkeypatch, comet_archive):
+def test_dicts_text_and_parameters_go_where_accelerate_puts_them(tmp_path, monkeypatch, comet_archive):
     monkeypatch.chdir(tmp_path)
     tracker = CometMLTracker("alone", logging_dir=tmp_path / "logs")
-    assert tracker.writer is None  # not started: nothing to wait for
     tracker.start()
-    assert tracker.writer is tracker.tracker is tracker.experiment is not None
     tracker.store_init_configuration({"lr": 0.1})
     tracker.log({"loss": 0.5, "note": "first", "group": {"a": 1.0, "b": 2.0}}, step=3)
     tracker.log({"note": "second"}, step=4)
@@ -60,46 +62,6 @@ def test_used_alone_it_is_synchronous_like_accelerate(tmp_path, monkeypatch, com
     assert archive.others()["note"] == "second"  # log_other, as accelerate: the last value
     assert archive.texts()["note"] == {3: "first", 4: "second"}  # and every step's text
     assert archive.parameters()["lr"] == 0.1
-
-
-def test_writer_waits_for_a_managed_start(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    dispatcher = Dispatcher(log_with="comet_ml", logging_dir=tmp_path / "logs", on_error="raise")
-    dispatcher.init_trackers("managed")
-    tracker = dispatcher.get_tracker("comet_ml")
-    assert tracker.writer is not None and tracker.writer.alive  # read right after init_trackers
-    assert dispatcher.finish(timeout=120).ok
-
-
-def _layouts(np):
-    base = (np.arange(12 * 20 * 3) % 251).astype("uint8").reshape(12, 20, 3)
-    from PIL import Image
-
-    return base, {
-        "hwc": (base, [base]),
-        "chw": (base.transpose(2, 0, 1), [base]),
-        "hw": (base[..., 0], [base[..., 0]]),
-        "nhwc": (np.stack([base, base[::-1]]), [base, base[::-1]]),
-        "nchw": (np.stack([base, base[::-1]]).transpose(0, 3, 1, 2), [base, base[::-1]]),
-        "pil": (Image.fromarray(base), [base]),
-        "float": (base.astype("float32") / 255.0, [base]),
-    }
-
-
-def test_image_layouts_read_back(tmp_path, monkeypatch):
-    np = pytest.importorskip("numpy")
-    pytest.importorskip("PIL")
-    monkeypatch.chdir(tmp_path)
-    _, layouts = _layouts(np)
-    tracker = CometMLTracker("images", logging_dir=tmp_path / "logs")
-    tracker.start()
-    tracker.log_images({name: value for name, (value, _) in layouts.items()}, step=2)
-    tracker.finish()
-    stored = tracker.read_back_images()
-    for name, (_, expected) in layouts.items():
-        assert [step for step, _ in stored[name]] == [2] * len(expected), name
-        for (_, array), want in zip(stored[name], expected):
-            assert array.shape == want.shape and (array == want).all(), name
 
 
 def test_figure_is_a_png(tmp_path, monkeypatch):
@@ -176,33 +138,4 @@ def test_per_rank_runs_are_named_and_tagged(tmp_path, monkeypatch, comet_archive
         ["group:run-7", "rank:1"],
     ]
     assert archives[0].path.parent == archives[1].path.parent == Path(logging_dir / "job" / "run-7" / "comet_ml")
-    assert [archive.metrics()["loss"] for archive in archives] == [{0: 0.0}, {0: 1.0}]
-
-
-RANK_SCRIPT = r"""
-import json, sys
-from tracking_core import init
-
-run = init("job", log_with="comet_ml", logging_dir=sys.argv[2], per_rank=True)
-run.log({"loss": float(sys.argv[1])}, step=0)
-tracker = run.get_tracker("comet_ml")
-run.finish()
-print(json.dumps({"archive": str(tracker.archive_path), "group": tracker.run_context.group}))
-"""
-
-
-def test_per_rank_mode_gives_one_experiment_per_rank(tmp_path, comet_archive):
-    from types import SimpleNamespace
-
-    results = launch_ranks(
-        RANK_SCRIPT, RANK, str(tmp_path / "logs"), port=29631, cwd=tmp_path, env={"COMET_API_KEY": ""}
-    )
-    (group,) = {result["group"] for result in results}
-    archives = [comet_archive(SimpleNamespace(archive_path=result["archive"], mode="offline")) for result in results]
-    assert [archive.others()["Name"] for archive in archives] == [f"{group}-rank0", f"{group}-rank1"]
-    assert [sorted(archive.experiment["tags"]) for archive in archives] == [
-        [f"group:{group}", "rank:0"],
-        [f"group:{group}", "rank:1"],
-    ]
-    assert {archive.experiment["project_name"] for archive in archives} == {"job"}
     assert [archive.metrics()["loss"] for archive in archives] == [{0: 0.0}, {0: 1.0}]

@@ -1,44 +1,48 @@
-"""Same signatures and SDK attributes as accelerate's ``MLflowTracker``; config merged after start;
-per-rank runs grouped by tags; figures always PNG; images read back in every layout."""
+"""MLflowTracker against Accelerate's: the shared suite (``tracking_core.testing.accelerate_parity``) plus what
+only MLflow has (params stringified and write-once, per-rank runs found by tag, figures always PNG, histograms
+as summary metrics, any float CHW image)."""
 
 from __future__ import annotations
 
-import inspect
 import warnings
 
 import pytest
 import tracking_core
 from tracking_core import RunContext, TrackingWarning
-from tracking_core.testing.ranks import RANK, launch_ranks
+from tracking_core.testing.accelerate_parity import AccelerateParity
 from tracking_mlflow import MLflowTracker
+
+from .conftest import Reader
 
 np = pytest.importorskip("numpy")
 
-#: accelerate 1.15 ``accelerate/tracking.py``, class MLflowTracker: each method's positional parameters
-#: (ours may add keyword options); ``log_figure`` also takes accelerate's ``**save_kwargs``.
-ACCELERATE_1_15 = {
-    "__init__": [
-        "self", "experiment_name", "logging_dir", "run_id", "tags", "nested_run", "run_name", "description",
-    ],
-    "start": ["self"],
-    "store_init_configuration": ["self", "values"],
-    "log": ["self", "values", "step"],
-    "log_figure": ["self", "figure", "artifact_file"],
-    "log_artifacts": ["self", "local_dir", "artifact_path"],
-    "log_artifact": ["self", "local_path", "artifact_path"],
-    "finish": ["self"],
-}  # fmt: skip
-POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
+class TestMLflowAccelerateParity(AccelerateParity):
+    backend_name = "mlflow"
+    #: accelerate 1.15 ``accelerate/tracking.py``, class MLflowTracker: each method's positional parameters (ours
+    #: may add positional ones after them, and keyword options); ``log_figure`` also takes ``**save_kwargs``
+    accelerate_signatures = {
+        "__init__": "self, experiment_name, logging_dir, run_id, tags, nested_run, run_name, description",
+        "start": "self",
+        "store_init_configuration": "self, values",
+        "log": "self, values, step",
+        "log_figure": "self, figure, artifact_file, **save_kwargs",
+        "log_artifacts": "self, local_dir, artifact_path",
+        "log_artifact": "self, local_path, artifact_path",
+        "finish": "self",
+    }
+    exact_signatures = False
+    sdk_attributes = ("tracker", "active_run")
+    rank_port = 29642
 
-@pytest.mark.parametrize("method", sorted(ACCELERATE_1_15))
-def test_positional_parameters_match_accelerate(method):
-    parameters = list(inspect.signature(getattr(MLflowTracker, method)).parameters.values())
-    expected = ACCELERATE_1_15[method]
-    # our extra positional parameters (``step``) come after accelerate's, so accelerate's calls bind the same
-    assert [p.name for p in parameters if p.kind in POSITIONAL][: len(expected)] == expected
-    if method == "log_figure":
-        assert parameters[-1].kind is inspect.Parameter.VAR_KEYWORD and parameters[-1].name == "save_kwargs"
+    def read_metrics(self, tracker):
+        return Reader.of(tracker).metrics()
+
+    def read_config(self, tracker):
+        return Reader.of(tracker).json("config.json")
+
+    def run_names(self, trackers):
+        return [Reader.of(tracker).run.info.run_name for tracker in trackers]
 
 
 def _started(tmp_path, *args, **kwargs) -> MLflowTracker:
@@ -47,11 +51,10 @@ def _started(tmp_path, *args, **kwargs) -> MLflowTracker:
     return tracker
 
 
-def test_used_like_accelerate_without_a_dispatcher(tmp_path, reader_of):
+def test_params_are_stringified_as_accelerate_logs_them(tmp_path, reader_of):
     tracker = MLflowTracker("exp", tmp_path, run_name="baseline")
-    assert tracker.active_run is None and tracker.tracker is None  # nothing before start()
     tracker.start()
-    assert tracker.active_run is tracker.tracker and tracker.active_run.info.run_name == "baseline"
+    assert tracker.active_run.info.run_name == "baseline"
     tracker.store_init_configuration({"lr": 0.1})
     tracker.log({"loss": 0.5}, step=1)
     tracker.finish()
@@ -143,61 +146,9 @@ def test_histograms_are_the_summary_metrics(tmp_path, reader_of):
     assert metrics["w/min"] == {4: 1.0} and metrics["w/max"] == {4: 3.0}
 
 
-LAYOUTS = {
-    "HW": lambda rgb: rgb[..., 0],
-    "HWC": lambda rgb: rgb,
-    "CHW": lambda rgb: rgb.transpose(2, 0, 1),
-    "CHW-float": lambda rgb: rgb.transpose(2, 0, 1) / 255.0,
-    "NHWC": lambda rgb: np.stack([rgb, rgb[::-1]]),
-    "NCHW": lambda rgb: np.stack([rgb, rgb[::-1]]).transpose(0, 3, 1, 2),
-}
-
-
-@pytest.mark.parametrize("layout", sorted(LAYOUTS))
-def test_images_read_back_in_every_layout(tmp_path, layout):
-    rgb = (np.arange(16 * 24 * 3) % 251).astype(np.uint8).reshape(16, 24, 3)
-    run = tracking_core.init("img", log_with="mlflow", logging_dir=tmp_path, on_error="raise")
-    run.log_images({"val/img": LAYOUTS[layout](rgb)}, step=3)
-    assert run.finish().ok
-    stored = run.trackers[0].read_back_images()["val/img"]
-    expected = [rgb[..., 0]] if layout == "HW" else [rgb, rgb[::-1]] if layout.startswith("N") else [rgb]
-    assert [step for step, _ in stored] == [3] * len(expected)
-    for (_, image), want in zip(stored, expected):
-        assert image.dtype == np.uint8 and image.shape == want.shape
-        assert np.abs(image.astype(int) - want).max() <= 1
-
-
 def test_random_float_chw_image_is_stored(tmp_path):
     tracker = _started(tmp_path, "chw-float")
     tracker.log_images({"noise": np.random.default_rng(0).random((3, 16, 24))}, step=0)
     tracker.finish()
     ((step, image),) = tracker.read_back_images()["noise"]
     assert step == 0 and image.shape == (16, 24, 3)
-
-
-RANK_SCRIPT = r"""
-import json, sys
-from tracking_core import init
-
-run = init("job", log_with="mlflow", logging_dir=sys.argv[2], per_rank=True)
-run.log({"loss": float(sys.argv[1])}, step=0)
-tracker = run.get_tracker("mlflow")
-assert run.finish().ok
-print(json.dumps({"uri": tracker.tracking_uri, "run_id": tracker.active_run_id, "group": tracker.run_context.group}))
-"""
-
-
-def test_per_rank_mode_end_to_end(tmp_path):
-
-    from mlflow import MlflowClient
-
-    results = launch_ranks(RANK_SCRIPT, RANK, str(tmp_path / "logs"), port=29642, cwd=tmp_path, timeout=300)
-    (group,) = {result["group"] for result in results}
-    client = MlflowClient(tracking_uri=results[0]["uri"])
-    runs = [client.get_run(result["run_id"]) for result in results]
-    assert [(r.info.run_name, r.data.tags["tracking.group"], r.data.tags["tracking.rank"]) for r in runs] == [
-        (f"{group}-rank0", group, "0"),
-        (f"{group}-rank1", group, "1"),
-    ]
-    assert runs[0].info.experiment_id == runs[1].info.experiment_id
-    assert [r.data.metrics["loss"] for r in runs] == [0.0, 1.0]

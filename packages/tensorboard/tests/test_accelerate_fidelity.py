@@ -1,44 +1,49 @@
-"""Same signatures and SDK attributes as accelerate's ``TensorBoardTracker``; config merged after start;
-per-rank sub-runs; images read back in every layout."""
+"""TensorBoardTracker against Accelerate's: the shared suite (``tracking_core.testing.accelerate_parity``) plus
+what only TensorBoard has (SummaryWriter's shapes: text, dicts as ``add_scalars``, hparams; config as JSON
+text; per-rank runs as sub-runs of the job's folder; Accelerate's message for a missing logging_dir)."""
 
 from __future__ import annotations
 
-import inspect
 import re
 from pathlib import Path
 
 import pytest
 import tracking_core
 from tracking_core import RunContext
-from tracking_core.testing.ranks import RANK, launch_ranks
+from tracking_core.testing.accelerate_parity import AccelerateParity
 from tracking_tensorboard import TensorBoardTracker
+
+from .conftest import EventReader
 
 np = pytest.importorskip("numpy")
 
-#: accelerate 1.15 ``accelerate/tracking.py``, class TensorBoardTracker: the positional parameters of each
-#: method (ours may add keyword-only options and ``**kwargs``).
-ACCELERATE_1_15 = {
-    "__init__": ["self", "run_name", "logging_dir"],
-    "start": ["self"],
-    "store_init_configuration": ["self", "values"],
-    "log": ["self", "values", "step"],
-    "log_images": ["self", "values", "step"],
-    "finish": ["self"],
-}
-POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+
+class TestTensorBoardAccelerateParity(AccelerateParity):
+    backend_name = "tensorboard"
+    #: accelerate 1.15 ``accelerate/tracking.py``, class TensorBoardTracker: the positional parameters of each
+    #: method (ours may add keyword-only options; accelerate passes ``**kwargs`` on to the SummaryWriter)
+    accelerate_signatures = {
+        "__init__": "self, run_name, logging_dir",
+        "start": "self",
+        "store_init_configuration": "self, values",
+        "log": "self, values, step, **kwargs",
+        "log_images": "self, values, step, **kwargs",
+        "finish": "self",
+    }
+    exact_signatures = False
+    sdk_attributes = ("tracker", "writer")
+    accelerate_requires_logging_directory = True
+    rank_port = 29641
+
+    def read_metrics(self, tracker):
+        return EventReader(tracker.log_dir).scalars()
+
+    def read_config(self, tracker):
+        return EventReader(tracker.log_dir).config_json()
 
 
-@pytest.mark.parametrize("method", sorted(ACCELERATE_1_15))
-def test_positional_parameters_match_accelerate(method):
-    parameters = inspect.signature(getattr(TensorBoardTracker, method)).parameters.values()
-    assert [p.name for p in parameters if p.kind in POSITIONAL] == ACCELERATE_1_15[method]
-    if method in ("__init__", "log", "log_images"):  # accelerate passes **kwargs on to the SummaryWriter
-        assert any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters) or method == "__init__"
-
-
-def test_used_like_accelerate_without_a_dispatcher(tmp_path, event_reader):
+def test_direct_use_keeps_summarywriters_shapes(tmp_path, event_reader):
     tracker = TensorBoardTracker("proj", tmp_path)
-    assert tracker.writer is None and tracker.tracker is None  # nothing before start(), as accelerate
     tracker.start()
     tracker.store_init_configuration({"lr": 0.1, "name": "baseline"})
     tracker.log({"loss": 0.5, "note": "hi", "pair": {"a": 1.0, "b": 2.0}}, step=1)
@@ -117,57 +122,6 @@ def test_the_default_mode_has_no_rank_folder(tmp_path):
     tracker.start()
     tracker.finish()
     assert tracker.log_dir == Path(tmp_path / "proj" / "job-1")
-
-
-LAYOUTS = {
-    "HW": lambda rgb: rgb[..., 0],
-    "HWC": lambda rgb: rgb,
-    "CHW": lambda rgb: rgb.transpose(2, 0, 1),
-    "NHWC": lambda rgb: np.stack([rgb, rgb]),
-    "NCHW": lambda rgb: np.stack([rgb, rgb]).transpose(0, 3, 1, 2),
-    "float": lambda rgb: rgb / 255.0,
-}
-
-
-@pytest.mark.parametrize("layout", sorted(LAYOUTS))
-def test_images_read_back_in_every_layout(tmp_path, layout):
-    rgb = (np.arange(6 * 10 * 3) % 251).astype(np.uint8).reshape(6, 10, 3)
-    run = tracking_core.init("proj", log_with="tensorboard", logging_dir=tmp_path, on_error="raise")
-    run.log_images({"img": LAYOUTS[layout](rgb)}, step=3)
-    assert run.finish().ok
-    stored = run.trackers[0].read_back_images()["img"]
-    expected = rgb[..., 0] if layout == "HW" else rgb
-    assert [step for step, _ in stored] == [3] * (2 if layout.startswith("N") else 1)
-    for _, image in stored:
-        assert image.dtype == np.uint8 and image.shape == expected.shape
-        assert np.abs(image.astype(int) - expected).max() <= 1
-
-
-RANK_SCRIPT = r"""
-import json, sys
-from tracking_core import init
-
-run = init("job", log_with="tensorboard", logging_dir=sys.argv[2], per_rank=True)
-run.log({"loss": float(sys.argv[1])}, step=0)
-tracker = run.get_tracker("tensorboard")
-assert run.finish().ok
-print(json.dumps({"log_dir": str(tracker.log_dir), "group": tracker.run_context.group}))
-"""
-
-
-def rank_processes(script: str, tmp_path, port: str) -> list[dict]:
-    """Two processes as a launcher starts them (RANK / WORLD_SIZE), each printing a JSON line at the end."""
-
-    return launch_ranks(script, RANK, str(tmp_path / "logs"), port=int(port), cwd=tmp_path)
-
-
-def test_per_rank_mode_end_to_end(tmp_path, event_reader):
-    results = rank_processes(RANK_SCRIPT, tmp_path, "29641")
-    (group,) = {result["group"] for result in results}
-    job = tmp_path / "logs" / "job" / group
-    assert [Path(result["log_dir"]) for result in results] == [job / "rank-0", job / "rank-1"]
-    for rank, result in enumerate(results):
-        assert event_reader(result["log_dir"]).scalars() == {"loss": {0: float(rank)}}
 
 
 def test_missing_logging_dir_error_carries_accelerates_message():

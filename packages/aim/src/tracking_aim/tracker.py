@@ -28,6 +28,7 @@ from typing import Any, NamedTuple, cast
 from tracking_core import GeneralTracker, Histogram, flatten_config, notice, stringify, warn_once
 from tracking_core.adapters import figure_to_png, image_list, merge_config, table_rows, to_hwc_uint8
 from tracking_core.filelock import file_lock
+from tracking_core.kit.sdk import per_rank, rank_name, rank_tags, sdk_object
 from tracking_core.paths import check_artifact_path
 
 from tracking_aim.series_writer import SeriesWriter
@@ -222,10 +223,10 @@ class AimTracker(GeneralTracker):
         self._run, self.run_hash = run, run.hash
         self._writer = SeriesWriter.for_run(run)  # None: a remote repo or tracking thread; Run.track then
         name, tags = self.display_name, list(self.tags)
-        context = self.run_context
-        if context is not None and context.group is not None:  # per-rank runs: grouped by experiment and tags
-            name = f"{name or context.group}-rank{context.rank}"
-            tags += [f"group:{context.group}", f"rank:{context.rank}"]
+        context = per_rank(self)
+        if context is not None:  # per-rank runs: grouped by experiment and tags
+            name = rank_name(name, context)
+            tags += rank_tags(context)
         if name:
             run.name = str(name)
         if self.description:
@@ -256,16 +257,9 @@ class AimTracker(GeneralTracker):
             return None
 
     # -- the SDK object ---------------------------------------------------------------------------
-    @property
-    def tracker(self) -> Any:
-        """The ``aim.Run`` (``None`` before ``start()``); a managed tracker's waits for its start."""
-        self._wait_for_start()
-        return self._run
-
-    @property
-    def writer(self) -> Any:
-        """The same ``aim.Run`` as ``tracker``, under the name accelerate's tracker gives it."""
-        return self.tracker
+    tracker = writer = sdk_object(
+        "_run", "The ``aim.Run``, ``writer`` as accelerate's tracker names it (``None`` before ``start()``)."
+    )
 
     @property
     def repo_path(self) -> str:

@@ -42,6 +42,7 @@ from typing import Any, ClassVar
 
 from tracking_core import GeneralTracker, Histogram, notice, warn_once
 from tracking_core.adapters import figure_to_png, image_list, merge_config, table_rows, to_hwc_uint8
+from tracking_core.kit.sdk import chosen_instead, not_resumed, per_rank, rank_name, rank_tags, saved_resume, sdk_object
 from tracking_core.notices import logger
 from tracking_core.png import encode_png
 
@@ -193,10 +194,10 @@ class ClearMLTracker(GeneralTracker):
         kwargs = {**QUIET_INIT, **self.init_kwargs}
         kwargs.setdefault("project_name", os.environ.get("CLEARML_PROJECT") or self.run_name)
         kwargs.setdefault("task_name", os.environ.get("CLEARML_TASK") or self.run_name)
-        context = self.run_context
-        if context is not None and context.group is not None:  # per-rank: one task per rank, tagged with the job
-            kwargs["task_name"] = f"{kwargs['task_name']}-rank{context.rank}"
-            kwargs["tags"] = [*(kwargs.get("tags") or []), f"group:{context.group}", f"rank:{context.rank}"]
+        context = per_rank(self)
+        if context is not None:  # per-rank: one task per rank, tagged with the job
+            kwargs["task_name"] = rank_name(kwargs["task_name"], context)
+            kwargs["tags"] = [*(kwargs.get("tags") or []), *rank_tags(context)]
         cache_dir = self._continue_saved_task(kwargs, cache_dir)
         with cache_dir_during_init(cache_dir):
             self._task = Task.init(**kwargs)
@@ -218,38 +219,33 @@ class ClearMLTracker(GeneralTracker):
         session is continued in its own folder, so its cache dir wins; ClearML would silently start an empty
         session under a missing folder's id, so a missing folder means a new task.
         """
-        saved = self.run_context.resume if self.run_context is not None else None
-        if saved is None:
+        resume = saved_resume(self, "task_id", "ClearML task", id_name="task", noun="task")
+        if resume is None:
             return cache_dir
-        task_id = saved.get("task_id") if isinstance(saved, dict) else None
-        if not isinstance(task_id, str) or not task_id:
-            self._not_resumed(f"could not resume the saved ClearML task ({saved!r} names no task); started a new task")
-            return cache_dir
+        saved, task_id = resume
         if "reuse_last_task_id" in self.init_kwargs or "continue_last_task" in self.init_kwargs:
-            self.add_note(f"the task chosen in init_kwargs was used; the saved ClearML task {task_id} was not")
+            chosen_instead(self, "task", "init_kwargs", "ClearML task", task_id)
             return cache_dir
         saved_mode = saved.get("mode")
         if (saved_mode == "offline") != (self.mode == "offline"):
-            self._not_resumed(
+            not_resumed(
+                self,
                 f"could not resume ClearML task {task_id} (it was recorded {saved_mode}, this run is {self.mode}; "
-                "import the offline session into the server first); started a new task"
+                "import the offline session into the server first); started a new task",
             )
             return cache_dir
         if self.mode == "offline":
             folder = Path(saved.get("session_dir") or "")
             if not saved.get("session_dir") or not folder.is_dir():
-                self._not_resumed(
-                    f"could not resume ClearML task {task_id} (its offline session {folder} is gone); started a new task"
+                not_resumed(
+                    self,
+                    f"could not resume ClearML task {task_id} (its offline session {folder} is gone); started a new task",
                 )
                 return cache_dir
             if cache_dir is not None:  # not the user's own cache: the session's, wherever logging_dir is now
                 cache_dir = folder.parent.parent  # <cache>/offline/<task id>
         kwargs["reuse_last_task_id"], kwargs["continue_last_task"] = task_id, 0
         return cache_dir
-
-    def _not_resumed(self, message: str) -> None:
-        self.add_note(message)
-        warn_once(self.name, "resume", message, reason="resume")
 
     def _restore_environ(self) -> None:
         for name, value in self._environ_before.items():
@@ -259,17 +255,10 @@ class ClearMLTracker(GeneralTracker):
                 os.environ[name] = value
 
     # -- SDK objects -------------------------------------------------------------------------
-    @property
-    def tracker(self) -> Any:
-        """The ``clearml.Task`` of this run (``None`` before ``start``)."""
-        self._wait_for_start()
-        return self._task
-
-    @property
-    def task(self) -> Any:
-        """The ``clearml.Task`` of this run, under the name accelerate's ``ClearMLTracker`` gives it."""
-        self._wait_for_start()
-        return self._task
+    tracker = task = sdk_object(
+        "_task",
+        "The ``clearml.Task`` of this run, ``task`` as accelerate's ``ClearMLTracker`` names it (``None`` before ``start``).",
+    )
 
     # -- config ------------------------------------------------------------------------------
     def store_init_configuration(self, values: dict[str, Any]) -> None:

@@ -37,8 +37,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
-from tracking_core import GeneralTracker, Histogram, notice, warn_once
+from tracking_core import GeneralTracker, Histogram, notice
 from tracking_core.adapters import figure_to_png, image_list, merge_config, table_rows, to_hwc_uint8
+from tracking_core.kit.sdk import chosen_instead, not_resumed, per_rank, rank_tags, saved_resume, sdk_object
 from tracking_core.notices import logger
 from tracking_core.paths import check_name
 from tracking_core.png import encode_png
@@ -193,11 +194,11 @@ class CometMLTracker(GeneralTracker):
         """Project, archive folder, experiment name and tags used where neither kwargs nor Comet's settings chose."""
         name = self.run_id or self.run_name
         tags: list[str] = []
-        context = self.run_context
-        if context is not None and context.group is not None:  # per-rank: one experiment per rank, tagged
+        context = per_rank(self)
+        if context is not None:  # per-rank: one experiment per rank, tagged
             suffix = f"-rank{context.rank}"
             name = name if name.endswith(suffix) else f"{name}{suffix}"  # the dispatcher's run id has it already
-            tags = [f"group:{context.group}", f"rank:{context.rank}"]
+            tags = rank_tags(context)
         return {
             "project_name": self.run_name,
             "offline_directory": os.fspath(self.offline_directory),
@@ -215,23 +216,16 @@ class CometMLTracker(GeneralTracker):
         so far exists only as offline archives. A killed earlier process left no archive, only its data in
         Comet's temporary folder: that folder is archived first, with Comet's own archive writer.
         """
-        saved = self.run_context.resume if self.run_context is not None else None
-        if saved is None:
+        resume = saved_resume(self, "experiment_key", "Comet experiment", id_name="key", noun="one")
+        if resume is None:
             return
-        key = saved.get("experiment_key") if isinstance(saved, dict) else None
-        if not isinstance(key, str) or not key:
-            self._not_resumed(
-                f"could not resume the saved Comet experiment ({saved!r} names no key); started a new one"
-            )
-            return
+        saved, key = resume
         if (
             "experiment_key" in self.init_kwargs
             or "mode" in self.init_kwargs
             or configured(config, "comet.experiment_key")
         ):
-            self.add_note(
-                f"the experiment chosen in init_kwargs/COMET_EXPERIMENT_KEY was used; the saved Comet experiment {key} was not"
-            )
+            chosen_instead(self, "experiment", "init_kwargs/COMET_EXPERIMENT_KEY", "Comet experiment", key)
             return
         if saved.get("mode") != "online":
             directory = Path(saved.get("offline_directory") or "")
@@ -239,18 +233,15 @@ class CometMLTracker(GeneralTracker):
             if salvaged is not None:
                 self.add_note(f"archived the killed process's Comet data as {salvaged}")
             if not online and not archives_of(directory, key):
-                self._not_resumed(
-                    f"could not resume Comet experiment {key} (no archive of it in {directory}); started a new one"
+                not_resumed(
+                    self,
+                    f"could not resume Comet experiment {key} (no archive of it in {directory}); started a new one",
                 )
                 return
             if not online and "offline_directory" not in self.init_kwargs:
                 start_kwargs["experiment_config"].offline_directory = os.fspath(directory)
         start_kwargs["experiment_key"] = key
         start_kwargs["mode"] = "get_or_create" if online else "get"
-
-    def _not_resumed(self, message: str) -> None:
-        self.add_note(message)
-        warn_once(self.name, "resume", message, reason="resume")
 
     def _announce(self) -> None:
         experiment = self._experiment
@@ -266,23 +257,10 @@ class CometMLTracker(GeneralTracker):
             )
 
     # -- SDK objects -------------------------------------------------------------------------
-    @property
-    def tracker(self) -> Any:
-        """The ``comet_ml`` experiment (``None`` before ``start()``)."""
-        self._wait_for_start()
-        return self._experiment
-
-    @property
-    def writer(self) -> Any:
-        """The ``comet_ml`` experiment, under the name accelerate's ``CometMLTracker`` gives it."""
-        self._wait_for_start()
-        return self._experiment
-
-    @property
-    def experiment(self) -> Any:
-        """The ``comet_ml`` experiment."""
-        self._wait_for_start()
-        return self._experiment
+    tracker = writer = experiment = sdk_object(
+        "_experiment",
+        "The ``comet_ml`` experiment, ``writer`` as accelerate's ``CometMLTracker`` names it (``None`` before ``start()``).",
+    )
 
     # -- config ------------------------------------------------------------------------------
     def store_init_configuration(self, values: dict[str, Any]) -> None:

@@ -30,6 +30,7 @@ from typing import Any
 
 from tracking_core import GeneralTracker, flatten_config, notice, stringify, warn_once
 from tracking_core.adapters import figure_to_png, image_list, merge_config, to_hwc_uint8
+from tracking_core.kit.sdk import sdk_object
 from tracking_core.paths import MAX_NAME_LENGTH, check_artifact_path, warn_links_leaving
 
 #: ``dvclive.Live`` arguments that need a DVC repository or git (experiments, caching): never passed on.
@@ -237,16 +238,9 @@ class DVCLiveTracker(GeneralTracker):
             self._names[name] = name
 
     # -- the SDK object ------------------------------------------------------------------------------
-    @property
-    def tracker(self) -> Any:
-        """The ``dvclive.Live`` (``None`` before ``start()``); a managed tracker's waits for its start."""
-        self._wait_for_start()
-        return self._live
-
-    @property
-    def live(self) -> Any:
-        """The same ``dvclive.Live`` as ``tracker``, under the name accelerate's tracker gives it."""
-        return self.tracker
+    tracker = live = sdk_object(
+        "_live", "The ``dvclive.Live``, ``live`` as accelerate's tracker names it (``None`` before ``start()``)."
+    )
 
     # -- keys ----------------------------------------------------------------------------------------
     def _claim(self, parts: tuple[str, ...]) -> None:

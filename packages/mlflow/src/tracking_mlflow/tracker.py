@@ -49,6 +49,7 @@ from tracking_core.adapters import figure_to_array, image_list, merge_config, ta
 from tracking_core.errors import PartialDelivery
 from tracking_core.filelock import file_lock
 from tracking_core.gitinfo import read_head
+from tracking_core.kit.sdk import rank_name, sdk_object
 from tracking_core.registry import install_command
 
 from .schema_cache import seed_store, unseed
@@ -466,7 +467,7 @@ class MLflowTracker(GeneralTracker):
             tags["tracking.run_id"] = context.run_id
             if context.group is not None:  # per-rank runs: one MLflow run per rank, grouped by tag
                 tags["tracking.group"], tags["tracking.rank"] = context.group, str(context.rank)
-                run_name = f"{run_name or context.group}-rank{context.rank}"
+                run_name = rank_name(run_name, context)
         if self.parent_run_id:
             tags["mlflow.parentRunId"] = self.parent_run_id
         elif self.nested_run:
@@ -543,22 +544,11 @@ class MLflowTracker(GeneralTracker):
             notice(f"mlflow: {where} at {uri}")
 
     # -- the SDK objects --------------------------------------------------------------------------
-    @property
-    def tracker(self) -> Any:
-        """The ``mlflow.entities.Run`` created (or resumed) at start; ``None`` before."""
-        self._wait_for_start()
-        return self._run
-
-    @property
-    def active_run(self) -> Any:
-        """The same ``Run`` as ``tracker``, under the name accelerate's tracker gives it."""
-        return self.tracker
-
-    @property
-    def client(self) -> Any:
-        """The ``MlflowClient`` bound to this run's tracking URI."""
-        self._wait_for_start()
-        return self._client
+    tracker = active_run = sdk_object(
+        "_run",
+        "The ``mlflow.entities.Run`` created (or resumed) at start, ``active_run`` as accelerate names it; ``None`` before.",
+    )
+    client = sdk_object("_client", "The ``MlflowClient`` bound to this run's tracking URI.")
 
     @property
     def active_run_id(self) -> str | None:

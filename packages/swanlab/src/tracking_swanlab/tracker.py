@@ -33,6 +33,7 @@ from typing import Any, cast
 
 from tracking_core import GeneralTracker, RunContext, notice, warn_once
 from tracking_core.adapters import figure_to_png, image_list, merge_config, probe_http, table_rows, to_hwc_uint8
+from tracking_core.kit.sdk import chosen_instead, not_resumed, per_rank, rank_name, saved_resume, sdk_object
 from tracking_core.notices import logger
 from tracking_core.paths import check_optional_name
 
@@ -331,13 +332,12 @@ class SwanLabTracker(GeneralTracker):
 
     def _name_rank(self, kwargs: dict[str, Any], sources: list[Any]) -> None:
         """Per-rank mode: this rank's run joins the job's SwanLab group, named after its rank."""
-        context = self.run_context
-        if context is None or context.group is None:
+        context = per_rank(self)
+        if context is None:
             return
         if kwargs.get("group") is None and not _chosen("experiment.group", sources):
             kwargs["group"] = context.group
-        base = kwargs.pop("experiment_name", None) or kwargs.get("name") or context.group
-        kwargs["name"] = f"{base}-rank{context.rank}"
+        kwargs["name"] = rank_name(kwargs.pop("experiment_name", None) or kwargs.get("name"), context)
 
     def _continue_saved_run(self, kwargs: dict[str, Any], sources: list[Any]) -> None:
         """Point ``swanlab.init`` at the run saved by ``resume_state`` in an earlier process.
@@ -346,22 +346,20 @@ class SwanLabTracker(GeneralTracker):
         the earlier process's offline folder. The saved experiment name is kept (SwanLab would make up a new
         one). An ``id``/``resume`` the user chose (kwargs, settings, ``SWANLAB_*``) wins.
         """
-        saved = self.run_context.resume if self.run_context is not None else None
-        if saved is None:
+        resume = saved_resume(self, "id", "SwanLab run")
+        if resume is None:
             return
-        run_id = saved.get("id") if isinstance(saved, dict) else None
-        if not isinstance(run_id, str) or not run_id:
-            self._not_resumed(f"could not resume the saved SwanLab run ({saved!r} names no run id); started a new run")
-            return
+        saved, run_id = resume
         if {"id", "resume"} & kwargs.keys() or _chosen("run.id", sources) or _chosen("run.resume", sources):
-            self.add_note(f"the run chosen in init_kwargs/settings was used; the saved SwanLab run {run_id} was not")
+            chosen_instead(self, "run", "init_kwargs/settings", "SwanLab run", run_id)
             return
         folders = [Path(folder) for folder in saved.get("run_dirs") or [] if isinstance(folder, str)]
         existing = [folder for folder in folders if folder.is_dir()]
         if saved.get("mode") in ("offline", "local") and not existing:
             gone = ", ".join(map(str, folders)) or "no folder was saved"
-            self._not_resumed(
-                f"could not resume SwanLab run {run_id} (its {saved['mode']} folders are gone: {gone}); started a new run"
+            not_resumed(
+                self,
+                f"could not resume SwanLab run {run_id} (its {saved['mode']} folders are gone: {gone}); started a new run",
             )
             return
         self.earlier_run_dirs = existing
@@ -374,10 +372,6 @@ class SwanLabTracker(GeneralTracker):
                 kwargs["name"] = name
         if isinstance(saved.get("project"), str) and saved["project"] and "project" not in self.init_kwargs:
             kwargs["project"] = saved["project"]
-
-    def _not_resumed(self, message: str) -> None:
-        self.add_note(message)
-        warn_once(self.name, "resume", message, reason="resume")
 
     def _start_notice(self) -> str:
         if self.mode == "online":
@@ -398,17 +392,10 @@ class SwanLabTracker(GeneralTracker):
         return f"swanlab: {where}; {hint}"
 
     # -- SDK objects -----------------------------------------------------------------------------
-    @property
-    def run(self) -> Any:
-        """The ``swanlab.Run``, as Accelerate's ``SwanLabTracker.run`` (None before ``start()``; kept after ``finish()``)."""
-        self._wait_for_start()
-        return self._run
-
-    @property
-    def tracker(self) -> Any:
-        """The ``swanlab.Run`` of this tracker (None before ``start()``; kept after ``finish()``)."""
-        self._wait_for_start()
-        return self._run
+    tracker = run = sdk_object(
+        "_run",
+        "The ``swanlab.Run``, as Accelerate's ``SwanLabTracker.run`` (None before ``start()``; kept after ``finish()``).",
+    )
 
     @property
     def run_dirs(self) -> list[Path]:

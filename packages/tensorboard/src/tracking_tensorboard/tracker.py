@@ -32,6 +32,7 @@ from typing import Any
 
 from tracking_core import GeneralTracker, Histogram, flatten_config, notice, stringify, warn_once
 from tracking_core.adapters import figure_to_png, image_list, merge_config, table_rows, to_hwc_uint8
+from tracking_core.kit.sdk import sdk_object
 from tracking_core.paths import check_name, check_optional_name
 from tracking_core.png import encode_png
 
@@ -169,16 +170,9 @@ class TensorBoardTracker(GeneralTracker):
         )
 
     # -- the SDK object ----------------------------------------------------------------------------
-    @property
-    def tracker(self) -> Any:
-        """The run's ``EventWriter``, with SummaryWriter's writing methods (``None`` before ``start()``)."""
-        self._wait_for_start()
-        return self._writer
-
-    @property
-    def writer(self) -> Any:
-        """The same ``EventWriter`` as ``tracker``, under the name accelerate's tracker gives it."""
-        return self.tracker
+    tracker = writer = sdk_object(
+        "_writer", "The run's ``EventWriter``, with SummaryWriter's writing methods (``None`` before ``start()``)."
+    )
 
     # -- config ------------------------------------------------------------------------------------
     def store_init_configuration(self, values: dict[str, Any]) -> None:

@@ -48,6 +48,7 @@ from typing import Any, cast
 from tracking_core import GeneralTracker
 from tracking_core.adapters import figure_to_png, image_list, merge_config, table_rows, to_hwc_uint8
 from tracking_core.histogram import Histogram
+from tracking_core.kit.sdk import per_rank, rank_name, sdk_object
 from tracking_core.notices import logger, notice, warn_once
 from tracking_core.paths import check_optional_name
 
@@ -258,12 +259,12 @@ class TrackioTracker(GeneralTracker):
 
     def _name_rank(self, kwargs: dict[str, Any]) -> None:
         """Per-rank mode: this rank's run joins the job's Trackio group, named after its rank."""
-        context = self.run_context
-        if context is None or context.group is None:
+        context = per_rank(self)
+        if context is None:
             return
         if kwargs.get("group") is None:
             kwargs["group"] = context.group
-        kwargs["name"] = f"{kwargs.get('name') or context.group}-rank{context.rank}"
+        kwargs["name"] = rank_name(kwargs.get("name"), context)
 
     def _saved_run(self) -> dict[str, Any] | None:
         """The earlier process's run to continue (``run_context.resume``), unless the user chose a run themselves."""
@@ -317,17 +318,10 @@ class TrackioTracker(GeneralTracker):
             run.config.update(stored)  # also keeps the run's original _Created
 
     # -- SDK objects -----------------------------------------------------------------------------
-    @property
-    def run(self) -> Any:
-        """The ``trackio.Run``, as Accelerate's ``TrackioTracker.run`` (None before ``start``; kept after ``finish``)."""
-        self._wait_for_start()
-        return self._run
-
-    @property
-    def tracker(self) -> Any:
-        """The ``trackio.Run`` of this tracker (None before ``start``; kept after ``finish`` for its name and id)."""
-        self._wait_for_start()
-        return self._run
+    tracker = run = sdk_object(
+        "_run",
+        "The ``trackio.Run``, as Accelerate's ``TrackioTracker.run`` (None before ``start``; kept after ``finish``).",
+    )
 
     # -- config and metrics ---------------------------------------------------------------------
     def store_init_configuration(self, values: dict[str, Any]) -> None:

@@ -34,6 +34,7 @@ from typing import Any
 from tracking_core import GeneralTracker, notice, warn_once
 from tracking_core.adapters import figure_to_png, image_list, merge_config, table_rows, to_hwc_uint8
 from tracking_core.histogram import Histogram
+from tracking_core.kit.sdk import chosen_instead, not_resumed, per_rank, rank_name, saved_resume, sdk_object
 from tracking_core.notices import logger
 from tracking_core.paths import check_optional_name
 
@@ -321,13 +322,13 @@ class WandBTracker(GeneralTracker):
 
     def _name_rank(self, kwargs: dict[str, Any], settings: Any, chosen: set[str]) -> None:
         """Per-rank mode: this rank's run joins the job's W&B group, named after its rank."""
-        context = self.run_context
-        if context is None or context.group is None:
+        context = per_rank(self)
+        if context is None:
             return
         if "run_group" not in chosen and kwargs.get("group") is None:
             kwargs["group"] = context.group
-        base = kwargs.get("name") or settings.run_name or os.environ.get("WANDB_NAME") or context.group
-        kwargs["name"] = f"{base}-rank{context.rank}"  # the keyword wins over a Settings or WANDB_NAME name
+        base = kwargs.get("name") or settings.run_name or os.environ.get("WANDB_NAME")
+        kwargs["name"] = rank_name(base, context)  # the keyword wins over a Settings or WANDB_NAME name
 
     def _continue_saved_run(self, kwargs: dict[str, Any], chosen: set[str]) -> None:
         """Point ``wandb.init`` at the run saved by ``resume_state`` in an earlier process (``run_context.resume``).
@@ -336,22 +337,19 @@ class WandBTracker(GeneralTracker):
         offline folders of the earlier process, not on the server yet. A run or resume mode the user chose
         (keyword, ``wandb.Settings``, ``WANDB_RUN_ID`` / ``WANDB_RESUME``) wins.
         """
-        saved = self.run_context.resume if self.run_context is not None else None
-        if saved is None:
+        resume = saved_resume(self, "id", "W&B run")
+        if resume is None:
             return
-        run_id = saved.get("id") if isinstance(saved, dict) else None
-        if not isinstance(run_id, str) or not run_id:
-            self._not_resumed(f"could not resume the saved W&B run ({saved!r} names no run id); started a new run")
-            return
+        saved, run_id = resume
         if any(kwargs.get(key) is not None for key in _RUN_CHOICE_KWARGS) or chosen & set(_RUN_CHOICE_FIELDS):
-            self.add_note(f"the run chosen in init_kwargs/settings was used; the saved W&B run {run_id} was not")
+            chosen_instead(self, "run", "init_kwargs/settings", "W&B run", run_id)
             return
         folders = [Path(folder) for folder in saved.get("run_dirs") or [] if isinstance(folder, str)]
         existing = [folder for folder in folders if folder.is_dir()]
         if saved.get("mode") == "offline" and not existing:
             gone = ", ".join(map(str, folders)) or "no folder was saved"
-            self._not_resumed(
-                f"could not resume W&B run {run_id} (its offline folders are gone: {gone}); started a new run"
+            not_resumed(
+                self, f"could not resume W&B run {run_id} (its offline folders are gone: {gone}); started a new run"
             )
             return
         self.earlier_run_dirs = existing
@@ -361,10 +359,6 @@ class WandBTracker(GeneralTracker):
             kwargs["project"] = saved["project"]
         if "entity" not in chosen and kwargs.get("entity") is None and isinstance(saved.get("entity"), str):
             kwargs["entity"] = saved["entity"] or None
-
-    def _not_resumed(self, message: str) -> None:
-        self.add_note(message)
-        warn_once(self.name, "resume", message, reason="resume")
 
     def _init(self, wandb: Any, kwargs: dict[str, Any], settings: Any) -> None:
         deadline = time.monotonic() + RUN_IN_USE_WAIT
@@ -420,17 +414,9 @@ class WandBTracker(GeneralTracker):
             notice("wandb: mode is 'disabled', nothing is recorded")
 
     # -- SDK objects -----------------------------------------------------------------------------
-    @property
-    def run(self) -> Any:
-        """The ``wandb`` run (``wandb.Run``), as Accelerate's ``WandBTracker.run``; None before ``start()``."""
-        self._wait_for_start()
-        return self._run
-
-    @property
-    def tracker(self) -> Any:
-        """The ``wandb`` run (``wandb.Run``), or None before ``start()``."""
-        self._wait_for_start()
-        return self._run
+    tracker = run = sdk_object(
+        "_run", "The ``wandb`` run (``wandb.Run``), as Accelerate's ``WandBTracker.run``; None before ``start()``."
+    )
 
     @property
     def run_dir(self) -> Path | None:

@@ -11,5 +11,7 @@ This is the surface ``accelerate.tracking`` users and backend authors meet; ever
 - ``registry``: which tracker classes exist (entry points, runtime registrations, ``LoggerType``).
 - ``backends_info``: facts about the built-in backends (SDK modules, embedded defaults) and what
   ``tracking list`` shows.
+- ``builtins``: the one table of the project's own backends (entry point, SDK module, embedded
+  default, package); the registry, ``backends_info``, the tests and the benchmarks read it.
 - ``selection``: ``log_with`` and ``init_kwargs`` turned into tracker instances, as accelerate does.
 """

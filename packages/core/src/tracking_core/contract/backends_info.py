@@ -5,24 +5,14 @@ from __future__ import annotations
 import importlib.util
 from dataclasses import dataclass
 
+from .builtins import BUILT_INS
 from .registry import _registered, installed_entry_points
 
 #: Where each built-in backend writes with no account and no server.
-EMBEDDED_DEFAULTS = {
-    "jsonl": "journal.jsonl under <logging_dir>/<project>/<run>",
-    "tensorboard": "event files in <logging_dir>/<project>/<run>",
-    "mlflow": "sqlite:///<logging_dir>/mlflow.db",
-    "aim": "Aim repo at <logging_dir>",
-    "trackio": "Trackio store in <logging_dir>/trackio",
-    "wandb": "offline run in <logging_dir>/wandb (wandb sync)",
-    "comet_ml": "offline archive in <logging_dir>/<project>/<run>/comet_ml",
-    "clearml": "offline session in <logging_dir>/clearml/offline",
-    "swanlab": "offline run in <logging_dir>/swanlog (swanlab sync)",
-    "dvclive": "DVCLive folder in <logging_dir>/<project>/<run>/dvclive (dvc plots show)",
-}
+EMBEDDED_DEFAULTS = {row.name: row.embedded for row in BUILT_INS}
 
 #: The SDK module each built-in backend needs (None: no third-party SDK).
-SDK_MODULES: dict[str, str | None] = {"jsonl": None}
+SDK_MODULES: dict[str, str | None] = {row.name: row.sdk for row in BUILT_INS}
 
 
 @dataclass

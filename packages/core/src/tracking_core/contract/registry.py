@@ -11,6 +11,7 @@ import warnings
 from typing import TYPE_CHECKING
 
 from ..errors import BackendNotInstalledError
+from .builtins import BUILT_INS, BY_NAME
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
@@ -21,22 +22,15 @@ if TYPE_CHECKING:
 ENTRY_POINT_GROUP = "tracking.backends"
 #: the entry points the project's own packages declare: resolving a built-in name imports its module
 #: directly instead of reading the metadata of every installed distribution (~40 ms at start-up)
-BUILT_IN_CLASSES = {
-    "jsonl": "tracking_core.jsonl:JsonlTracker",
-    "tensorboard": "tracking_tensorboard:TensorBoardTracker",
-    "wandb": "tracking_wandb:WandBTracker",
-    "trackio": "tracking_trackio:TrackioTracker",
-    "comet_ml": "tracking_comet_ml:CometMLTracker",
-    "aim": "tracking_aim:AimTracker",
-    "mlflow": "tracking_mlflow:MLflowTracker",
-    "clearml": "tracking_clearml:ClearMLTracker",
-    "swanlab": "tracking_swanlab:SwanLabTracker",
-    "dvclive": "tracking_dvclive:DVCLiveTracker",
-}
+BUILT_IN_CLASSES = {row.name: row.entry_point for row in BUILT_INS}  # tracking_core/contract/builtins.py
 
 
 class LoggerType(str, enum.Enum):
-    """Names of the built-in backends; ``ALL`` selects every available tracker."""
+    """Names of the built-in backends; ``ALL`` selects every available tracker.
+
+    Spelled out for type checkers and editors (``LoggerType.MLFLOW``, as in accelerate); a test
+    keeps it equal to the table in ``tracking_core/contract/builtins.py``.
+    """
 
     ALL = "all"
     JSONL = "jsonl"
@@ -61,7 +55,8 @@ class LoggerType(str, enum.Enum):
 
 def package_for(name: str) -> str:
     """Distribution that provides backend ``name`` (``comet_ml`` -> ``tracking-comet-ml``)."""
-    return "tracking-core" if name == "jsonl" else f"tracking-{name.replace('_', '-')}"
+    row = BY_NAME.get(name)
+    return row.package if row is not None else f"tracking-{name.replace('_', '-')}"
 
 
 def install_command(name: str, extra: str | None = None) -> str:

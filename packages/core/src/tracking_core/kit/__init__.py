@@ -9,5 +9,7 @@ Nothing here knows about runs, queues or delivery; each module is a small tool w
 - ``appendfile``: all-or-nothing flushes for append-only files.
 - ``filelock``: an inter-process lock for embedded stores two ranks may create at once.
 - ``store_cache``: new local stores copied from an empty store the SDK made once.
+- ``sdk``: what every adapter repeats, written once: SDK objects that wait for start-up
+  (``sdk_object``), the resume hand-shake (``saved_resume``, ``not_resumed``), per-rank naming.
 - ``gitinfo``: the commit and branch of the run's code, read from ``.git`` without running ``git``.
 """
