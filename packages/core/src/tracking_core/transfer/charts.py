@@ -6,7 +6,7 @@ import math
 from collections.abc import Sequence
 from html import escape
 
-__all__ = ["PALETTE", "line_chart"]
+__all__ = ["PALETTE", "bar_chart", "line_chart"]
 
 #: Distinguishable on white and for the common colour-vision deficiencies (Okabe-Ito, reordered).
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
@@ -103,5 +103,118 @@ def line_chart(
         ly = top + plot_h + 44 + (index // 3) * 14
         parts.append(f'<rect x="{lx}" y="{ly - 8}" width="12" height="3" fill="{color}"/>')
         parts.append(f'<text x="{lx + 16}" y="{ly - 4}">{escape(label)}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _log_ticks(low: float, high: float) -> list[float]:
+    first, last = math.floor(math.log10(low)), math.ceil(math.log10(high))
+    return [10.0**power for power in range(first, last + 1)]
+
+
+def _amount(value: float) -> str:
+    """A bar's figure: ``222,160`` rather than ``2.222e+05``."""
+    return f"{value:,.0f}" if abs(value) >= 10_000 else _label(value)
+
+
+def bar_chart(
+    title: str,
+    categories: Sequence[str],
+    series: Sequence[tuple[str, Sequence[float | None]]],
+    *,
+    width: int = 720,
+    value_label: str = "",
+    log: bool = False,
+    stacked: bool = False,
+    reference: float | None = None,
+) -> str:
+    """One ``<svg>`` of horizontal bars: a row per category, a bar per ``(label, values)`` series.
+
+    ``stacked`` puts a row's series end to end (parts of one total); ``log`` spaces the value axis by
+    powers of ten, for figures that span several (a missing or non-positive value draws no bar there);
+    ``reference`` draws a dashed line at that value (e.g. 1.0 for a ratio).
+    """
+    label_chars = max((len(category) for category in categories), default=0)
+    left, right, top = min(16 + 6 * label_chars, width // 2), 56, 28
+    per_row = 14 if stacked else 10 * max(1, len(series)) + 2
+    row_h = per_row + 8
+    legend_rows = math.ceil(len(series) / 3)
+    plot_h = row_h * max(1, len(categories))
+    height = top + plot_h + 34 + 14 * legend_rows
+    plot_w = width - left - right
+    values = [value for _, row in series for value in row if value is not None and math.isfinite(value)]
+    if stacked:
+        values = [
+            sum(row[index] or 0.0 for _, row in series if index < len(row)) for index in range(len(categories))
+        ]
+    if reference is not None:
+        values.append(reference)
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" aria-label="{escape(title)}" '
+        'font-family="sans-serif" font-size="11">',
+        f'<text x="8" y="18" font-size="13" font-weight="bold">{escape(title)}</text>',
+        f'<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" fill="#fff" stroke="#999"/>',
+    ]
+    positive = [value for value in values if value > 0]
+    if not positive:
+        parts.append(f'<text x="{left + 8}" y="{top + 20}">no values</text></svg>')
+        return "".join(parts)
+    if log:
+        low, high = 10.0 ** math.floor(math.log10(min(positive))), 10.0 ** math.ceil(math.log10(max(positive)))
+        if high <= low:
+            high = low * 10
+
+        def sx(value: float) -> float:
+            return left + (math.log10(value) - math.log10(low)) / (math.log10(high) - math.log10(low)) * plot_w
+
+        ticks = _log_ticks(low, high)
+    else:
+        low, high = 0.0, max(positive) * 1.05
+
+        def sx(value: float) -> float:
+            return left + (value - low) / (high - low) * plot_w
+
+        ticks = _ticks(low, high)
+    for tick in ticks:
+        x = sx(tick)
+        parts.append(f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{top + plot_h}" stroke="#eee"/>')
+        parts.append(f'<text x="{x:.1f}" y="{top + plot_h + 14}" text-anchor="middle">{_amount(tick)}</text>')
+    parts.append(
+        f'<text x="{left + plot_w / 2:.0f}" y="{top + plot_h + 28}" text-anchor="middle" fill="#555">'
+        f"{escape(value_label)}</text>"
+    )
+    for row_index, category in enumerate(categories):
+        row_top = top + row_index * row_h + 4
+        parts.append(
+            f'<text x="{left - 6}" y="{row_top + per_row / 2 + 4:.1f}" text-anchor="end">{escape(category)}</text>'
+        )
+        start = low if log else 0.0
+        for index, (label, row) in enumerate(series):
+            value = row[row_index] if row_index < len(row) else None
+            if value is None or not math.isfinite(value) or (log and value <= 0):
+                continue
+            color = PALETTE[index % len(PALETTE)]
+            if stacked:
+                x0, x1, y, h = sx(start), sx(start + value), row_top, per_row
+                start += value
+            else:
+                x0, x1, y, h = sx(low if log else 0.0), sx(value), row_top + index * 10, 9
+            parts.append(
+                f'<rect x="{x0:.1f}" y="{y}" width="{max(x1 - x0, 0.5):.1f}" height="{h}" fill="{color}">'
+                f"<title>{escape(category)}, {escape(label)}: {_amount(value)}</title></rect>"
+            )
+            if not stacked:
+                parts.append(f'<text x="{x1 + 3:.1f}" y="{y + 8}" font-size="9">{_amount(value)}</text>')
+    if reference is not None and (not log or reference > 0):
+        x = sx(reference)
+        parts.append(
+            f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{top + plot_h}" stroke="#333" stroke-dasharray="4 3"/>'
+        )
+    for index, (label, _) in enumerate(series):
+        lx = left + (index % 3) * (plot_w // 3)
+        ly = top + plot_h + 44 + (index // 3) * 14
+        parts.append(f'<rect x="{lx}" y="{ly - 8}" width="12" height="8" fill="{PALETTE[index % len(PALETTE)]}"/>')
+        parts.append(f'<text x="{lx + 16}" y="{ly}">{escape(label)}</text>')
     parts.append("</svg>")
     return "".join(parts)
