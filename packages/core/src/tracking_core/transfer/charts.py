@@ -144,9 +144,7 @@ def bar_chart(
     plot_w = width - left - right
     values = [value for _, row in series for value in row if value is not None and math.isfinite(value)]
     if stacked:
-        values = [
-            sum(row[index] or 0.0 for _, row in series if index < len(row)) for index in range(len(categories))
-        ]
+        values = [sum(row[index] or 0.0 for _, row in series if index < len(row)) for index in range(len(categories))]
     if reference is not None:
         values.append(reference)
     parts = [
