@@ -221,3 +221,31 @@ def test_the_canonical_journal_replays_into_tensorboard(tmp_path, event_reader):
     check_points(reader.scalars(), float32=True, times=times)
     assert reader.config_json() == CANONICAL_CONFIG
     _ = io  # (kept for parity with the other cells' imports)
+
+
+def test_hparams_as_torch_writes_them_without_a_tensor_become_the_config(tmp_path):
+    """torch.utils.tensorboard's ``hparams()`` (and so Lightning's TensorBoardLogger) writes the session start
+    as a value holding only its metadata, no tensor."""
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+    from tensorboard.plugins.hparams import plugin_data_pb2
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+    start = plugin_data_pb2.SessionStartInfo()
+    start.hparams["lr"].number_value = 0.01
+    start.hparams["optimizer"].string_value = "adam"
+    content = plugin_data_pb2.HParamsPluginData(session_start_info=start, version=0).SerializeToString()
+    meta = summary_pb2.SummaryMetadata(
+        plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="hparams", content=content)
+    )
+    writer = EventFileWriter(str(tmp_path / "lightning_logs" / "version_0"))
+    hparams = summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag="_hparams_/session_start_info", metadata=meta)])
+    writer.add_event(event_pb2.Event(wall_time=canonical_time(0), summary=hparams))
+    loss = summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag="train/loss", simple_value=0.5)])
+    writer.add_event(event_pb2.Event(wall_time=canonical_time(1), step=1, summary=loss))
+    writer.close()
+    runs = tmp_path / "runs"
+    assert main(["import", "tensorboard", str(tmp_path / "lightning_logs"), "--logging-dir", str(runs), "--quiet"]) == 0
+    (run_dir,) = [path.parent for path in runs.glob("*/*/run.json")]
+    (config,) = [record["values"] for record in read_journal(run_dir) if record["type"] == "config"]
+    assert config == {"lr": 0.01, "optimizer": "adam"}
+    assert not json.loads((run_dir / "run.json").read_text())["imported_from"]["not_carried"]

@@ -114,6 +114,9 @@ class _RunReader:
             self.plugins[tag] = plugin
         else:
             plugin = self.plugins.get(tag, "")
+        if plugin == "hparams":  # torch.utils.tensorboard (Lightning too) writes it with no tensor, TF with one
+            self._hparams(value.metadata.plugin_data.content)
+            return
         kind = value.WhichOneof("value")
         if kind == "simple_value":
             self.points.append(Point(tag, step, float(value.simple_value), moment))
@@ -127,9 +130,6 @@ class _RunReader:
             self.skipped[f"{kind or 'empty value'} ({tag})"] += 1
 
     def _tensor(self, tag: str, plugin: str, step: int, value: Any, moment: float) -> None:
-        if plugin == "hparams":
-            self._hparams(value.metadata.plugin_data.content)
-            return
         tensor = value.tensor
         if plugin == "scalars" and not tensor.tensor_content and (tensor.float_val or tensor.double_val):
             number = tensor.float_val[0] if tensor.float_val else tensor.double_val[0]  # the common 0-d form, fast
