@@ -193,7 +193,7 @@ import json, sys, tracking_core
 run = tracking_core.init("ranked", log_with="trackio", logging_dir=sys.argv[1], per_rank=True, on_error="raise")
 tracker = run.get_tracker("trackio", unwrap=False)
 run.log({"loss": float(tracker.run_context.rank)}, step=0)
-assert run.finish(timeout=120).ok
+assert run.finish(timeout=300).ok  # a cold `import trackio` before 0.24 imports gradio
 print(json.dumps({"name": tracker.run.name, "group": tracker.run_context.group}))
 """
 

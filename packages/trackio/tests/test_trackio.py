@@ -196,7 +196,10 @@ def test_direct_use_config_update_after_logging(tmp_path: Path) -> None:
     tracker.finish()
     tracker.finish()
     assert context_vars.current_run.get() is before_run and trackio.config is before_config
-    assert not tracker.tracker._local_sender_thread.is_alive()
+    sender = (
+        getattr(tracker.tracker, "_local_sender_thread", None) or tracker.tracker._client_thread
+    )  # < 0.18: the latter
+    assert not sender.is_alive()
     assert [(s, m) for s, m in read_rows(tmp_path / "runs", "direct")] == [
         (0, {"x": 1.0}),
         (1, {"x": 2.0}),

@@ -8,9 +8,10 @@
 * Before 0.24 a run has no ``id`` (its rows are keyed by run name), no public-enough flush hook
   (``_flush_queues_inline``), and ``SQLiteStorage.get_run_config`` takes the run name.
 * Up to at least 0.23, ``trackio.Table(columns=..., data=...)`` ignores ``columns`` (its docstring says so):
-  the rows are stored under integer keys, which Trackio's writer then refuses, losing the whole batch of
-  rows it was written with. :func:`table` hands such a release a DataFrame with the column names.
-* 0.5 has no ``trackio.Histogram`` (0.8 has); before 0.30 there are no artifacts (the tracker notes both).
+  0.5 stores bare row lists (no column names), 0.8 to 0.23 rows under integer keys, which Trackio's writer
+  refuses, losing the whole batch of rows they were in. :func:`table` hands those releases a DataFrame
+  with the column names.
+* 0.5 has no ``trackio.Histogram`` (0.6 has); before 0.30 there are no artifacts (the tracker notes both).
 """
 
 from __future__ import annotations
@@ -167,9 +168,18 @@ def stored_config(storage: Any, project: str, run: Any) -> Any:
 def table(trackio: Any, columns: list[str], rows: list[list[Any]]) -> Any:
     """A ``trackio.Table`` that keeps its column names on this release."""
     made = trackio.Table(columns=columns, data=rows)
-    stored = getattr(made, "data", None)
-    if stored is None or not hasattr(stored, "columns") or list(stored.columns) == list(columns):
+    if _keeps_column_names(getattr(made, "data", None), columns):
         return made
-    import pandas  # a release that keeps a DataFrame depends on pandas
+    import pandas  # the releases that drop the names depend on pandas themselves
 
     return trackio.Table(dataframe=pandas.DataFrame(rows, columns=columns))
+
+
+def _keeps_column_names(stored: Any, columns: list[str]) -> bool:
+    """True when a Table holds its rows under the column names: a DataFrame with those columns, or row dicts
+    (0.5 keeps ``data`` as the bare lists, 0.8 to 0.23 as a DataFrame with numbered columns)."""
+    if hasattr(stored, "columns"):
+        return list(stored.columns) == list(columns)
+    if isinstance(stored, list):
+        return all(isinstance(row, dict) for row in stored)
+    return True  # a layout this backend does not know: leave it to Trackio
