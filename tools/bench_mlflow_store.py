@@ -41,7 +41,11 @@ class Clock:
 
 def points(keys: int, steps: int, start_ms: int) -> list[tuple[str, float, int, int]]:
     names = [f"train/metric_{index:03d}" for index in range(keys)]
-    return [(name, 1.0 / (step + index + 1), start_ms + step, step) for step in range(steps) for index, name in enumerate(names)]
+    return [
+        (name, 1.0 / (step + index + 1), start_ms + step, step)
+        for step in range(steps)
+        for index, name in enumerate(names)
+    ]
 
 
 def new_run(folder: Path) -> tuple[str, str, Path]:
@@ -63,7 +67,9 @@ def by_sqlite(folder: Path, data: list) -> float:
     rows = [(key, *stored_value(value)[:1], timestamp, run_id, step, False) for key, value, timestamp, step in data]
     latest = {key: (key, value, timestamp, run_id, step, False) for key, value, timestamp, step in data}
     connection.execute("BEGIN IMMEDIATE")
-    connection.executemany("INSERT INTO metrics (key, value, timestamp, run_uuid, step, is_nan) VALUES (?,?,?,?,?,?)", rows)
+    connection.executemany(
+        "INSERT INTO metrics (key, value, timestamp, run_uuid, step, is_nan) VALUES (?,?,?,?,?,?)", rows
+    )
     connection.executemany(
         "INSERT INTO latest_metrics (key, value, timestamp, run_uuid, step, is_nan) VALUES (?,?,?,?,?,?)",
         list(latest.values()),
@@ -123,7 +129,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--keys", type=int, default=100)
     parser.add_argument("--steps", type=int, default=10_000)
-    parser.add_argument("--chunk", type=int, default=None, help="points per fast-store transaction (default 1,000 x keys)")
+    parser.add_argument(
+        "--chunk", type=int, default=None, help="points per fast-store transaction (default 1,000 x keys)"
+    )
     parser.add_argument("--client-points", type=int, default=50_000)
     args = parser.parse_args(argv)
     data = points(args.keys, args.steps, int(time.time() * 1000))
@@ -143,10 +151,14 @@ def main(argv: list[str] | None = None) -> int:
     print(f"MLflow {mlflow.__version__}, sqlite {sqlite3.sqlite_version}, {args.keys} keys x {args.steps:,} steps")
     width = max(len(row[0]) for row in rows)
     limit = rows[0][2]
-    print(f"{'how'.ljust(width)}  {'points':>10}  {'points/s':>10}  {'per CPU s':>10}  time per point vs the limit (CPU)")
+    print(
+        f"{'how'.ljust(width)}  {'points':>10}  {'points/s':>10}  {'per CPU s':>10}  time per point vs the limit (CPU)"
+    )
     for name, count, clock in rows:
         per_point = clock.cpu / count / (limit.cpu / rows[0][1])
-        print(f"{name.ljust(width)}  {count:>10,}  {count / clock.wall:>10,.0f}  {count / clock.cpu:>10,.0f}  {per_point:.1f}x")
+        print(
+            f"{name.ljust(width)}  {count:>10,}  {count / clock.wall:>10,.0f}  {count / clock.cpu:>10,.0f}  {per_point:.1f}x"
+        )
     print(f"fast store read back with MlflowClient: {checked}")
     return 0 if checked.startswith("ok") else 1
 

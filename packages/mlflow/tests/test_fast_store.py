@@ -103,7 +103,7 @@ def test_a_run_that_is_not_active_is_left_to_mlflow(tmp_path):
 
 
 def test_a_schema_it_does_not_know_gets_no_writer(tmp_path):
-    uri, run_id, store = _new_run(tmp_path, "changed")
+    _, run_id, store = _new_run(tmp_path, "changed")
     with sqlite3.connect(store) as connection:
         connection.execute("ALTER TABLE metrics ADD COLUMN model_id VARCHAR(32)")
     assert MetricWriter.open(store, run_id) is None
@@ -186,7 +186,9 @@ def test_mlflows_rest_api_serves_what_the_fast_path_stored(tmp_path):
     try:
 
         def get(path: str, **query: object) -> dict:
-            with urllib.request.urlopen(f"{url}/api/2.0/mlflow/{path}?{urllib.parse.urlencode(query)}", timeout=60) as r:
+            with urllib.request.urlopen(
+                f"{url}/api/2.0/mlflow/{path}?{urllib.parse.urlencode(query)}", timeout=60
+            ) as r:
                 return json.loads(r.read())
 
         history = get("metrics/get-history", run_id=run_id, metric_key="train/loss", max_results=10_000)["metrics"]
