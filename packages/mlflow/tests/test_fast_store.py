@@ -147,6 +147,19 @@ def test_points_with_mlflow_3s_options_still_go_through_mlflow(tmp_path, monkeyp
     tracker.finish()
 
 
+def test_points_the_writer_leaves_to_mlflow_go_in_mlflows_own_chunks(tmp_path, monkeypatch, reader_of):
+    tracker = _tracker(tmp_path)
+    monkeypatch.setattr(MetricWriter, "write", lambda self, points: False)  # e.g. a step beyond 64 bits
+    calls = []
+    client_log_batch = tracker.client.log_batch
+    monkeypatch.setattr(tracker.client, "log_batch", lambda *a, **k: calls.append(k) or client_log_batch(*a, **k))
+    tracker.log_batch([({f"k{index}": float(step) for index in range(10)}, step, {}) for step in range(250)])
+    assert [len(call["metrics"]) for call in calls] == [1000, 1000, 500]  # MLflow's per-request limit
+    monkeypatch.undo()
+    tracker.finish()
+    assert reader_of(tracker).metrics()["k9"] == {step: float(step) for step in range(250)}
+
+
 def test_a_failing_chunk_reports_the_entries_stored_before_it(tmp_path, monkeypatch, reader_of):
     tracker = _tracker(tmp_path)
     monkeypatch.setattr(fast_store, "CHUNK_POINTS", 4)
