@@ -243,6 +243,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--settle", type=float, default=20.0, help="longest wait for an idle CPU before each run, seconds"
     )
+    parser.add_argument(
+        "--units", type=int, default=None, help="work units per step, as an earlier run printed (default: calibrate)"
+    )
     parser.add_argument("--case", nargs=6, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.case:
@@ -260,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     with_reference = importlib.util.find_spec("accelerate") is not None
     work = FAST_WORK_SECONDS if args.fast else WORK_SECONDS
     steps = args.steps or (FAST_STEPS if args.fast else 2000)
-    units = calibrate(work)
+    units = args.units or calibrate(work)  # on a busy machine the calibration moves: pin it to compare runs
     groups = [] if args.no_single else [[backend] for backend in wanted]
     if len(wanted) > 1:
         groups.append(wanted)
