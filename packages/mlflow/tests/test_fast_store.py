@@ -102,6 +102,16 @@ def test_a_run_that_is_not_active_is_left_to_mlflow(tmp_path):
         assert connection.execute("SELECT COUNT(*) FROM metrics").fetchone() == (0,)
 
 
+@pytest.mark.parametrize("point", [("a@b", 1.0, 1000, 0), ("x" * 251, 1.0, 1000, 0), ("t", 1.0, -1, 0)])
+def test_what_mlflow_refuses_is_left_to_mlflow(tmp_path, point):
+    """A name MLflow's check refuses, one beyond its length limit, a negative timestamp: MLflow raises its own error."""
+    _, run_id, store = _new_run(tmp_path, "refused")
+    writer = MetricWriter.open(store, run_id)
+    assert writer is not None and writer.write([("fine", 1.0, 1000, 0), point]) is False
+    with sqlite3.connect(store) as connection:
+        assert connection.execute("SELECT COUNT(*) FROM metrics").fetchone() == (0,)
+
+
 def test_a_schema_it_does_not_know_gets_no_writer(tmp_path):
     _, run_id, store = _new_run(tmp_path, "changed")
     with sqlite3.connect(store) as connection:

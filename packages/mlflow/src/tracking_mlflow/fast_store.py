@@ -12,8 +12,9 @@ client, REST API and UI read exactly what MLflow would have stored:
   than the one stored, as MLflow's ``_update_latest_metrics_if_necessary`` decides.
 
 It is used only for a sqlite file whose two tables have exactly the columns and primary keys it knows
-(checked when the writer opens), for a run that is active (checked in each transaction), and for
-points without MLflow 3's ``model_id`` / dataset options. A tracking server, another database, a
+(checked when the writer opens), for a run that is active (checked in each transaction), for keys,
+steps and timestamps MLflow accepts (its own name check, once per key), and for points without
+MLflow 3's ``model_id`` / dataset options. A tracking server, another database, a
 schema a later MLflow changes and those points go through MLflow's client as before.
 """
 
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 import math
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 #: points per transaction: a dispatcher batch (up to 1,000 records) of a few dozen metrics in one
@@ -59,6 +60,24 @@ def stored_value(value: float) -> tuple[float, bool]:
     return value, False
 
 
+def _mlflow_name_check() -> Callable[[str], bool] | None:
+    """MLflow's own check of a metric name (its characters, and its length limit), or None where this
+    MLflow has none under the names it has had since 2.16."""
+    try:
+        from mlflow.utils.validation import MAX_ENTITY_KEY_LENGTH, _validate_metric_name
+    except ImportError:
+        return None
+
+    def accepts(key: str) -> bool:
+        try:
+            _validate_metric_name(key)
+        except Exception:
+            return False
+        return len(key) <= MAX_ENTITY_KEY_LENGTH
+
+    return accepts
+
+
 def _columns(connection: sqlite3.Connection, table: str) -> dict[str, bool]:
     return {row[1]: row[5] > 0 for row in connection.execute(f"PRAGMA table_info({table})")}
 
@@ -66,14 +85,17 @@ def _columns(connection: sqlite3.Connection, table: str) -> dict[str, bool]:
 class MetricWriter:
     """Writes one run's points into a local MLflow sqlite store (see the module's docstring)."""
 
-    def __init__(self, connection: sqlite3.Connection, run_id: str) -> None:
+    def __init__(self, connection: sqlite3.Connection, run_id: str, name_ok: Callable[[str], bool]) -> None:
         self._connection = connection
         self.run_id = run_id
+        self._name_ok = name_ok
+        self._names: set[str] = set()  # keys MLflow's name check accepted
 
     @classmethod
     def open(cls, store: Path, run_id: str) -> MetricWriter | None:
         """A writer on ``store`` for ``run_id``, or None where the store's schema is not the one this knows."""
-        if sqlite3.sqlite_version_info < (3, 24, 0):  # no UPSERT
+        name_ok = _mlflow_name_check()
+        if sqlite3.sqlite_version_info < (3, 24, 0) or name_ok is None:  # no UPSERT, or no name check
             return None
         try:
             # autocommit: each write() opens and commits its own transaction; the worker thread that
@@ -88,17 +110,22 @@ class MetricWriter:
         if not known:
             connection.close()
             return None
-        return cls(connection, run_id)
+        return cls(connection, run_id, name_ok)
 
     def write(self, points: Sequence[Point]) -> bool:
         """Store ``points`` in one transaction; False (nothing written) when MLflow must decide: the run
-        is not active, or a step or timestamp is beyond 64 bits (MLflow refuses them with its own error)."""
-        run_id = self.run_id
+        is not active, a key fails MLflow's name check, a step is beyond 64 bits or a timestamp negative
+        (MLflow refuses them with its own error)."""
+        run_id, names = self.run_id, self._names
         rows = []
         latest: dict[str, tuple[tuple[int, int, float], bool]] = {}
         for key, value, timestamp, step in points:
-            if not (-_INT64 <= step < _INT64 and -_INT64 <= timestamp < _INT64):
+            if not (-_INT64 <= step < _INT64 and 0 <= timestamp < _INT64):
                 return False
+            if key not in names:
+                if not self._name_ok(key):
+                    return False
+                names.add(key)
             stored, is_nan = stored_value(value)
             rows.append((key, stored, timestamp, run_id, step, is_nan))
             rank = (step, timestamp, stored)
