@@ -74,7 +74,7 @@ def _mlflow_name_check() -> Callable[[str], bool] | None:
             _validate_metric_name(key)
         except Exception:
             return False
-        return len(key) <= MAX_ENTITY_KEY_LENGTH
+        return len(key) <= int(MAX_ENTITY_KEY_LENGTH)
 
     return accepts
 
