@@ -4,7 +4,7 @@ SwanLab's ``run.log`` only puts an event on a queue. One background thread (``Sw
 run's ``BackgroundConsumer``) takes the events in order, gathers the records in a batch (written when
 it holds 100, or after 0.5 s without a new event) and writes them to ``run-<id>.swanlab`` through a
 buffered file, which SwanLab 0.10 flushes only at ``finish()`` (0.8 flushes after each write). No
-public API waits for any of this (checked 0.8.0 to 0.10.3), so this module hands the consumer thread a
+public API waits for any of this (checked in 0.8.0 and 0.10.3), so this module hands the consumer thread a
 marker through the same queue: when the thread reaches it, every earlier event has been handled; it
 then writes its batch, flushes and fsyncs the file, and signals. Everything happens on SwanLab's own
 thread, in queue order, so no SwanLab state is touched from two threads.
