@@ -16,6 +16,12 @@ peak RSS.
 
     python tools/bench.py --loop                        # every installed backend, 3 rounds
     python tools/bench.py --loop --backends tensorboard,mlflow,aim --rounds 5 --steps 2000
+    python tools/bench.py --loop --fast --backends tensorboard,mlflow,aim   # a fast loop: see below
+
+``--fast`` is a loop at the rate of a small model or an RL loop: ~0.5 ms of work per step, 15,000
+steps (16,000 points/s), this library's two delivery modes only. Its table adds "log() share": the
+part of the loop spent inside ``log()`` calls, which is the ~2 µs a call costs plus any time a call
+waited for room in a full queue (a backend that does not keep up).
 """
 
 from __future__ import annotations
@@ -38,6 +44,8 @@ sys.path.insert(0, str(HERE))
 from bench import BACKENDS, REFERENCE_CLASSES, REFERENCE_ENV, load_training_stack, values_for  # noqa: E402 - tools/ is not a package
 
 WORK_SECONDS = 0.0012
+#: ``--fast``: the work per step and the steps of a loop that logs 16,000 points/s for ~7.5 s
+FAST_WORK_SECONDS, FAST_STEPS = 0.0005, 15_000
 
 
 def busy(units: int) -> int:
@@ -70,20 +78,26 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
-def _loop(log, steps: int, units: int) -> tuple[float, float]:
-    """The loop's wall time, and the share of it its thread was not running (waiting for the GIL or a CPU)."""
-    started, cpu = time.perf_counter(), time.thread_time()
+def _loop(log, steps: int, units: int) -> tuple[float, float, float]:
+    """The loop's wall time, the share of it its thread was not running (waiting for the GIL or a CPU),
+    and the share of it spent inside ``log()`` (its cost plus any wait for room in a full queue)."""
+    clock = time.perf_counter
+    in_log = 0.0
+    started, cpu = clock(), time.thread_time()
     for step in range(steps):
         busy(units)
-        log(values_for(step), step)
-    wall, spent = time.perf_counter() - started, time.thread_time() - cpu
-    return wall, (wall - spent) / wall
+        values = values_for(step)
+        called = clock()
+        log(values, step)
+        in_log += clock() - called
+    wall, spent = clock() - started, time.thread_time() - cpu
+    return wall, (wall - spent) / wall, in_log / wall
 
 
 def case_none(steps: int, units: int, logging_dir: Path, backends: list[str]) -> dict:
     created = time.perf_counter()
-    loop, stalled = _loop(lambda values, step: None, steps, units)
-    return _timings(loop, stalled, created, time.perf_counter())
+    loop, stalled, in_log = _loop(lambda values, step: None, steps, units)
+    return _timings(loop, stalled, in_log, created, time.perf_counter())
 
 
 def case_ours(steps: int, units: int, logging_dir: Path, backends: list[str], delivery: str = "thread") -> dict:
@@ -91,23 +105,24 @@ def case_ours(steps: int, units: int, logging_dir: Path, backends: list[str], de
 
     created = time.perf_counter()
     run = tracking_core.init("bench-loop", log_with=backends, logging_dir=logging_dir, delivery=delivery)
-    loop, stalled = _loop(lambda values, step: run.log(values, step=step), steps, units)
+    loop, stalled, in_log = _loop(lambda values, step: run.log(values, step=step), steps, units)
     ended = time.perf_counter()
     report = run.finish(timeout=600)
     return {
-        **_timings(loop, stalled, created, ended),
+        **_timings(loop, stalled, in_log, created, ended),
         "ok": report.ok,
         "not_ok": [f"{name}: {entry.state}" for name, entry in report.backends.items() if not entry.ok],
         "why": [f"{name}: {entry.last_error}" for name, entry in report.backends.items() if entry.last_error],
     }
 
 
-def _timings(loop: float, stalled: float, created: float, ended: float) -> dict:
+def _timings(loop: float, stalled: float, in_log: float, created: float, ended: float) -> dict:
     """A case's figures, taken as ``finish()`` has just returned."""
     finished = time.perf_counter()
     return {
         "loop": loop,
         "stalled": stalled,
+        "in_log": in_log,
         "finish": finished - ended,
         "total": finished - created,
         "rss": _peak_rss_mb(),
@@ -140,11 +155,11 @@ def case_accelerate(steps: int, units: int, logging_dir: Path, backends: list[st
         for tracker in trackers:  # Accelerator.log calls each tracker in turn
             tracker.log(values, step=step)
 
-    loop, stalled = _loop(log, steps, units)
+    loop, stalled, in_log = _loop(log, steps, units)
     ended = time.perf_counter()
     for tracker in trackers:
         tracker.finish()
-    return _timings(loop, stalled, created, ended)
+    return _timings(loop, stalled, in_log, created, ended)
 
 
 def case_process(steps: int, units: int, logging_dir: Path, backends: list[str]) -> dict:
@@ -202,15 +217,23 @@ def _spread(values: list[float], fmt: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--steps", type=int, default=2000)
+    parser.add_argument("--steps", type=int, default=None, help=f"default 2000 ({FAST_STEPS} with --fast)")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--fast", action="store_true", help=f"~{FAST_WORK_SECONDS * 1000:.1f} ms of work per step, threads and process"
+    )
     parser.add_argument("--backends", default=None, help="comma-separated (default: every installed backend)")
     parser.add_argument("--no-single", action="store_true", help="only the all-backends cases")
     parser.add_argument(
-        "--paths", default="ours,process,accelerate", help="comma-separated: ours (threads), process, accelerate"
+        "--paths",
+        default=None,
+        help="comma-separated: ours (threads), process, accelerate (default: all three; ours,process with --fast)",
     )
     parser.add_argument(
         "--settle", type=float, default=20.0, help="longest wait for an idle CPU before each run, seconds"
+    )
+    parser.add_argument(
+        "--units", type=int, default=None, help="work units per step, as an earlier run printed (default: calibrate)"
     )
     parser.add_argument("--case", nargs=6, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -227,18 +250,20 @@ def main(argv: list[str] | None = None) -> int:
         else [b for b in BACKENDS if importlib.util.find_spec(f"tracking_{b}")]
     )
     with_reference = importlib.util.find_spec("accelerate") is not None
-    units = calibrate()
+    work = FAST_WORK_SECONDS if args.fast else WORK_SECONDS
+    steps = args.steps or (FAST_STEPS if args.fast else 2000)
+    units = args.units or calibrate(work)  # on a busy machine the calibration moves: pin it to compare runs
     groups = [] if args.no_single else [[backend] for backend in wanted]
     if len(wanted) > 1:
         groups.append(wanted)
-    paths = args.paths.split(",")
+    paths = (args.paths or ("ours,process" if args.fast else "ours,process,accelerate")).split(",")
     # no tracking against no tracking: how far two identical loops differ on this machine
     cases = [("none", [])]
     cases += [(kind, group) for group in groups for kind in ("ours", "process") if kind in paths]
     if with_reference and "accelerate" in paths:
         cases += [("accelerate", group) for group in groups if set(group) <= REFERENCE_CLASSES.keys()]
     print(
-        f"tracking loop bench: {args.steps} steps of ~{WORK_SECONDS * 1000:.1f} ms pure-Python work ({units} units), "
+        f"tracking loop bench: {steps} steps of ~{work * 1000:.1f} ms pure-Python work ({units} units), "
         f"8 scalars per step, {args.rounds} interleaved rounds, python {sys.version.split()[0]}"
     )
     results: dict[tuple[str, str], list[dict]] = {}
@@ -247,9 +272,9 @@ def main(argv: list[str] | None = None) -> int:
         for kind, group in cases:
             # Each case is paired with a no-tracking run just before it: the ratio compares two loops
             # that met the same moment of a busy machine.
-            none = _run("none", [], args.steps, units, args.settle)
+            none = _run("none", [], steps, units, args.settle)
             baseline.append(none["loop"])
-            outcome = _run(kind, group, args.steps, units, args.settle)
+            outcome = _run(kind, group, steps, units, args.settle)
             if "error" not in outcome:
                 outcome["ratio"] = outcome["loop"] / none["loop"]
             if not group:
@@ -265,6 +290,7 @@ def main(argv: list[str] | None = None) -> int:
         "backends",
         "loop vs none (min/med/max)",
         "loop stalled % (max)",
+        "log() share % (max)",
         "finish after loop s",
         "create->finish s",
         "peak RSS MB",
@@ -292,6 +318,7 @@ def main(argv: list[str] | None = None) -> int:
                 label,
                 _spread([o["ratio"] for o in good], "{:.3f}x"),
                 f"{max(o['stalled'] for o in good) * 100:.1f}" if good else "-",
+                f"{max(o.get('in_log', 0.0) for o in good) * 100:.1f}" if good else "-",
                 _spread([o["finish"] for o in good], "{:.2f}"),
                 _spread([o["total"] for o in good], "{:.2f}"),
                 f"{rss:.0f} (+{rss - rss_none:.0f})" if rss is not None else "-",

@@ -91,8 +91,13 @@ def test_histogram_is_a_trackio_histogram_with_the_same_bins(tmp_path: Path):
     run = tracking_core.init("hist", log_with="trackio", logging_dir=tmp_path / "runs", on_error="raise")
     run.log_histogram("weights", counts=[1, 3, 2], edges=[0.0, 0.5, 1.0, 1.5], step=4)
     run.log_histogram("grads", [0.1, 0.2, 0.2, 0.9], bins=4, step=5)
-    assert run.finish(timeout=120).ok
+    report = run.finish(timeout=120)
+    assert report.ok
     values = {key: (step, value) for step, row in read_rows(tmp_path / "runs", "hist") for key, value in row.items()}
+    if not hasattr(__import__("trackio"), "Histogram"):  # Trackio 0.5: the summary, with one note saying why
+        assert values["weights/count"] == (4, 6) and values["grads/max"] == (5, 0.9)
+        assert sum("no trackio.Histogram" in note for note in report.backends["trackio"].notes) == 1, str(report)
+        return
     assert values["weights"] == (4, {"_type": "trackio.histogram", "bins": [0.0, 0.5, 1.0, 1.5], "values": [1, 3, 2]})
     step, grads = values["grads"]
     assert step == 5 and sum(grads["values"]) == 4 and len(grads["bins"]) == 5
@@ -133,11 +138,12 @@ def test_per_rank_runs_keep_a_chosen_name_and_join_the_jobs_group(tmp_path: Path
         configs = connection.execute("SELECT run_name, config FROM configs ORDER BY id").fetchall()
         metrics = connection.execute("SELECT run_name, metrics FROM metrics ORDER BY id").fetchall()
     connection.close()
-    assert [(run, json.loads(config)["_Group"]) for run, config in configs] == [
+    # sorted: the two runs' writer threads may store their rows in either order (Trackio < 0.24)
+    assert sorted((run, json.loads(config)["_Group"]) for run, config in configs) == [
         ("baseline-rank0", "job-7"),
         ("baseline-rank1", "job-7"),
     ]
-    assert [(run, json.loads(values)) for run, values in metrics] == [
+    assert sorted(((run, json.loads(values)) for run, values in metrics), key=lambda row: row[0]) == [
         ("baseline-rank0", {"loss": 0.0}),
         ("baseline-rank1", {"loss": 1.0}),
     ]

@@ -27,7 +27,7 @@ def run_python(code: str, tmp_path: Path, returncode: int = 0, **env: str) -> su
         env=environment,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=300,  # a cold `import trackio` before 0.24 imports gradio: tens of seconds on a loaded machine
     )
     assert result.returncode == returncode, f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}"
     return result

@@ -17,11 +17,13 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 
 def read_runs(logging_dir: Path, project: str) -> dict[tuple[str, str], dict[int, float]]:
-    """``{(run_id, run_name): {step: loss}}`` from the project's store, decoded with Trackio's value decoder."""
+    """``{(run_id or None, run_name): {step: loss}}`` from the project's store, decoded with Trackio's value decoder."""
     from trackio.utils import deserialize_values
 
     with sqlite3.connect(trackio_db(logging_dir, project)) as connection:
-        rows = connection.execute("SELECT run_id, run_name, step, metrics FROM metrics ORDER BY id").fetchall()
+        columns = {row[1] for row in connection.execute("PRAGMA table_info(metrics)")}
+        run_id = "run_id" if "run_id" in columns else "NULL"  # Trackio < 0.24 keys rows by run name alone
+        rows = connection.execute(f"SELECT {run_id}, run_name, step, metrics FROM metrics ORDER BY id").fetchall()
     connection.close()
     runs: dict[tuple[str, str], dict[int, float]] = {}
     for run_id, run_name, step, metrics in rows:
@@ -45,12 +47,12 @@ def test_resume_in_process_continues_the_same_run(tmp_path: Path) -> None:
     assert state == {
         "project": "resume",
         "name": first.tracker.name,
-        "id": first.tracker.id,
+        "id": first.store_run[0],
         "storage_dir": str(logs.resolve() / "trackio"),
     }
 
     second = started_tracker(TrackioTracker, logs, state, project="resume")
-    assert (second.tracker.name, second.tracker.id) == (first.tracker.name, first.tracker.id)
+    assert (second.tracker.name, second.store_run[0]) == (first.tracker.name, first.store_run[0])
     for step in range(10, 20):
         second.log({"loss": loss(step)}, step=step)
     second.finish()
@@ -80,7 +82,7 @@ def test_resume_after_the_first_process_was_killed(tmp_path: Path) -> None:
     state = json.loads(killed.stdout.strip().splitlines()[-1])
 
     tracker = started_tracker(TrackioTracker, tmp_path / "runs", state, project="killed")
-    assert tracker.tracker.id == state["id"]
+    assert tracker.store_run[0] == state["id"]
     for step in range(10, 20):
         tracker.log({"loss": loss(step)})  # no step: Trackio counts on from the stored run's last step
     tracker.finish()
@@ -91,9 +93,10 @@ def test_resume_after_the_first_process_was_killed(tmp_path: Path) -> None:
     check = """
         import json, trackio
         from trackio.sqlite_storage import SQLiteStorage
-        runs = list(trackio.Api().runs("killed"))
-        logs = SQLiteStorage.get_logs("killed", runs[0].name)
-        print(json.dumps({"runs": [r.name for r in runs], "lr": runs[0].config.get("lr"),
+        runs = SQLiteStorage.get_runs("killed")  # Trackio's own storage reader (every release has it)
+        logs = SQLiteStorage.get_logs("killed", runs[0])
+        config = SQLiteStorage.get_run_config("killed", runs[0])
+        print(json.dumps({"runs": runs, "lr": config.get("lr"),
                           "steps": sorted(row["step"] for row in logs if "loss" in row)}))
     """
     seen = run_python(check, tmp_path, TRACKIO_DIR=state["storage_dir"])
@@ -124,7 +127,7 @@ def test_unknown_saved_run_starts_a_new_run_with_a_note(tmp_path: Path, case: st
     tracker.log({"loss": loss(0)}, step=0)
     tracker.finish()
 
-    assert tracker.tracker.name != "ghost" and tracker.tracker.id != "0" * 32
+    assert tracker.tracker.name != "ghost" and tracker.store_run[0] != "0" * 32
     notes = tracker.report_notes()
     assert len(notes) == 1 and notes[0].startswith("could not resume Trackio run"), notes
     assert notes[0].endswith("; started a new run")
@@ -133,7 +136,7 @@ def test_unknown_saved_run_starts_a_new_run_with_a_note(tmp_path: Path, case: st
     if case == "store-gone":
         assert "is gone" in notes[0]
     runs = read_runs(logs, "lost")  # the new run lands in logging_dir as usual
-    assert runs[(tracker.tracker.id, tracker.tracker.name)] == {0: loss(0)}
+    assert runs[(tracker.store_run[0], tracker.tracker.name)] == {0: loss(0)}
     assert not (tmp_path / "deleted").exists()
 
 
@@ -149,10 +152,10 @@ def test_explicit_choice_in_kwargs_wins_over_the_saved_run(tmp_path: Path, expli
     second.log({"loss": loss(1)}, step=1)
     second.finish()
 
-    assert second.tracker.id != first.tracker.id
+    assert second.store_run != first.store_run
     assert second.tracker.name == explicit.get("name", second.tracker.name)
     assert second.report_notes() == []
     assert read_runs(logs, "choice") == {
-        (first.tracker.id, first.tracker.name): {0: loss(0)},
-        (second.tracker.id, second.tracker.name): {1: loss(1)},
+        (first.store_run[0], first.tracker.name): {0: loss(0)},
+        (second.store_run[0], second.tracker.name): {1: loss(1)},
     }

@@ -9,7 +9,9 @@ contract                   MLflow call (all on ``self.client``, never the fluent
 ``store_init_configuration`` ``log_batch(params=...)`` (flattened, stringified; a value longer than
                            MLflow takes is left out with a warning, as accelerate does) and
                            ``log_dict(config, "config.json")`` with the exact nested config
-``log`` / ``log_batch``    ``log_batch(metrics=...)`` in chunks of the SDK's per-request limits;
+``log`` / ``log_batch``    ``log_batch(metrics=...)`` in chunks of the SDK's per-request limits; to a
+                           local sqlite store, the same rows in one transaction per batch
+                           (:mod:`tracking_mlflow.fast_store`);
                            ``mlflow.log_metrics``' options as ``log_kwargs``: ``synchronous``,
                            ``model_id``, ``dataset``; strings -> ``log_text`` artifact
                            ``text/<key>/step_<step>.txt``
@@ -52,6 +54,7 @@ from tracking_core.gitinfo import read_head
 from tracking_core.kit.sdk import rank_name, sdk_object
 from tracking_core.registry import install_command
 
+from . import fast_store
 from .schema_cache import seed_store, unseed
 
 # The SDK's limits (mlflow 3.x values); start() reads the installed SDK's own from mlflow.utils.validation.
@@ -307,6 +310,7 @@ class MLflowTracker(GeneralTracker):
         self._config: dict[str, Any] = {}  # the merged config, written whole to config.json at each store
         self._image_time = 0  # last log_image timestamp (ms): strictly increasing keeps the images' order
         self._pending: list[Any] = []  # MLflow's RunOperations of metrics logged with synchronous=False
+        self._writer: fast_store.MetricWriter | None = None  # a local sqlite store's metrics, below MLflow's ORM
 
     @staticmethod
     def _caller_active_run_id() -> str | None:
@@ -343,7 +347,15 @@ class MLflowTracker(GeneralTracker):
         self._client, self._run = client, run
         self._params = dict(run.data.params)  # a resumed run's params cannot change
         self.tracking_uri = uri
+        self._writer = self._metric_writer(uri, run.info.run_id)
         self._announce(client, run, uri, embedded)
+
+    @staticmethod
+    def _metric_writer(uri: str, run_id: str) -> fast_store.MetricWriter | None:
+        """Points to a local sqlite store go straight into its tables (``fast_store``); a server, another
+        database or a schema the writer does not know go through MLflow's client."""
+        store = _local_store(uri) if uri.startswith("sqlite:") else None
+        return fast_store.MetricWriter.open(store, run_id) if store is not None and store.is_file() else None
 
     def _client_for(self, uri: str, embedded: bool, *, tidy: bool | None = None) -> Any:
         """A client on ``uri``; ``embedded`` also makes ``logging_dir``; ``tidy`` (default: ``embedded``) removes
@@ -639,8 +651,9 @@ class MLflowTracker(GeneralTracker):
         from mlflow.entities import Metric
 
         now = int(time.time() * 1000)
-        metrics = []
-        ends = []  # len(metrics) after each entry
+        points: list[fast_store.Point] = []
+        options: list[dict[str, Any]] = []  # each point's Metric options (MLflow 3's model_id, dataset)
+        ends = []  # len(points) after each entry
         # MLflow's async queue only when every entry of the batch asked for it (it is waited for at flush)
         synchronous = not all(kwargs.get("synchronous") is False for _, _, kwargs in entries)
         for values, step, kwargs in entries:
@@ -658,15 +671,25 @@ class MLflowTracker(GeneralTracker):
                 value = float(value)
                 if math.isinf(value):
                     warn_once(self.name, key, "MLflow stores infinity as +/-1.8e308 (the largest float)", reason="inf")
-                metrics.append(Metric(key, value, timestamp, step, **entity_options))
-            ends.append(len(metrics))
-        size = min(self.limits["MAX_METRICS_PER_BATCH"], self.limits["MAX_ENTITIES_PER_BATCH"])
+                points.append((key, value, timestamp, step))
+                options.append(entity_options)
+            ends.append(len(points))
+        # MLflow's async queue and MLflow 3's per-metric options stay with MLflow's client
+        writer = self._writer if synchronous and not any(options) else None
+        by_client = min(self.limits["MAX_METRICS_PER_BATCH"], self.limits["MAX_ENTITIES_PER_BATCH"])
         stored = 0
-        for chunk in _chunks(metrics, size):
+        while stored < len(points):
+            chunk = points[stored : stored + (fast_store.CHUNK_POINTS if writer is not None else by_client)]
             try:
-                operation = self._client.log_batch(self.active_run_id, metrics=chunk, synchronous=synchronous)
-                if operation is not None:  # synchronous=False: MLflow's async queue; waited for at flush
-                    self._pending.append(operation)
+                if writer is not None:
+                    if not writer.write(chunk):  # not written: MLflow decides (and says why), in its chunks
+                        writer = None
+                        continue
+                else:
+                    metrics = [Metric(*point, **option) for point, option in zip(chunk, options[stored:])]
+                    operation = self._client.log_batch(self.active_run_id, metrics=metrics, synchronous=synchronous)
+                    if operation is not None:  # synchronous=False: MLflow's async queue; waited for at flush
+                        self._pending.append(operation)
             except Exception as error:
                 # entries whose metrics all went out in earlier chunks are stored: say so, and
                 # the dispatcher retries or spills exactly the rest
@@ -803,6 +826,9 @@ class MLflowTracker(GeneralTracker):
         if self._run is None or self._finished:
             return
         self.flush()
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
         self._client.set_terminated(self.active_run_id, "FINISHED")
         self._finished = True
 

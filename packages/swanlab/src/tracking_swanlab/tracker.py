@@ -514,8 +514,21 @@ class SwanLabTracker(GeneralTracker):
 
     # -- flush and finish -----------------------------------------------------------------------
     def flush(self) -> None:
-        """SwanLab 0.10.3 has no public flush: its consumer thread writes records within ~0.5 s and the
-        run file is flushed to disk by ``run.finish()``; nothing more can be forced from here."""
+        """Wait until SwanLab's writer thread has put everything logged so far in the run file, flushed
+        and fsynced (SwanLab has no public flush; see :mod:`tracking_swanlab.durability`), so the records
+        the dispatcher then counts as delivered survive a kill of the process."""
+        if self._run is None or self._finished or self.mode == "disabled":
+            return
+        from .durability import wait_until_written
+
+        if not wait_until_written(self._run):
+            warn_once(
+                self.name,
+                "flush",
+                "this SwanLab release has no writer this library can wait for: points logged shortly before "
+                "the process is killed may be lost",
+                reason="flush",
+            )
 
     def finish(self) -> None:
         if self._run is None or self._finished:

@@ -52,6 +52,8 @@ from tracking_core.kit.sdk import per_rank, rank_name, sdk_object
 from tracking_core.notices import logger, notice, warn_once
 from tracking_core.paths import check_optional_name
 
+from . import legacy
+
 #: Trackio's module constants that hold its storage location, and where each lives under the storage dir.
 _LOCATION_ATTRIBUTES = {"TRACKIO_DIR": None, "MEDIA_DIR": "media", "ARTIFACTS_DIR": "artifacts"}
 #: Metric keys Trackio renames to ``__<key>`` (with a warning on every call); used until trackio is imported.
@@ -235,12 +237,16 @@ class TrackioTracker(GeneralTracker):
             self._context.run(_quiet.set, True)
             kwargs = {**_quiet_defaults(trackio.init), **self.init_kwargs}
             self._name_rank(kwargs)
+            if no_group := legacy.drop_group(trackio.init, kwargs):
+                warn_once(self.name, "group", no_group, reason="no-groups")
+                self.add_note(no_group)
             module_config = trackio.config  # init() rebinds the module-global; keep the caller's
             try:
-                if saved is not None:  # the saved run's name already says which rank it is
-                    self._run = self._resume(trackio, {k: v for k, v in kwargs.items() if k != "name"}, saved)
-                if self._run is None:
-                    self._run = self._in_context(trackio.init, project=self.run_name, **kwargs)
+                with legacy.in_process_dashboard(trackio, self._context):  # trackio < 0.18: no web server
+                    if saved is not None:  # the saved run's name already says which rank it is
+                        self._run = self._resume(trackio, {k: v for k, v in kwargs.items() if k != "name"}, saved)
+                    if self._run is None:
+                        self._run = self._in_context(trackio.init, project=self.run_name, **kwargs)
             finally:
                 trackio.config = module_config
         except BaseException:
@@ -250,7 +256,7 @@ class TrackioTracker(GeneralTracker):
         in_default = os.environ.get("TRACKIO_DIR") or self.storage_dir == _sdk_default_dir
         view = "" if in_default else f"TRACKIO_DIR={shlex.quote(str(self.storage_dir))} "
         what = "resumed run" if self._resumed else "run"
-        remote = getattr(self._run, "url", None)  # a Space or server the user chose (kwargs or TRACKIO_* env)
+        remote = legacy.remote_url(self._run)  # a Space or server the user chose (kwargs or TRACKIO_* env)
         if remote:
             notice(f"trackio: {what} {self._run.name!r} sent to {remote} (local buffer in {self.storage_dir})")
         else:
@@ -295,9 +301,10 @@ class TrackioTracker(GeneralTracker):
             else:
                 self._restore_config(run)
                 self._resumed = True
-                if saved.get("id") and run.id != saved["id"]:
+                run_id = getattr(run, "id", None)  # Trackio < 0.24 keeps no run ids
+                if saved.get("id") and run_id and run_id != saved["id"]:
                     self.add_note(
-                        f"resumed the latest Trackio run named {name!r} (id {run.id}), not the saved id {saved['id']}"
+                        f"resumed the latest Trackio run named {name!r} (id {run_id}), not the saved id {saved['id']}"
                     )
                 return run
         self.add_note(f"could not resume Trackio run {name!r} ({reason}); started a new run")
@@ -310,7 +317,7 @@ class TrackioTracker(GeneralTracker):
         from trackio.sqlite_storage import SQLiteStorage
 
         try:
-            stored = SQLiteStorage.get_run_config(self.run_name, run_id=run.id)
+            stored = legacy.stored_config(SQLiteStorage, self.run_name, run)
         except Exception as error:  # keep logging: the metrics matter more than the config
             self.add_note(f"could not read the config of resumed Trackio run {run.name!r} ({error})")
             return
@@ -381,7 +388,7 @@ class TrackioTracker(GeneralTracker):
         import trackio
 
         columns, rows = table_rows(columns, data, dataframe)
-        self._run.log({table_name: trackio.Table(columns=columns, data=rows)}, step=step)
+        self._run.log({table_name: legacy.table(trackio, columns, rows)}, step=step)
 
     def log_figure(self, figure: Any, name: str, step: int | None = None, **kwargs: Any) -> None:
         """The figure rendered to PNG (``kwargs`` go to ``savefig``), stored as a ``trackio.Image``."""
@@ -396,6 +403,12 @@ class TrackioTracker(GeneralTracker):
         """Trackio's own histogram from the bins as they are (``np_histogram``), so Trackio does not re-bin."""
         import trackio
 
+        if not hasattr(trackio, "Histogram"):
+            message = "this trackio release has no trackio.Histogram: count/min/max/mean/std are logged instead"
+            warn_once(self.name, "log_histogram", message, reason="no-histograms")
+            self.add_note(message)
+            super().log_histogram(name, histogram, step=step, **kwargs)
+            return
         value = trackio.Histogram(np_histogram=(list(histogram.counts), list(histogram.edges)))
         self._run.log({name: value}, step=step, **kwargs)
 
@@ -431,11 +444,7 @@ class TrackioTracker(GeneralTracker):
         if run is None or self._finished:
             return
         # Trackio has no public flush; its background thread does exactly this under the same lock.
-        lock, flush_inline = getattr(run, "_client_lock", None), getattr(run, "_flush_queues_inline", None)
-        if lock is not None and flush_inline is not None:
-            with lock:
-                flush_inline()
-        else:
+        if not legacy.flush_queued_rows(run):
             warn_once(
                 self.name,
                 "*",
@@ -446,7 +455,7 @@ class TrackioTracker(GeneralTracker):
 
     def _raise_sdk_failures(self, run: Any) -> None:
         # Trackio turns write errors into warnings and records them; surface new ones as a failure of this call.
-        failures = {key for key in getattr(run, "_warned_failures", ()) if key.startswith("write-")}
+        failures = legacy.write_failures(run)
         new = failures - self._seen_sdk_failures
         self._seen_sdk_failures |= failures
         if new:
@@ -477,7 +486,7 @@ class TrackioTracker(GeneralTracker):
         return {
             "project": self.run_name,
             "name": self._run.name,
-            "id": self._run.id,
+            "id": getattr(self._run, "id", None),  # None before Trackio 0.24
             "storage_dir": str(self.storage_dir),
         }
 

@@ -12,7 +12,7 @@ Contract -> SDK:
 * ``log_figure``                -> ``run.log({name: wandb.Image(<the figure as PNG>)})``
 * ``log_histogram``             -> ``run.log({name: wandb.Histogram(np_histogram=(counts, edges))})``
 * ``log_artifact(s)``           -> ``wandb.Artifact`` + ``run.log_artifact`` (staged locally when offline)
-* ``flush``                     -> a round trip to ``wandb-core`` plus one transaction-log flush interval
+* ``flush``                     -> a round trip to ``wandb-core`` plus a wait for its next transaction-log write
 * ``finish``                    -> ``run.finish()``, then a wait until the ``.wandb`` file is complete
                                    (so the dispatcher does not flush first: one write interval less per run)
 * per-rank runs (``run_context.group``) -> ``wandb.init(group=<group>, name=<name>-rank<N>)``
@@ -39,17 +39,20 @@ from tracking_core.notices import logger
 from tracking_core.paths import check_optional_name
 
 from . import compat
-from .transaction_log import read_run, read_runs, wait_until_written
+from .transaction_log import read_run, read_runs, wait_for_next_write, wait_until_written
 
 #: Used when neither the user's settings nor ``WANDB_INIT_TIMEOUT`` choose one. W&B waits 90 s (plus a
 #: grace period) by default; the training loop never waits for it here, but records queue meanwhile.
 DEFAULT_INIT_TIMEOUT = 30.0
 #: How often ``wandb-core`` writes the run's ``.wandb`` file (W&B's default is 15 s, and a crash loses
-#: everything logged since the last write). ``flush()`` waits one interval for that write, so the
-#: interval is what each flush costs the worker: at 1 s, half its time at 100 metrics per step.
+#: everything logged since the last write). ``flush()`` waits for the next write, so about half the
+#: interval is what each flush costs the worker.
 DEFAULT_TRANSACTION_LOG_FLUSH_INTERVAL = 0.5
 #: ``flush()`` waits at most this long for ``wandb-core``'s periodic write.
 MAX_FLUSH_WAIT = 2.0
+#: A write that began this long after ``wandb-core`` answered the flush's round trip holds every record
+#: sent before it: the time for a record to pass from ``wandb-core``'s handler to its writer.
+WRITER_HANDOFF = 0.1
 #: ``finish()`` waits at most this long for ``wandb-core`` to write the end of the run.
 FINISH_WRITE_TIMEOUT = 30.0
 
@@ -310,7 +313,7 @@ class WandBTracker(GeneralTracker):
                 _stop_analytics_export()
                 self._init_offline(wandb, kwargs, settings)
         interval = compat.setting(self._run.settings, "x_transaction_log_flush_interval")
-        self._flush_wait = min(interval + 0.1, MAX_FLUSH_WAIT) if interval and interval > 0 else 0.0
+        self._flush_wait = min(interval + WRITER_HANDOFF, MAX_FLUSH_WAIT) if interval and interval > 0 else 0.0
         self._announce()
 
     def _lacks_setting(self, field: str) -> None:
@@ -518,8 +521,13 @@ class WandBTracker(GeneralTracker):
             return
         self._run.summary.keys()  # answered by wandb-core after everything sent before it
         self._dirty = False
-        if self._flush_wait:
+        if not self._flush_wait:
+            return
+        log_file = Path(self._run.settings.sync_file) if self.mode != "disabled" else None
+        if log_file is None or compat.setting(self._run.settings, "x_skip_transaction_log", False):
             time.sleep(self._flush_wait)
+        else:  # the next periodic write, rather than a whole interval
+            wait_for_next_write(log_file, WRITER_HANDOFF, self._flush_wait)
 
     def finish(self) -> None:
         """End the run and wait (bounded) until ``wandb-core`` has written it completely.

@@ -100,6 +100,35 @@ def ends_with_exit(path: str | Path) -> bool:
         return False
 
 
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return -1
+
+
+def wait_for_next_write(path: str | Path, after: float, longest: float) -> bool:
+    """Wait until ``wandb-core`` writes to the file ``after`` seconds from now or later: True then, False
+    after ``longest`` seconds without one (the caller's bound: one whole write interval and ``after``).
+
+    ``wandb-core`` writes everything it holds at each periodic write, in order, so a write that began
+    after a record reached its writer has that record on disk. The file's size is read every few
+    milliseconds: on average half a write interval instead of a whole one per flush.
+    """
+    path = Path(path)
+    started = time.monotonic()
+    time.sleep(after)
+    size = _size(path)
+    deadline = started + longest
+    while True:
+        now = time.monotonic()
+        if _size(path) != size:
+            return True
+        if now >= deadline:
+            return False
+        time.sleep(min(0.005, deadline - now))
+
+
 def wait_until_written(path: str | Path, timeout: float) -> bool:
     """Poll until the ``exit`` record is on disk (True) or ``timeout`` seconds passed (False)."""
     path = Path(path)

@@ -50,7 +50,7 @@ run = tracking_core.init(
 )
 tracker = run.get_tracker(name, unwrap=False)
 run.log({"loss": float(tracker.run_context.rank)}, step=0)
-assert run.finish(timeout=180).ok
+assert run.finish(timeout=300).ok
 metrics = {key: {str(step): value for step, value in series.items()} for key, series in tracker.read_back_metrics().items()}
 print(json.dumps({"group": tracker.run_context.group, "rank": tracker.run_context.rank, "metrics": metrics}))
 """

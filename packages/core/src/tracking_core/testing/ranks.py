@@ -42,7 +42,7 @@ def launch_ranks(
     cwd: str | Path,
     drop_env: Iterable[str] = (),
     env: dict[str, str] | None = None,
-    timeout: float = 180,
+    timeout: float = 360,
 ) -> list[dict[str, Any]]:
     """Run ``python -c script *args`` once per rank, all at once; each must print a JSON line last.
 
