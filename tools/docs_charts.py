@@ -2,9 +2,11 @@
 
 The README holds each benchmark's output as printed (``python tools/bench.py --loop``, ``python
 tools/bench.py``, ``python tools/bench.py --throughput``) and the reliability table the test session
-prints; this script reads those tables and draws them with the charts of ``tracking compare --html``
-(``tracking_core.transfer.charts``) into ``docs/figures/*.svg``, which docs/benchmarks.md and
-docs/guarantees.md embed. Paste a new benchmark output into the README, then run it again:
+prints; docs/moving-runs.md holds the import benchmark's (``python tools/bench.py --import``). This
+script reads those tables and draws them with the charts of ``tracking compare --html``
+(``tracking_core.transfer.charts``) into ``docs/figures/*.svg``, which docs/benchmarks.md,
+docs/guarantees.md and docs/moving-runs.md embed. Paste a new benchmark output into its page, then
+run it again:
 
     python tools/docs_charts.py            # rewrite docs/figures/*.svg
     python tools/docs_charts.py --check    # exit 1 if a committed figure differs from its table
@@ -198,10 +200,36 @@ def guarantees_chart(guarantees: str) -> dict[str, str]:
     }
 
 
-def figures(readme: str) -> dict[str, str]:
+def import_chart(moving_runs: str) -> dict[str, str]:
+    """The import benchmark's table (``python tools/bench.py --import``) in docs/moving-runs.md: per source,
+    the SDK's reader (the first row) and ``tracking import`` (the row under it)."""
+    table = moving_runs[moving_runs.index("## Import speed") :]
+    cats: list[str] = []
+    reader: list[float | None] = []
+    ours: list[float | None] = []
+    for row in markdown_table(table[: table.index("\n\n", table.index("|"))]):
+        if row["source"]:
+            cats.append(row["source"])
+            reader.append(number(row["seconds"]))
+        else:
+            ours.append(number(row["seconds"]))
+    return {
+        "import-speed.svg": bar_chart(
+            "Reading a source: the SDK's own reader and tracking import (s, best of --repeat)",
+            cats,
+            [("SDK's own reader", reader), ("tracking import", ours)],
+            value_label="seconds",
+        )
+    }
+
+
+def figures(readme: str, moving_runs: str | None = None) -> dict[str, str]:
     performance = section(readme, "performance")
     out = {**loop_charts(performance), **caller_charts(performance), **throughput_chart(performance)}
     out.update(guarantees_chart(section(readme, "guarantees")))
+    if moving_runs is None:
+        moving_runs = (ROOT / "docs/moving-runs.md").read_text(encoding="utf-8")
+    out.update(import_chart(moving_runs))
     return {name: svg + "\n" for name, svg in out.items()}
 
 
