@@ -23,10 +23,16 @@ from tracking_core.journal import read_journal
 
 
 @pytest.mark.skipif(not os.path.isfile("/proc/meminfo"), reason="Linux /proc")
+def _cpu_seconds() -> float:
+    times = os.times()
+    return times.user + times.system
+
+
 def test_host_sampler_reads_this_process_and_host_from_proc(tmp_path):
     sampler = HostSampler(tmp_path)
-    sum(i * i for i in range(200_000))  # some CPU time between the two readings
-    time.sleep(0.02)
+    start = _cpu_seconds()
+    while _cpu_seconds() - start < 0.03:  # CPU time the kernel has counted (in ticks), however loaded the machine
+        sum(i * i for i in range(20_000))
     values = sampler.sample()
     rss_kb = int(next(line.split()[1] for line in open("/proc/self/status") if line.startswith("VmRSS")))
     assert values["memory.rss_gb"] == pytest.approx(rss_kb / 1024**2, rel=0.2)
