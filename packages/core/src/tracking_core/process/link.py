@@ -27,6 +27,7 @@ from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
 from ..contract.tracker import GeneralTracker
+from ..delivery.recovery import enter
 from ..delivery.worker import START_WAIT_SECONDS, ManagedMixin, wait_for_room
 from ..intake.record import CONTROL_KINDS, Record
 from ..intake.record import new_record as as_record
@@ -87,7 +88,7 @@ class RemoteWorker(ManagedMixin):
         return True
 
     def abandon(self) -> None:
-        self.report.state = "timed_out"
+        enter(self.report, "timed_out")
         self.report.notes.append("the delivery process did not report this backend finished in time")
 
     def add_note(self, note: str) -> None:
