@@ -7,7 +7,7 @@ interpreter), so the classes pickle by name like :class:`~tracking_core.intake.r
 crosses inside :class:`Records`.
 
 The connection opens with the set-up (a dict: ``context``, ``options``, ``backends``, ``sys_path``,
-``modules``; see ``Dispatcher._start_delivery_process``), answered by :class:`Ready`.
+``modules``; see ``run.process_mode.start_delivery_process``), answered by :class:`Ready`.
 
 Commands, training process -> delivery process:
 

@@ -99,8 +99,8 @@ def start_delivery_process(run: Dispatcher, trackers: list[GeneralTracker], cont
         queue_size=run.queue_size,
         on_started=session.backend_started,  # the state comes from the delivery process
         on_progress=session.progress,
-        on_error=run._remote_error,
-        on_death=run._delivery_died,
+        on_error=functools.partial(remote_error, run),
+        on_death=functools.partial(delivery_died, run),
         on_full=run.on_full,
     )
     remotes: list[ManagedMixin] = []
