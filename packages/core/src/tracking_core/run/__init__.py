@@ -5,7 +5,7 @@
   - ``setup``: run set-up (``init_trackers``: folder and id, per rank, trackers, workers) and building
     each backend's ``Delivery`` (``delivery_for``);
   - ``options``: ``RunOptions``, the run's options checked once; ``checked_step``;
-  - ``calls``: what each ``log_*`` call checks and copies, and queuing it (``fan_out``);
+  - ``calls``: what each ``log_*`` call checks and copies, and queuing it (``fan_out``, ``queue_config``);
   - ``managed``: direct calls on a held tracker (``run.get_tracker("x").log(...)``), ``get_tracker``;
   - ``closing``: ``finish`` (drain, close, the report) and waiting for a flush;
   - ``process_mode``: which backends go to the delivery process, starting it, and carrying on here

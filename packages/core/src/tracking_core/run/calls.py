@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..contract.histogram import Histogram, histogram_from_counts, histogram_of
 from ..contract.tracker import has_capability
+from ..intake.config import sanitize_config
 from ..intake.media import figure_problem, image_caveat, table_problem
 from ..intake.preflight import check_table_arguments
 from ..intake.record import Record
@@ -171,3 +172,23 @@ def fan_out(
             reason="capability",
             stacklevel=4,
         )
+
+
+def queue_config(run: Dispatcher, values: Any) -> None:
+    """``run.log_config(values)``: the sanitised config after start, queued for every backend (or the
+    one whose held tracker was called), each with its own copy."""
+    if not run._workers:
+        run._not_running("log_config")
+        return
+    clean = sanitize_config(values)
+    if not clean:
+        return
+    import copy  # each backend gets its own copy, as with init's config
+
+    only = getattr(run._only, "worker", None)
+    with run._lock:
+        run._seq = seq = run._seq + 1
+        for worker in run._workers if only is None else [only]:
+            worker.put(Record("config", copy.deepcopy(clean), None, _EMPTY, None, seq))
+    if run._pending_error is not None:
+        run._raise_pending()

@@ -21,7 +21,6 @@ from ..contract.tracker import GeneralTracker
 from ..delivery.engine import Delivery
 from ..delivery.worker import BackendWorker, ManagedMixin
 from ..errors import TrackingError
-from ..intake.config import sanitize_config
 from ..intake.preflight import checked_logging_dir
 from ..intake.record import Record
 from ..intake.values import snapshot
@@ -139,9 +138,8 @@ class Dispatcher:
         self.per_rank = options.per_rank
         self.delivery = options.delivery
         self._link: DeliveryLink | None = None
-        self._remote: dict[
-            str, tuple[tuple[str, str], dict[str, Any] | None]
-        ] = {}  # backend -> (class path, init kwargs)
+        #: backend -> (class path, init kwargs), for the backends in the delivery process
+        self._remote: dict[str, tuple[tuple[str, str], dict[str, Any] | None]] = {}
         self._finishing = False
         self._specs = resolve_specs(log_with, self.logging_dir)
         self._workers: list[ManagedMixin] = []  # emptied by finish()
@@ -314,21 +312,7 @@ class Dispatcher:
         with the new keys). A key given again with a new value replaces it where the SDK allows
         (MLflow params are write-once: see that backend's notes).
         """
-        if not self._workers:
-            self._not_running("log_config")
-            return
-        clean = sanitize_config(values)
-        if not clean:
-            return
-        import copy  # each backend gets its own copy, as with init's config
-
-        only = getattr(self._only, "worker", None)
-        with self._lock:
-            self._seq = seq = self._seq + 1
-            for worker in self._workers if only is None else [only]:
-                worker.put(Record("config", copy.deepcopy(clean), None, _EMPTY, None, seq))
-        if self._pending_error is not None:
-            self._raise_pending()
+        calls.queue_config(self, values)
 
     # -- optional capabilities ---------------------------------------------------------------
     def log_images(
