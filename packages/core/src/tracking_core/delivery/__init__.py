@@ -5,13 +5,17 @@ record, what to hand the backend, what to spill, when to retry and how far the b
 
 - ``worker``: ``BackendWorker`` — the queue, the thread, the full-queue policy (``on_full``), and the
   routing of a held tracker's methods back into the dispatcher.
-- ``engine``: ``Delivery`` — the live path and its decisions: exactly-once hand-over, refusal
-  isolation, spill, retry and recovery, catch-up of a resumed run, flush, finish and abandon. The state
-  it owns by concern lives beside it:
+- ``engine``: ``Delivery`` — one backend's delivery state, the routing of each batch, accounting
+  (stored, confirmed), flush and progress. The parts that act on that state are objects it owns:
+  - ``live``: ``Live`` — every call into the SDK; the live path; refused values isolated (halving);
+  - ``recovery``: ``Outage`` — failures, retries, spill-over and the way back; ``Mode`` (live, spilling,
+    recovering, catching up: the state machine); ``State``, the report's state, written only by
+    ``enter``; ``RetryPolicy``; refused values vs. a backend that is down;
+  - ``backlog``: ``Backlog`` — reading the catch-up, then the spill, one batch per tick;
+  - ``ending``: ``Ending`` — ``finish`` and ``abandon``.
+  The state it owns by concern lives beside it:
   - ``positions``: how far the backend got (durable, handed over) and the cursor file;
   - ``handover``: which thread may touch the state, and time inside the SDK;
-  - ``recovery``: ``Mode`` (live, spilling, recovering, catching up: the state machine), ``RetryPolicy``,
-    refused values vs. a backend that is down;
   - ``catch_up``: what a resumed run (a replay, a take-over) missed, delivered first;
   - ``spiller``: writing the spill journal (the config at its head, each record once, in order).
 - ``build``: ``build_delivery``, the one place a ``Delivery`` is built (thread mode, the delivery process,

@@ -11,17 +11,27 @@ One :class:`~.engine.Delivery` is in one :class:`Mode` at a time:
   delivers what the backend missed before anything spilled meanwhile; then ``RECOVERING`` when
   records wait in the spill, else ``LIVE``.
 
-A failure in any mode goes to ``SPILLING``. The finish report's ``state`` follows: ``starting``,
-``running``; ``retrying``, then ``quarantined`` after :data:`MAX_CONSECUTIVE_FAILURES` failures in a
-row (still retried, at most every ``RetryPolicy.longest`` seconds); ``start_failed``; ``stuck`` (inside
-one SDK call while its queue filled up); back to ``running`` once it answers; at the end ``finished``,
-``finish_failed``, ``quarantined`` or ``timed_out``.
+A failure in any mode goes to ``SPILLING``; :class:`Outage` handles failures and the way back. What
+the finish report says of the backend (``BackendReport.state``) is a :data:`State`, written only by
+:func:`enter`.
 """
 
 from __future__ import annotations
 
+import time
+import traceback
+from collections.abc import Callable
 from enum import Enum
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Literal, NamedTuple
+
+from ..errors import TrackingError
+from ..intake.record import CONTROL_KINDS, Record
+from ..notices import logger
+from ..report import BackendReport
+from .spill import SpillReader
+
+if TYPE_CHECKING:
+    from .engine import Delivery
 
 MAX_CONSECUTIVE_FAILURES = 5
 
@@ -43,6 +53,40 @@ class Mode(str, Enum):
 
     def __format__(self, format_spec: str) -> str:
         return format(str(self.value), format_spec)
+
+
+# the modes by their plain names
+LIVE, SPILLING, RECOVERING, CATCHING_UP = Mode.LIVE, Mode.SPILLING, Mode.RECOVERING, Mode.CATCHING_UP
+
+#: What the finish report says of a backend (``BackendReport.state``, a plain string in ``run.json``):
+#:
+#: - ``pending``: not started yet (``BackendReport`` begins there);
+#: - ``starting``: inside ``start()``; ``start_failed``: it failed (retried when it can come back);
+#: - ``running``: delivering, or back after an outage;
+#: - ``stuck``: inside one SDK call while its queue filled up (records go to the spill); ``running``
+#:   once it answers;
+#: - ``retrying``: down, its records wait in the spill; ``quarantined`` after
+#:   :data:`MAX_CONSECUTIVE_FAILURES` failures in a row (still retried, at most every
+#:   ``RetryPolicy.longest`` seconds), or when it ends while still down;
+#: - at the end: ``finished``, ``finish_failed``, ``quarantined`` or ``timed_out`` (it did not finish in
+#:   time: what it had not stored is in its spill).
+State = Literal[
+    "pending",
+    "starting",
+    "start_failed",
+    "running",
+    "stuck",
+    "retrying",
+    "quarantined",
+    "finished",
+    "finish_failed",
+    "timed_out",
+]
+
+
+def enter(report: BackendReport, state: State) -> None:
+    """The one place a backend's ``report.state`` is written."""
+    report.state = state
 
 
 class RetryPolicy(NamedTuple):
@@ -67,3 +111,168 @@ def is_refusal(error: BaseException) -> bool:
     if isinstance(code, str) and code:
         return "INVALID" in code or "BAD_REQUEST" in code
     return isinstance(error, (ValueError, TypeError, ArithmeticError, UnicodeError, KeyError, IndexError))
+
+
+class Outage:
+    """One :class:`~.engine.Delivery`'s failures and the way back: it owns the failure count, when the
+    next retry is due, and what has been warned about, and moves the delivery's mode and report state."""
+
+    def __init__(
+        self,
+        delivery: Delivery,
+        retry: RetryPolicy,
+        on_error: str,
+        error_sink: Callable[[TrackingError], None] | None,
+    ) -> None:
+        self.delivery = delivery
+        self.retry = retry
+        self.on_error = on_error
+        self.error_sink = error_sink
+        self.failures = 0
+        self.can_retry_start = True
+        self.next_retry = float("inf")
+        self.reported_errors: set[type] = set()
+        self.recovering_since_failures = 0
+        self.spilled_over = False
+
+    def spill_over(self, pending: list[Record], stuck: bool = True) -> list[Record]:
+        """The backend has sat in one SDK call while its queue filled up (``stuck``), or its queue is full
+        with ``on_full="spill"``: instead of ``log()`` waiting for that call, what the backend owes goes to
+        its spill, and from there to the backend once the call returns, as after a failure (but retried
+        at once).
+
+        Run by the thread that found the queue full, holding ``handover`` (the worker lets go of it
+        inside SDK calls); ``pending`` is what it took off the queue. The call in progress keeps its
+        records: if it stores them, the cursor passes their spilled copies; if it fails, they are in
+        the spill already. While a resumed backend catches up, only the live records are spilled (the
+        worker would spill them anyway); the catch-up stays with the worker. Returns the control
+        records of ``pending`` (flush, finish), which go back to the queue, behind what was spilled.
+        """
+        reading = self.delivery.catch_up.running() or self.delivery._reader is not None  # its backlog, or its spill
+        in_call = [] if self.delivery.catch_up.running() else [*self.delivery._unconfirmed, *self.delivery.in_flight]
+        self.delivery._spill_in_order([*in_call, *self.delivery._held[self.delivery._held_next :], *pending])
+        if not reading and self.delivery.mode != SPILLING:
+            # The worker finishes its call and goes on in spilling mode: the retry that reads the spill is
+            # due. (A worker already reading reaches what was appended, in order.)
+            self.delivery.mode = SPILLING
+            self.delivery._reader = None
+            self.next_retry = time.monotonic()
+            if stuck and self.delivery.report.state in ("starting", "running"):
+                enter(self.delivery.report, "stuck")
+        if not self.spilled_over:
+            self.spilled_over = True
+            self.note_spill_over(stuck)
+        return [record for record in pending if record.kind in CONTROL_KINDS]
+
+    def note_spill_over(self, stuck: bool) -> None:
+        if not stuck:
+            self.delivery.report.notes.append(
+                "its queue filled up (on_full='spill'): the records that found it full reached the backend "
+                "through its spill journal, in order"
+            )
+            return
+        seconds = self.delivery.seconds_in_sdk()
+        logger.warning(
+            "backend %r has been inside one call into its SDK for %.1f s and its queue is full: its records "
+            "go to its spill journal until the call returns, then to the backend, in order",
+            self.delivery.name,
+            seconds,
+        )
+        self.delivery.report.notes.append(
+            f"a call into its SDK did not return for {seconds:.1f} s: the records logged meanwhile went to "
+            "its spill journal instead of making log() wait for the call"
+        )
+
+    def failed(self, error: BaseException, what: str, records: list[Record]) -> None:
+        """The backend is down (or broken): what it did not store, and everything after, waits in the spill."""
+        report = self.delivery.report
+        self.note_error(error, what)
+        self.failures += 1
+        if self.delivery._unconfirmed and what != "flush":
+            self.settle_unconfirmed()
+        for record in records:
+            self.delivery._spill_record(record)
+        if self.delivery.catch_up.running():  # what the catch-up still owes, the batches not read yet included
+            self.delivery.backlog.stop_catching_up(self.delivery.catch_up.untaken())
+        self.delivery.positions.write()  # takes back what _hand_over announced: the spill holds those records
+        self.delivery.mode = SPILLING
+        self.delivery._reader = None
+        can_retry = self.delivery.started or self.can_retry_start
+        self.next_retry = time.monotonic() + self.retry.delay(self.failures) if can_retry else float("inf")
+        if not self.delivery.started:
+            enter(report, "start_failed")
+        elif self.failures >= MAX_CONSECUTIVE_FAILURES:
+            if report.state != "quarantined":
+                logger.warning(
+                    "backend %r is quarantined after %d failures in a row: retried every %.0f s at most",
+                    self.delivery.name,
+                    self.failures,
+                    self.retry.longest,
+                )
+            enter(report, "quarantined")
+        else:
+            enter(report, "retrying")
+
+    def note_error(self, error: BaseException, what: str) -> None:
+        """Count the error, warn once per error type (with the traceback), and queue it for ``on_error='raise'``."""
+        report = self.delivery.report
+        report.errors += 1
+        report.last_error = f"{what}: {type(error).__name__}: {error}"
+        if type(error) not in self.reported_errors:
+            self.reported_errors.add(type(error))
+            logger.warning(
+                "backend %r failed in %s (%s: %s); the run goes on, its records wait in its spill journal "
+                "and are delivered when it answers again\n%s",
+                self.delivery.name,
+                what,
+                type(error).__name__,
+                error,
+                "".join(traceback.format_exception(type(error), error, error.__traceback__)).rstrip(),
+            )
+        if self.error_sink is not None and self.on_error == "raise":
+            wrapped = TrackingError(self.delivery.name, f"{what} failed: {type(error).__name__}: {error}")
+            wrapped.__cause__ = error
+            self.error_sink(wrapped)
+
+    def settle_unconfirmed(self) -> None:
+        """Before records go to the spill, find out whether the ones buffered before them were stored."""
+        _, error = self.delivery.live.attempt(self.delivery.tracker.flush)
+        moved, self.delivery._unconfirmed = self.delivery._unconfirmed, []
+        if error is None:
+            self.delivery._confirm(moved)
+        else:
+            for record in moved:
+                self.delivery._spill_record(record)
+
+    def retry_backend(self) -> None:
+        if not self.delivery.started:
+            _, error = self.delivery.live.attempt(self.delivery.tracker.start)
+            if error is not None:
+                self.failed(error, "start", [])
+                return
+            self.delivery._started()
+        if self.delivery._unconfirmed:
+            # a call spill_over gave up on came back with its records: the cursor must pass them (or
+            # the spill keep them) before the spill is read, or they would be delivered twice
+            self.settle_unconfirmed()
+        self.recovering_since_failures = self.failures
+        if self.delivery.catch_up.running():  # started only now: the catch-up comes before the spill
+            self.delivery._reader = None
+            self.delivery.mode = CATCHING_UP
+            return
+        spill_path = self.delivery.spiller.journal.path
+        self.delivery._reader = SpillReader(spill_path) if spill_path is not None else None
+        self.delivery.mode = RECOVERING
+
+    def back_to_live(self) -> None:
+        self.delivery.mode = LIVE
+        self.delivery._reader = None
+        if self.delivery.started and self.delivery.report.state == "stuck":
+            enter(self.delivery.report, "running")
+        elif self.delivery.started and self.delivery.report.state in ("retrying", "quarantined", "start_failed"):
+            enter(self.delivery.report, "running")
+            self.delivery.report.notes.append(
+                f"recovered after {self.recovering_since_failures} failed attempt(s); "
+                "the records that waited in its spill journal were delivered in order"
+            )
+            logger.warning("backend %r answers again; its spilled records were delivered", self.delivery.name)

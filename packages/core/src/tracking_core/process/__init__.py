@@ -2,7 +2,9 @@
 
 - ``link``: the training process's end — ``DeliveryLink`` (a feeder thread sending batches of records,
   a reader thread taking events, the retention buffer that lets the dispatcher take over if the
-  delivery process dies) and ``RemoteWorker``, what the dispatcher holds for a remote backend.
+  delivery process dies).
+- ``remote``: ``RemoteWorker``, what the dispatcher holds for a backend in the delivery process (also
+  importable from ``link``).
 - ``host``: the delivery process itself (``python -m tracking_core.process.host``): builds the trackers
   and their workers again and serves the pipe.
 - ``protocol``: the messages between the two processes, as named types (``Records``, ``Flush``,

@@ -30,7 +30,20 @@ from ..intake.record import Record
 from ..report import BackendReport
 from ..store.cursor import CursorFile, cursor_name
 from ..store.rewind import RewindPoint, points_of
-from .protocol import Command, Error, Event, Finished, Flushed, Progress, Ready, Safe, Started
+from .protocol import (
+    BackendSetup,
+    Command,
+    Error,
+    Event,
+    Finished,
+    Flushed,
+    Progress,
+    Ready,
+    RunSetup,
+    Safe,
+    Setup,
+    Started,
+)
 from .remote_view import tracker_state
 
 SAFE_EVERY = 0.2  # seconds between "how far is safe" events
@@ -52,7 +65,7 @@ def load_class(path: tuple[str, str]) -> type:
 class Host:
     """The delivery process's state: its workers and the pipe back to the training process."""
 
-    def __init__(self, connection: Connection, setup: dict[str, Any]) -> None:
+    def __init__(self, connection: Connection, setup: Setup) -> None:
         self.connection = connection
         self.setup = setup
         self._send_lock = threading.RLock()
@@ -61,9 +74,9 @@ class Host:
         self._finished: set[str] = set()
         self._finishing: set[str] = set()
         self._closers: list[threading.Thread] = []
-        context = setup["context"]
-        self.run_dir = Path(context["run_dir"])
-        for backend in setup["backends"]:
+        context = setup.context
+        self.run_dir = Path(context.run_dir)
+        for backend in setup.backends:
             self._add(backend, context)
 
     def send(self, event: Event) -> None:
@@ -73,38 +86,38 @@ class Host:
             except (OSError, EOFError, BrokenPipeError):
                 pass  # the training process is gone; the backends still finish
 
-    def _add(self, backend: dict[str, Any], context: dict[str, Any]) -> None:
-        cls = load_class(backend["class"])
-        tracker = construct_tracker(cls, context["project"], context["tracker_logging_dir"], backend["init_kwargs"])
+    def _add(self, backend: BackendSetup, context: RunSetup) -> None:
+        cls = load_class(backend.class_path)
+        tracker = construct_tracker(cls, context.project, context.tracker_logging_dir, backend.init_kwargs)
         tracker.run_context = RunContext(
-            context["project"],
-            context["run_id"],
+            context.project,
+            context.run_id,
             self.run_dir,
-            Path(context["logging_dir"]),
-            resume=backend["resume"],
-            rank=context["rank"],
-            world_size=context["world_size"],
-            group=context["group"],
-            rewind=RewindPoint.from_json(context.get("rewind")),
-            superseded=points_of(context.get("superseded")),
+            Path(context.logging_dir),
+            resume=backend.resume,
+            rank=context.rank,
+            world_size=context.world_size,
+            group=context.group,
+            rewind=RewindPoint.from_json(context.rewind),
+            superseded=points_of(context.superseded),
         )
         name = tracker.name
-        options = self.setup["options"]
+        options = self.setup.options
 
         plan = DeliveryPlan(
-            cursor=backend["cursor"],
-            cursor_step=backend.get("cursor_step", -1),
-            handed=backend["handed"],
-            backlog_paths=[Path(path) for path in backend["backlog"]],
-            backlog_before=backend["backlog_before"],
+            cursor=backend.cursor,
+            cursor_step=backend.cursor_step,
+            handed=backend.handed,
+            backlog_paths=[Path(path) for path in backend.backlog],
+            backlog_before=backend.backlog_before,
         )
 
         def delivery_for(tracker: GeneralTracker, report: BackendReport) -> Delivery:
             return build_delivery(
                 tracker,
                 report,
-                place=RunPlace(context["project"], context["run_id"], self.run_dir),
-                options=DeliveryOptions(options["on_error"], options["flush_interval"], RetryPolicy(*options["retry"])),
+                place=RunPlace(context.project, context.run_id, self.run_dir),
+                options=DeliveryOptions(options.on_error, options.flush_interval, RetryPolicy(*options.retry)),
                 plan=plan,
                 cursor_file=CursorFile(self.run_dir / cursor_name(name)),
                 on_started=lambda: self._started(tracker, report),
@@ -113,11 +126,11 @@ class Host:
             )
 
         self.workers[name] = BackendWorker(
-            tracker, delivery_for, queue_size=options["queue_size"], on_full=options["on_full"]
+            tracker, delivery_for, queue_size=options.queue_size, on_full=options.on_full
         )
 
     def _started(self, tracker: GeneralTracker, report: BackendReport) -> None:
-        note = not_resumed_note(tracker, bool(self.setup["context"].get("resumed")))
+        note = not_resumed_note(tracker, self.setup.context.resumed)
         if note is not None:
             report.notes.append(note)
         self.send(
@@ -166,7 +179,7 @@ class Host:
 
     def _finish(self, names: list[str], orphaned: bool = False) -> None:
         """Close the named backends together; each reports when done (or abandoned at the timeout)."""
-        deadline = time.monotonic() + self.setup["options"]["finish_timeout"]
+        deadline = time.monotonic() + self.setup.options.finish_timeout
         for name in names:
             self._finishing.add(name)
             self.workers[name].put(Record("finish", None, None, _EMPTY, None, None))
@@ -215,14 +228,14 @@ def lower_priority() -> None:
             pass
 
 
-def main(connection: Connection, setup: dict[str, Any]) -> None:
+def main(connection: Connection, setup: Setup) -> None:
     """Entry point of the delivery process."""
     import sys
 
     lower_priority()
 
-    sys.path[:] = [*setup.get("sys_path", ()), *[path for path in sys.path if path not in setup.get("sys_path", ())]]
-    for module in setup.get("modules", ()):
+    sys.path[:] = [*setup.sys_path, *[path for path in sys.path if path not in setup.sys_path]]
+    for module in setup.modules:
         try:
             importlib.import_module(module)  # where the training process's registered trackers live
         except Exception:

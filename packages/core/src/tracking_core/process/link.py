@@ -26,13 +26,12 @@ from multiprocessing.connection import Connection
 from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
-from ..contract.tracker import GeneralTracker
-from ..delivery.worker import START_WAIT_SECONDS, ManagedMixin, wait_for_room
+from ..delivery.worker import START_WAIT_SECONDS, wait_for_room
 from ..intake.record import CONTROL_KINDS, Record
 from ..intake.record import new_record as as_record
 from ..notices import logger, warn_once
-from ..report import BackendReport
-from .protocol import Event, Finish, Flush, Records
+from .protocol import Event, Finish, Flush, Records, Setup
+from .remote import RemoteWorker
 from .remote_view import adopt
 
 BATCH = 512
@@ -42,64 +41,12 @@ READY_TIMEOUT = 60.0
 LINGER_SECONDS = 0.02
 
 
-class RemoteWorker(ManagedMixin):
-    """Stands for one backend that lives in the delivery process: what the dispatcher calls a worker."""
-
-    def __init__(self, tracker: GeneralTracker, link: DeliveryLink) -> None:
-        self.tracker = tracker
-        self.name = tracker.name
-        self.report = BackendReport(self.name)
-        self.started = threading.Event()
-        self.finished = threading.Event()
-        self._link = link
-        self.resume_state: Any = None
-        #: the in-process worker that took over when the delivery process died
-        self.replacement: Any = None
-        self.put = self._put
-
-    def _put(self, record: Any) -> None:
-        kind = record[0]
-        if kind == "flush":  # the dispatcher waits on the record's event: the delivery process acknowledges
-            self._link.flush_async(record[1], [self.name])
-        elif kind == "finish":
-            self._link.finish([self.name])
-        else:
-            self._link.enqueue(record, (self.name,))
-
-    def inside(self) -> bool:
-        return False  # nothing in this process delivers to it
-
-    def launch(self) -> None:
-        pass
-
-    def join(self, timeout: float | None) -> bool:
-        # The delivery process applies the same finish timeout itself, then reports: give it time to say so.
-        deadline = None if timeout is None else time.monotonic() + timeout + 10.0
-        while not self.finished.wait(0.05):
-            if self.replacement is not None:
-                done = self.replacement.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
-                if not done:
-                    self.replacement.abandon()
-                self.report = self.replacement.report
-                return True
-            if deadline is not None and time.monotonic() >= deadline:
-                return False
-        return True
-
-    def abandon(self) -> None:
-        self.report.state = "timed_out"
-        self.report.notes.append("the delivery process did not report this backend finished in time")
-
-    def add_note(self, note: str) -> None:
-        self.report.notes.append(note)
-
-
 class DeliveryLink:
     """Starts the delivery process, feeds it, listens to it, and notices when it dies."""
 
     def __init__(
         self,
-        setup: dict[str, Any],
+        setup: Setup,
         *,
         queue_size: int,
         on_started: Callable[[str, Any], None],

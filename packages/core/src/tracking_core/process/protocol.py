@@ -6,8 +6,9 @@ same installed ``tracking_core`` (the delivery process is started from the train
 interpreter), so the classes pickle by name like :class:`~tracking_core.intake.record.Record`, which
 crosses inside :class:`Records`.
 
-The connection opens with the set-up (a dict: ``context``, ``options``, ``backends``, ``sys_path``,
-``modules``; see ``Dispatcher._start_delivery_process``), answered by :class:`Ready`.
+The connection opens with the set-up, a :class:`Setup` (where the run is, the delivery options, each
+backend to build and where it starts; see ``run.process_mode.start_delivery_process``), answered by
+:class:`Ready`.
 
 Commands, training process -> delivery process:
 
@@ -36,6 +37,61 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 if TYPE_CHECKING:
     from ..intake.record import Record
     from ..report import BackendReport
+
+
+# -- the set-up --------------------------------------------------------------------------------
+class RunSetup(NamedTuple):
+    """Where the run is: what every backend's ``RunContext`` in the delivery process is made of."""
+
+    project: str
+    run_id: str
+    run_dir: str
+    #: the run's logging folder, and the one the trackers were given (``None``: their own default)
+    logging_dir: str
+    tracker_logging_dir: str | None
+    rank: int
+    world_size: int
+    group: str | None
+    resumed: bool
+    #: ``RewindPoint.to_json()`` of the rewind to apply, and of every earlier one (store/rewind.py)
+    rewind: dict[str, Any] | None
+    superseded: list[dict[str, Any]]
+
+
+class DeliveryOptionsSetup(NamedTuple):
+    """The run's delivery options, as the training process checked them."""
+
+    on_error: str
+    flush_interval: float
+    retry: tuple[float, float]
+    queue_size: int
+    on_full: str
+    finish_timeout: float
+
+
+class BackendSetup(NamedTuple):
+    """One backend to build in the delivery process, and where its delivery starts."""
+
+    #: (module, qualified name) of its tracker class, and the keyword arguments it is built with
+    class_path: tuple[str, str]
+    init_kwargs: dict[str, Any] | None
+    resume: Any
+    cursor: int
+    cursor_step: int
+    handed: int
+    backlog: list[str]
+    backlog_before: int
+
+
+class Setup(NamedTuple):
+    """The first message: everything the delivery process needs to build the run's backends."""
+
+    #: the training process's import path, and the modules that register its trackers
+    sys_path: list[str]
+    modules: list[str]
+    context: RunSetup
+    options: DeliveryOptionsSetup
+    backends: list[BackendSetup]
 
 
 # -- commands ---------------------------------------------------------------------------------
@@ -106,7 +162,9 @@ class Finished(NamedTuple):
 Event = Ready | Started | Progress | Safe | Flushed | Error | Finished
 
 __all__ = [
+    "BackendSetup",
     "Command",
+    "DeliveryOptionsSetup",
     "Error",
     "Event",
     "Finish",
@@ -116,6 +174,8 @@ __all__ = [
     "Progress",
     "Ready",
     "Records",
+    "RunSetup",
     "Safe",
+    "Setup",
     "Started",
 ]

@@ -2,21 +2,29 @@
 
 One function per kind: it refuses what no backend could store (a warning or an error naming the
 parameter, here at the call and not later in a worker) and returns the record's payload, copied so the
-caller may change or reuse its objects once the call returns. The dispatcher's methods queue it.
+caller may change or reuse its objects once the call returns. :func:`fan_out` queues it for the backends.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..contract.histogram import Histogram, histogram_from_counts, histogram_of
+from ..contract.tracker import has_capability
+from ..intake.config import sanitize_config
 from ..intake.media import figure_problem, image_caveat, table_problem
 from ..intake.preflight import check_table_arguments
+from ..intake.record import Record
 from ..intake.values import image_problem, key_problem, snapshot_media
 from ..kit.paths import check_artifact_path, warn_links_leaving
 from ..notices import warn_once
+
+if TYPE_CHECKING:
+    from .dispatcher import Dispatcher
+
+_EMPTY: dict[str, Any] = {}
 
 
 class Refused(NamedTuple):
@@ -124,3 +132,63 @@ def artifacts_payload(local_dir: str | os.PathLike[str], artifact_path: str | No
     artifact_path = check_artifact_path(artifact_path)  # the path rule (paths.py)
     warn_links_leaving(local_dir)  # paths.py: links out of the folder are named, once
     return os.fspath(local_dir), artifact_path
+
+
+def fan_out(
+    run: Dispatcher,
+    capability: str,
+    record_for: Any,
+    step: Any,
+    log_kwargs: dict[str, dict[str, Any]] | None,
+    instead: str | None = None,
+) -> None:
+    """Queue one record for the backends with ``capability``; ``instead`` says what the others do
+    with it (they get it too, and the contract's default stores that), else they skip it.
+
+    Called by the dispatcher's ``log_*`` methods only: its warning's ``stacklevel`` points at their caller."""
+    if not run._workers:
+        run._not_running(capability)
+        return
+    only = getattr(run._only, "worker", None)
+    with run._lock:
+        step = run._current_step(step)
+        run._seq = seq = run._seq + 1
+        lacking = []
+        for worker in run._workers if only is None else [only]:
+            capable = has_capability(worker.tracker, capability)
+            if not capable:
+                lacking.append(worker.name)
+            if capable or instead:
+                kwargs = log_kwargs.get(worker.name, _EMPTY) if log_kwargs else _EMPTY
+                worker.put(Record(record_for[0], record_for[1], step, kwargs, None, seq))
+    if run._pending_error is not None:
+        run._raise_pending()
+    if lacking:
+        warn_once(
+            ", ".join(lacking),
+            capability,
+            f"{capability} is not supported by {', '.join(lacking)}; "
+            + (f"those backends store {instead}" if instead else "those backends skip it"),
+            reason="capability",
+            stacklevel=4,
+        )
+
+
+def queue_config(run: Dispatcher, values: Any) -> None:
+    """``run.log_config(values)``: the sanitised config after start, queued for every backend (or the
+    one whose held tracker was called), each with its own copy."""
+    if not run._workers:
+        run._not_running("log_config")
+        return
+    clean = sanitize_config(values)
+    if not clean:
+        return
+    import copy  # each backend gets its own copy, as with init's config
+
+    only = getattr(run._only, "worker", None)
+    with run._lock:
+        run._seq = seq = run._seq + 1
+        for worker in run._workers if only is None else [only]:
+            worker.put(Record("config", copy.deepcopy(clean), None, _EMPTY, None, seq))
+    if run._pending_error is not None:
+        run._raise_pending()

@@ -16,35 +16,28 @@ from typing import TYPE_CHECKING, Any, cast
 from ..context import RunContextCapture, context_parts, system_metrics_interval
 from ..contract.distributed import get_rank, get_world_size
 from ..contract.noop import NoOpTracker
-from ..contract.selection import DEFAULT_LOGGING_DIR, TrackerSpec, construct_tracker, resolve_specs
-from ..contract.tracker import GeneralTracker, RunContext, has_capability
-from ..delivery.build import DeliveryPlan, RunPlace, build_delivery
+from ..contract.selection import DEFAULT_LOGGING_DIR, TrackerSpec, resolve_specs
+from ..contract.tracker import GeneralTracker
 from ..delivery.engine import Delivery
-from ..delivery.resume import not_resumed_note, resume_state_of
 from ..delivery.worker import BackendWorker, ManagedMixin
 from ..errors import TrackingError
-from ..intake.config import sanitize_config
-from ..intake.preflight import check_run_can_start, checked_logging_dir
+from ..intake.preflight import checked_logging_dir
 from ..intake.record import Record
-from ..intake.redaction import redact_init_kwargs
 from ..intake.values import snapshot
-from ..kit.paths import check_name
-from ..notices import logger, notice, reset_warnings, warn_once
+from ..notices import notice, warn_once
 from ..report import BackendReport, FinishReport
-from ..store.manifest import MANIFEST_NAME
-from . import calls, lifecycle, managed, process_mode
+from . import calls, closing, managed, setup
+from .managed import UNWRAP_TIMEOUT as UNWRAP_TIMEOUT  # kept importable from here
 from .options import DEFAULT_FINISH_TIMEOUT, DEFAULT_FLUSH_INTERVAL, RunOptions, checked_step
 from .options import DELIVERY_ENV as DELIVERY_ENV  # kept importable from here
 from .options import MAX_STEP as MAX_STEP  # kept importable from here
-from .rendezvous import shared_run_id
-from .session import RunSession, choose_job_run_id, rank_folder
+from .session import RunSession
 
 if TYPE_CHECKING:
     from ..process.link import DeliveryLink
 
 _EMPTY: dict[str, Any] = {}
 _now = time.time
-UNWRAP_TIMEOUT = 120.0
 
 
 class Dispatcher:
@@ -145,9 +138,8 @@ class Dispatcher:
         self.per_rank = options.per_rank
         self.delivery = options.delivery
         self._link: DeliveryLink | None = None
-        self._remote: dict[
-            str, tuple[tuple[str, str], dict[str, Any] | None]
-        ] = {}  # backend -> (class path, init kwargs)
+        #: backend -> (class path, init kwargs), for the backends in the delivery process
+        self._remote: dict[str, tuple[tuple[str, str], dict[str, Any] | None]] = {}
         self._finishing = False
         self._specs = resolve_specs(log_with, self.logging_dir)
         self._workers: list[ManagedMixin] = []  # emptied by finish()
@@ -177,93 +169,8 @@ class Dispatcher:
         self, project_name: str, config: Any = None, init_kwargs: dict[str, dict[str, Any]] | None = None
     ) -> Dispatcher:
         """Create every tracker and start it in its worker; returns at once."""
-        if self._initialized:
-            raise RuntimeError("init_trackers() was already called on this Dispatcher; create a new one for a new run.")
-        project_name = check_name(str(project_name), "project_name")  # the path rule (paths.py)
-        runs_trackers = self.rank == 0 or self.per_rank
-        check_run_can_start(self._specs, Path(self.logging_dir or DEFAULT_LOGGING_DIR), writes=runs_trackers)
-        self._initialized = True
-        reset_warnings()  # "once" means once per run: a new run in the same process warns again
-        init_kwargs = redact_init_kwargs(init_kwargs or {})  # secrets in tags/notes (redaction.py)
-        self.project_name = project_name
-        root = Path(self.logging_dir or DEFAULT_LOGGING_DIR)
-        session = self._per_rank_session(root) if self.per_rank else None
-        if session is None:
-            session = RunSession(
-                root / self.project_name,
-                self.project_name,
-                self.resume,
-                writes=self.rank == 0,
-                replay=self._replay_sources is not None,
-            )
-            self.run_id = session.run_id
-        self._session = session
-        self.run_dir, self.resumed = session.run_dir, session.resumed
-        point = session.rewind_to(self.resume_step) if self.resume_step is not None else None
-        self._step, self._seq = session.last_step, session.last_seq
-        context = RunContext(
-            self.project_name,
-            cast(str, self.run_id) if not self.per_rank else f"{self.run_id}-rank{self.rank}",  # set by now
-            self.run_dir,
-            root,
-            rank=self.rank,
-            world_size=self.world_size,
-            group=self.run_id if self.per_rank else None,
-            rewind=point,
-            superseded=session.rewinds,
-        )
-        clean_config = sanitize_config(config) if config is not None else None
-        if clean_config is not None:
-            import copy  # each backend gets its own copy: one backend mutating it cannot affect another
-        remote: list[GeneralTracker] = []
-        for spec in self._specs:
-            name = spec.name
-            if not runs_trackers:  # one run per job: only global rank 0 runs trackers, whatever the class says
-                self._skipped[name] = NoOpTracker(name)
-                continue
-            tracker = (
-                spec
-                if isinstance(spec, GeneralTracker)
-                else construct_tracker(spec, self.project_name, self.logging_dir, init_kwargs.get(name))
-            )
-            tracker.run_context = context._replace(resume=session.resume_state(name)) if self.resumed else context
-            path = self._remote_path(spec, init_kwargs.get(name))
-            if path is not None:
-                self._remote[name] = (path, init_kwargs.get(name))
-                remote.append(tracker)
-                continue
-            self._workers.append(self._local_worker(tracker, self._delivery_for))
-        self._set_workers(self._workers)
-        if remote:
-            self._start_delivery_process(remote, context, root)
-        self._set_workers(self._workers, self._puts, every=list(self._workers))
-        for worker in self._workers:
-            worker.manage(self._direct_call)
-        if clean_config is not None:
-            self._seq += 1
-        for worker in self._workers:
-            worker.launch()
-            if clean_config is not None:
-                worker.put(Record("config", copy.deepcopy(clean_config), None, _EMPTY, None, self._seq))
-        if self._replay_sources is None:
-            self._context_capture = RunContextCapture.start(self, self._context_options)
-        lifecycle.watch(self)
+        setup.init_trackers(self, project_name, config, init_kwargs)
         return self
-
-    def _per_rank_session(self, root: Path) -> RunSession:
-        """Per-rank mode: the job's run id travels from rank 0; each rank keeps its own run folder in it."""
-        project_dir = root / str(self.project_name)
-        self.run_id, channel = shared_run_id(
-            project_dir, self.rank, lambda: choose_job_run_id(project_dir, self.resume)
-        )
-        self.run_id = check_name(self.run_id, "run id")
-        job_dir, folder = project_dir / self.run_id, rank_folder(self.rank)
-        earlier = (job_dir / folder / MANIFEST_NAME).is_file()
-        if self.resume and not earlier:
-            notice(f"resume: rank {self.rank} has no earlier run in {job_dir}; starting a new one")
-        resume = folder if self.resume and earlier else False
-        logger.debug("per-rank run %s (id from %s), rank %d of %d", self.run_id, channel, self.rank, self.world_size)
-        return RunSession(job_dir, str(self.project_name), resume, writes=True, run_id=folder)
 
     def _set_workers(
         self,
@@ -288,66 +195,9 @@ class Dispatcher:
             tracker, delivery_for, queue_size=self.queue_size, on_full=self.on_full, blocking=self.blocking
         )
 
-    # -- delivery process (delivery="process") ------------------------------------------------
-    def _remote_path(self, spec: Any, init_kwargs: dict[str, dict[str, Any]] | None) -> tuple[str, str] | None:
-        return process_mode.remote_path(self, spec, init_kwargs)
-
-    def _start_delivery_process(self, trackers: list[GeneralTracker], context: RunContext, root: Path) -> None:
-        process_mode.start_delivery_process(self, trackers, context, root)
-
-    def _remote_error(self, name: str, message: str, cause: tuple[BaseException, str] | None = None) -> None:
-        process_mode.remote_error(self, name, message, cause)
-
-    def _delivery_died(self, link: Any, why: str) -> None:
-        process_mode.delivery_died(self, link, why)
-
-    def _delivery_for(
-        self,
-        tracker: GeneralTracker,
-        report: BackendReport,
-        *,
-        cursor: int | None = None,
-        cursor_step: int | None = None,
-        handed: int | None = None,
-        backlog: list[Path] | None = None,
-        before: float | None = None,
-        backlog_records: list[Record] | None = None,
-    ) -> Delivery:
-        session, name = self._session, tracker.name
-        assert session is not None
-        if backlog is not None:
-            before = self._seq + 1 if before is None else before
-        elif self._replay_sources is not None:
-            backlog, before = self._replay_sources, float("inf")
-        else:
-            backlog, before = session.backlog(name), self._seq + 1
-        plan = DeliveryPlan(
-            cursor=session.cursor(name) if cursor is None else cursor,
-            cursor_step=session.cursor_step(name) if cursor_step is None else cursor_step,
-            handed=session.handed(name) if handed is None else handed,
-            backlog_paths=backlog,
-            backlog_before=before,
-            backlog_records=backlog_records or (),
-        )
-        return build_delivery(
-            tracker,
-            report,
-            place=RunPlace(self.project_name or "run", self.run_id, session.run_dir),
-            options=self.options.for_delivery(),
-            plan=plan,
-            cursor_file=session.cursor_file(name),
-            on_started=lambda: self._backend_started(tracker, report),
-            on_progress=session.progress,
-            error_sink=self._store_error,
-        )
-
-    def _backend_started(self, tracker: GeneralTracker, report: BackendReport) -> None:
-        """In the worker, once its backend is up: keep what a later process needs to resume it."""
-        note = not_resumed_note(tracker, self.resumed)
-        if note is not None:
-            report.notes.append(note)
-        if self._session is not None and self._session.writes:
-            self._session.backend_started(tracker.name, resume_state_of(tracker))
+    def _delivery_for(self, tracker: GeneralTracker, report: BackendReport, **positions: Any) -> Delivery:
+        """One backend's ``Delivery`` (``setup.delivery_for``); ``positions`` override where it starts."""
+        return setup.delivery_for(self, tracker, report, **positions)
 
     # -- process lifecycle -------------------------------------------------------------------------
     def _finish_at_exit(self) -> None:
@@ -432,7 +282,7 @@ class Dispatcher:
 
     def _reject(self, rejected: dict[str, str]) -> None:
         for key, reason in rejected.items():
-            # stacklevel 4 points at the user's log() call: warn_once <- _reject <- log/_fan_out <- user
+            # stacklevel 4 points at the user's call: warn_once <- _reject <- log/log_table/... <- user
             warn_once(
                 "all backends", key, f"not logged: {reason}", reason="rejected:" + reason.split(" ")[0], stacklevel=4
             )
@@ -462,67 +312,16 @@ class Dispatcher:
         with the new keys). A key given again with a new value replaces it where the SDK allows
         (MLflow params are write-once: see that backend's notes).
         """
-        if not self._workers:
-            self._not_running("log_config")
-            return
-        clean = sanitize_config(values)
-        if not clean:
-            return
-        import copy  # each backend gets its own copy, as with init's config
-
-        only = getattr(self._only, "worker", None)
-        with self._lock:
-            self._seq = seq = self._seq + 1
-            for worker in self._workers if only is None else [only]:
-                worker.put(Record("config", copy.deepcopy(clean), None, _EMPTY, None, seq))
-        if self._pending_error is not None:
-            self._raise_pending()
+        calls.queue_config(self, values)
 
     # -- optional capabilities ---------------------------------------------------------------
-    def _fan_out(
-        self,
-        capability: str,
-        record_for: Any,
-        step: Any,
-        log_kwargs: dict[str, dict[str, Any]] | None,
-        instead: str | None = None,
-    ) -> None:
-        """Queue one record for the backends with ``capability``; ``instead`` says what the others do
-        with it (they get it too, and the contract's default stores that), else they skip it."""
-        if not self._workers:
-            self._not_running(capability)
-            return
-        only = getattr(self._only, "worker", None)
-        with self._lock:
-            step = self._current_step(step)
-            self._seq = seq = self._seq + 1
-            lacking = []
-            for worker in self._workers if only is None else [only]:
-                capable = has_capability(worker.tracker, capability)
-                if not capable:
-                    lacking.append(worker.name)
-                if capable or instead:
-                    kwargs = log_kwargs.get(worker.name, _EMPTY) if log_kwargs else _EMPTY
-                    worker.put(Record(record_for[0], record_for[1], step, kwargs, None, seq))
-        if self._pending_error is not None:
-            self._raise_pending()
-        if lacking:
-            warn_once(
-                ", ".join(lacking),
-                capability,
-                f"{capability} is not supported by {', '.join(lacking)}; "
-                + (f"those backends store {instead}" if instead else "those backends skip it"),
-                reason="capability",
-                stacklevel=4,
-            )
-
     def log_images(
         self, values: dict[str, Any], step: int | None = None, log_kwargs: dict[str, dict[str, Any]] | None = None
     ) -> None:
         """``{key: image or list of images}``; numpy HW/HWC arrays, tensors, PIL images."""
         payload = calls.images_payload(values, self._rejected)
         if payload:
-            self._fan_out("log_images", ("images", payload), step, log_kwargs)
+            calls.fan_out(self, "log_images", ("images", payload), step, log_kwargs)
 
     def log_table(
         self,
@@ -540,7 +339,7 @@ class Dispatcher:
         payload = calls.table_payload(table_name, columns, data, dataframe)
         if isinstance(payload, calls.Refused):
             return self._reject({payload.what: payload.problem})
-        self._fan_out("log_table", ("table", payload), step, log_kwargs)
+        calls.fan_out(self, "log_table", ("table", payload), step, log_kwargs)
 
     def log_figure(
         self, figure: Any, name: str, step: int | None = None, log_kwargs: dict[str, dict[str, Any]] | None = None
@@ -549,7 +348,7 @@ class Dispatcher:
         payload = calls.figure_payload(figure, name)
         if isinstance(payload, calls.Refused):
             return self._reject({payload.what: payload.problem})
-        self._fan_out("log_figure", ("figure", payload), step, log_kwargs)
+        calls.fan_out(self, "log_figure", ("figure", payload), step, log_kwargs)
 
     def log_histogram(
         self,
@@ -572,7 +371,8 @@ class Dispatcher:
         payload = calls.histogram_payload(name, values, counts, edges, bins)
         if isinstance(payload, calls.Refused):
             return self._reject({payload.what: payload.problem})
-        self._fan_out(
+        calls.fan_out(
+            self,
             "log_histogram",
             ("histogram", payload),
             step,
@@ -582,11 +382,13 @@ class Dispatcher:
 
     def log_artifact(self, local_path: str | os.PathLike[str], artifact_path: str | None = None) -> None:
         """A file for the backends that store artifacts; it must exist now (the path is checked at the call)."""
-        self._fan_out("log_artifact", ("artifact", calls.artifact_payload(local_path, artifact_path)), None, None)
+        calls.fan_out(self, "log_artifact", ("artifact", calls.artifact_payload(local_path, artifact_path)), None, None)
 
     def log_artifacts(self, local_dir: str | os.PathLike[str], artifact_path: str | None = None) -> None:
         """A folder's files for the backends that store artifacts; the folder must exist now."""
-        self._fan_out("log_artifacts", ("artifacts", calls.artifacts_payload(local_dir, artifact_path)), None, None)
+        calls.fan_out(
+            self, "log_artifacts", ("artifacts", calls.artifacts_payload(local_dir, artifact_path)), None, None
+        )
 
     # -- methods called on a managed tracker -------------------------------------------------
     def _direct_call(
@@ -608,82 +410,18 @@ class Dispatcher:
 
     def get_tracker(self, name: str, unwrap: bool = False) -> Any:
         """The tracker called ``name``; ``unwrap=True`` gives its SDK object (waits for start-up)."""
-        name = str(getattr(name, "value", name))
-        for worker in self._all_workers:
-            if worker.name == name:
-                if unwrap:
-                    if getattr(worker, "delivery", None) is None:  # a RemoteWorker: the SDK lives elsewhere
-                        raise RuntimeError(
-                            f"get_tracker({name!r}, unwrap=True): with delivery='process' the {name} SDK object lives "
-                            "in the delivery process; use delivery='thread' to work with it directly"
-                        )
-                    if not worker.started.wait(UNWRAP_TIMEOUT):
-                        logger.warning("backend %r has not started after %.0f s", name, UNWRAP_TIMEOUT)
-                    return worker.tracker.tracker
-                return worker.tracker
-        if name in self._skipped or (self.rank != 0 and not self.per_rank) or self._in_forked_child:
-            noop = self._skipped.get(name) or NoOpTracker(name)
-            return noop.tracker if unwrap else noop
-        raise ValueError(
-            f"{name!r} is not a tracker of this run; its trackers are {[w.name for w in self._all_workers]}"
-        )
+        return managed.held_tracker(self, name, unwrap)
 
     # -- synchronisation ---------------------------------------------------------------------
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until everything logged so far is durable in every healthy backend (or in its spill)."""
         if self._pending_error is not None:
             self._raise_pending()
-        return self._flush_workers(self._workers, timeout)
-
-    def _flush_workers(self, workers: list[ManagedMixin], timeout: float | None) -> bool:
-        events = []
-        for worker in workers:
-            event = threading.Event()
-            worker.put(Record("flush", event, None, _EMPTY, None, None))
-            events.append(event)
-        deadline = None if timeout is None else time.monotonic() + timeout
-        done = all(event.wait(None if deadline is None else max(0.0, deadline - time.monotonic())) for event in events)
-        if self._pending_error is not None:
-            self._raise_pending()
-        return done
+        return closing.flush_workers(self, self._workers, timeout)
 
     def finish(self, timeout: float | None = None) -> FinishReport:
         """Drain and close every backend; a backend that exceeds ``timeout`` is abandoned and spilled."""
-        if self._report is not None:
-            return self._report
-        timeout = self.finish_timeout if timeout is None else timeout
-        if self._context_capture is not None:  # its last sample and the context go before the finish marker
-            self._context_capture.stop()
-        with self._lock:  # no log() can slip in between the finish marker and closing the list
-            workers = self._workers
-            self._set_workers([], [])
-            self._finishing = True
-        for worker in workers:
-            worker.put(Record("finish", None, None, _EMPTY, None, None))
-        deadline = time.monotonic() + timeout
-        for worker in workers:
-            if not worker.join(max(0.0, deadline - time.monotonic())):
-                worker.abandon()
-                logger.warning(
-                    "backend %r did not finish within %.0f s; its pending records were spilled", worker.name, timeout
-                )
-        if self._link is not None:
-            self._link.close(timeout=30.0)
-        if self._session is not None:
-            self._session.close(self._step, self._ended_by or lifecycle.ending() or "finished")
-        lifecycle.forget(self)
-        self._report = FinishReport(
-            backends={worker.name: worker.report for worker in self._all_workers},
-            run_dir=str(self.run_dir) if self.run_dir else None,
-            rejected_values=dict(self._rejected),
-        )
-        if not self._report.ok and self._at_exit:  # nobody holds the report: the whole table
-            logger.warning("not everything was delivered\n%s", self._report)
-        elif not self._report.ok:  # one line: the caller holds the report and prints it if it wants the table
-            logger.warning("not everything was delivered: %s (see the report finish() returns)", self._report.summary())
-        if self._pending_error is not None:
-            self._raise_pending()
-        return self._report
+        return closing.finish(self, timeout)
 
     end_training = finish
 

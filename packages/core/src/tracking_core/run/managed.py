@@ -10,16 +10,20 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
+from ..contract.noop import NoOpTracker
 from ..delivery.worker import ManagedMixin, direct_arguments
 from ..intake.record import Record
 from ..intake.values import snapshot
-from ..notices import warn_once
+from ..notices import logger, warn_once
+from . import closing
 
 if TYPE_CHECKING:
     from .dispatcher import Dispatcher
 
 _EMPTY: dict[str, Any] = {}
 _now = time.time
+#: how long ``get_tracker(name, unwrap=True)`` waits for the backend's start-up before it warns
+UNWRAP_TIMEOUT = 120.0
 
 
 def direct_call(
@@ -39,7 +43,7 @@ def direct_call(
             run._not_running(f"{worker.name}.{method}")
         return None
     if method == "flush":
-        return run._flush_workers([worker], None)
+        return closing.flush_workers(run, [worker], None)
     if method == "finish":
         return finish_one(run, worker)
     extra = arguments.pop("**", {})
@@ -95,3 +99,24 @@ def finish_one(run: Dispatcher, worker: ManagedMixin) -> None:
     worker.put(Record("finish", None, None, _EMPTY, None, None))
     if not worker.join(run.finish_timeout):
         worker.abandon()
+
+
+def held_tracker(run: Dispatcher, name: str, unwrap: bool) -> Any:
+    """``run.get_tracker(name, unwrap)``: the tracker object (its calls come back here), or its SDK object."""
+    name = str(getattr(name, "value", name))
+    for worker in run._all_workers:
+        if worker.name == name:
+            if unwrap:
+                if getattr(worker, "delivery", None) is None:  # a RemoteWorker: the SDK lives elsewhere
+                    raise RuntimeError(
+                        f"get_tracker({name!r}, unwrap=True): with delivery='process' the {name} SDK object lives "
+                        "in the delivery process; use delivery='thread' to work with it directly"
+                    )
+                if not worker.started.wait(UNWRAP_TIMEOUT):
+                    logger.warning("backend %r has not started after %.0f s", name, UNWRAP_TIMEOUT)
+                return worker.tracker.tracker
+            return worker.tracker
+    if name in run._skipped or (run.rank != 0 and not run.per_rank) or run._in_forked_child:
+        noop = run._skipped.get(name) or NoOpTracker(name)
+        return noop.tracker if unwrap else noop
+    raise ValueError(f"{name!r} is not a tracker of this run; its trackers are {[w.name for w in run._all_workers]}")

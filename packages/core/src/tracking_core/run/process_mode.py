@@ -52,55 +52,57 @@ def remote_path(run: Dispatcher, spec: Any, init_kwargs: dict[str, dict[str, Any
 def start_delivery_process(run: Dispatcher, trackers: list[GeneralTracker], context: RunContext, root: Path) -> None:
     import sys
 
-    from ..process.link import DeliveryLink, RemoteWorker
+    from ..process.link import DeliveryLink
+    from ..process.protocol import BackendSetup, DeliveryOptionsSetup, RunSetup, Setup
+    from ..process.remote import RemoteWorker
 
     session = run._session
     assert session is not None
-    setup = {
-        "sys_path": list(sys.path),
-        "modules": sorted({path[0] for path, _ in run._remote.values()}),
-        "context": {
-            "project": context.project,
-            "run_id": context.run_id,
-            "run_dir": str(context.run_dir),
-            "logging_dir": str(root),
-            "tracker_logging_dir": run.logging_dir,
-            "rank": context.rank,
-            "world_size": context.world_size,
-            "group": context.group,
-            "resumed": run.resumed,
-            "rewind": context.rewind.to_json() if context.rewind else None,
-            "superseded": [point.to_json() for point in context.superseded],
-        },
-        "options": {
-            "on_error": run.on_error,
-            "flush_interval": run.flush_interval,
-            "retry": (run.retry.first, run.retry.longest),
-            "queue_size": run.queue_size,
-            "on_full": run.on_full,
-            "finish_timeout": run.finish_timeout,
-        },
-        "backends": [
-            {
-                "class": run._remote[tracker.name][0],
-                "init_kwargs": run._remote[tracker.name][1],
-                "resume": tracker.run_context.resume if tracker.run_context else None,
-                "cursor": session.cursor(tracker.name),
-                "cursor_step": session.cursor_step(tracker.name),
-                "handed": session.handed(tracker.name),
-                "backlog": [str(path) for path in session.backlog(tracker.name)],
-                "backlog_before": run._seq + 1,
-            }
+    setup = Setup(
+        sys_path=list(sys.path),
+        modules=sorted({path[0] for path, _ in run._remote.values()}),
+        context=RunSetup(
+            project=context.project,
+            run_id=context.run_id,
+            run_dir=str(context.run_dir),
+            logging_dir=str(root),
+            tracker_logging_dir=run.logging_dir,
+            rank=context.rank,
+            world_size=context.world_size,
+            group=context.group,
+            resumed=run.resumed,
+            rewind=context.rewind.to_json() if context.rewind else None,
+            superseded=[point.to_json() for point in context.superseded],
+        ),
+        options=DeliveryOptionsSetup(
+            on_error=run.on_error,
+            flush_interval=run.flush_interval,
+            retry=(run.retry.first, run.retry.longest),
+            queue_size=run.queue_size,
+            on_full=run.on_full,
+            finish_timeout=run.finish_timeout,
+        ),
+        backends=[
+            BackendSetup(
+                class_path=run._remote[tracker.name][0],
+                init_kwargs=run._remote[tracker.name][1],
+                resume=tracker.run_context.resume if tracker.run_context else None,
+                cursor=session.cursor(tracker.name),
+                cursor_step=session.cursor_step(tracker.name),
+                handed=session.handed(tracker.name),
+                backlog=[str(path) for path in session.backlog(tracker.name)],
+                backlog_before=run._seq + 1,
+            )
             for tracker in trackers
         ],
-    }
+    )
     link = DeliveryLink(
         setup,
         queue_size=run.queue_size,
         on_started=session.backend_started,  # the state comes from the delivery process
         on_progress=session.progress,
-        on_error=run._remote_error,
-        on_death=run._delivery_died,
+        on_error=functools.partial(remote_error, run),
+        on_death=functools.partial(delivery_died, run),
         on_full=run.on_full,
     )
     remotes: list[ManagedMixin] = []
@@ -123,7 +125,7 @@ def remote_error(run: Dispatcher, name: str, message: str, cause: tuple[BaseExce
 def delivery_died(run: Dispatcher, link: Any, why: str) -> None:
     """The delivery process is gone: its backends go on in threads here, from where each one stopped."""
     from ..process.host import load_class
-    from ..process.link import RemoteWorker
+    from ..process.remote import RemoteWorker
     from ..store.cursor import NOWHERE, CursorFile, cursor_name
 
     warn_once(

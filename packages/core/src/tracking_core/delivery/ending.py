@@ -1,0 +1,83 @@
+"""The end of one backend's delivery: ``finish`` (one last retry, the backlog, the SDK's finish), or
+``abandon`` when it did not finish in time (everything it has not stored goes to its spill)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..intake.record import Record
+from .recovery import CATCHING_UP, LIVE, RECOVERING, SPILLING, enter
+
+if TYPE_CHECKING:
+    from .engine import Delivery
+
+
+class Ending:
+    """How one :class:`~.engine.Delivery` ends, from its worker (``finish``) or another thread (``abandon``)."""
+
+    def __init__(self, delivery: Delivery) -> None:
+        self.delivery = delivery
+
+    def finish(self) -> None:
+        if self.delivery.mode == SPILLING and (self.delivery.started or self.delivery.outage.can_retry_start):
+            self.delivery.outage.retry_backend()  # one last try before closing: the backend may be back
+        while self.delivery.mode in (RECOVERING, CATCHING_UP) and not self.delivery.abandoned:
+            self.delivery.backlog.deliver_batch()
+        if self.delivery.abandoned:
+            return
+        if self.delivery.mode == LIVE and self.delivery.started and self.delivery._rewind is not None:
+            self.delivery._apply_rewind()  # nothing was logged after the rewind: it still says where the run went back to
+        if self.delivery.mode == LIVE and self.delivery.started and self.delivery._flush_before_finish:
+            self.delivery.flush()
+        if self.delivery.mode == LIVE and self.delivery.started:
+            _, error = self.delivery.live.attempt(self.delivery.tracker.finish)
+            if error is None:
+                moved, self.delivery._unconfirmed = self.delivery._unconfirmed, []
+                self.delivery._confirm(moved)
+                enter(self.delivery.report, "finished")
+            else:
+                self.delivery.outage.failed(error, "finish", [])
+                enter(self.delivery.report, "finish_failed")
+                moved, self.delivery._unconfirmed = self.delivery._unconfirmed, []
+                for record in moved:
+                    self.delivery._spill_record(record)
+        elif self.delivery.started:
+            enter(self.delivery.report, "quarantined")
+        self.collect_notes()
+        self.close_spill()
+        self.delivery.publish_progress()
+        self.delivery.finished = True
+
+    def collect_notes(self) -> None:
+        try:
+            own = [str(note) for note in self.delivery.tracker.report_notes()]
+        except Exception as error:
+            own = [f"report_notes() failed: {error!r}"]
+        self.delivery.report.notes.extend(own)
+
+    def abandon(self, pending: list[Record]) -> None:
+        """The backend did not finish in time: everything it has not stored goes to the spill."""
+        self.delivery.abandoned = True
+        enter(self.delivery.report, "timed_out")
+        held = self.delivery._held[self.delivery._held_next :]
+        # _spill_in_order takes each once
+        owed = [*self.delivery._unconfirmed, *self.delivery.in_flight, *held, *pending]
+        self.delivery._unconfirmed = []
+        if self.delivery.catch_up.running():
+            before = self.delivery.catch_up.before
+            earlier = [record for record in owed if record.seq is not None and record.seq < before]
+            owed = [record for record in owed if record.seq is None or record.seq >= before]
+            self.delivery.backlog.stop_catching_up([*earlier, *self.delivery.catch_up.untaken()])
+        for record in owed:
+            if record.kind == "flush":
+                record.payload.set()  # nobody waits for a flush that cannot come
+        self.delivery._spill_in_order(owed)
+        self.collect_notes()
+        # a call still in the SDK may yet store its records: the cursor file stays open to say so
+        self.close_spill(keep_cursor=bool(self.delivery.in_flight))
+        self.delivery.publish_progress()
+
+    def close_spill(self, keep_cursor: bool = False) -> None:
+        self.delivery.spiller.close()
+        if not keep_cursor:
+            self.delivery.positions.close()

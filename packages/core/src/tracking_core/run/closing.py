@@ -1,0 +1,72 @@
+"""The end of a run: ``Dispatcher.finish`` (drain and close every backend, then the report) and the
+flush that waits for a set of workers (``Dispatcher.flush``, and a held tracker's own ``flush``)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+from ..delivery.worker import ManagedMixin
+from ..intake.record import Record
+from ..notices import logger
+from ..report import FinishReport
+from . import lifecycle
+
+if TYPE_CHECKING:
+    from .dispatcher import Dispatcher
+
+_EMPTY: dict[str, Any] = {}
+
+
+def finish(run: Dispatcher, timeout: float | None) -> FinishReport:
+    """Drain and close every backend; a backend that exceeds ``timeout`` is abandoned and spilled."""
+    if run._report is not None:
+        return run._report
+    timeout = run.finish_timeout if timeout is None else timeout
+    if run._context_capture is not None:  # its last sample and the context go before the finish marker
+        run._context_capture.stop()
+    with run._lock:  # no log() can slip in between the finish marker and closing the list
+        workers = run._workers
+        run._set_workers([], [])
+        run._finishing = True
+    for worker in workers:
+        worker.put(Record("finish", None, None, _EMPTY, None, None))
+    deadline = time.monotonic() + timeout
+    for worker in workers:
+        if not worker.join(max(0.0, deadline - time.monotonic())):
+            worker.abandon()
+            logger.warning(
+                "backend %r did not finish within %.0f s; its pending records were spilled", worker.name, timeout
+            )
+    if run._link is not None:
+        run._link.close(timeout=30.0)
+    if run._session is not None:
+        run._session.close(run._step, run._ended_by or lifecycle.ending() or "finished")
+    lifecycle.forget(run)
+    run._report = FinishReport(
+        backends={worker.name: worker.report for worker in run._all_workers},
+        run_dir=str(run.run_dir) if run.run_dir else None,
+        rejected_values=dict(run._rejected),
+    )
+    if not run._report.ok and run._at_exit:  # nobody holds the report: the whole table
+        logger.warning("not everything was delivered\n%s", run._report)
+    elif not run._report.ok:  # one line: the caller holds the report and prints it if it wants the table
+        logger.warning("not everything was delivered: %s (see the report finish() returns)", run._report.summary())
+    if run._pending_error is not None:
+        run._raise_pending()
+    return run._report
+
+
+def flush_workers(run: Dispatcher, workers: list[ManagedMixin], timeout: float | None) -> bool:
+    """Wait until what ``workers`` were given so far is durable in each backend (or in its spill)."""
+    events = []
+    for worker in workers:
+        event = threading.Event()
+        worker.put(Record("flush", event, None, _EMPTY, None, None))
+        events.append(event)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    done = all(event.wait(None if deadline is None else max(0.0, deadline - time.monotonic())) for event in events)
+    if run._pending_error is not None:
+        run._raise_pending()
+    return done

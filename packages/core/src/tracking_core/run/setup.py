@@ -1,0 +1,180 @@
+"""Run set-up: what ``Dispatcher.init_trackers`` does, and how each backend's ``Delivery`` is built.
+
+``init_trackers`` chooses (or reopens) the run folder and id, per rank when asked, builds every tracker
+with its :class:`~tracking_core.contract.tracker.RunContext`, sends the ones that can go to the delivery
+process there (:mod:`.process_mode`) and starts a worker in a thread here for the others, each with a
+``Delivery`` that picks up where the run's earlier process left it (cursor, backlog; ``delivery_for``).
+These functions read and set the dispatcher's state; ``log`` cannot run before they return.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from ..context import RunContextCapture
+from ..contract.noop import NoOpTracker
+from ..contract.selection import DEFAULT_LOGGING_DIR, construct_tracker
+from ..contract.tracker import GeneralTracker, RunContext
+from ..delivery.build import DeliveryPlan, RunPlace, build_delivery
+from ..delivery.engine import Delivery
+from ..delivery.resume import not_resumed_note, resume_state_of
+from ..intake.config import sanitize_config
+from ..intake.preflight import check_run_can_start
+from ..intake.record import Record
+from ..intake.redaction import redact_init_kwargs
+from ..kit.paths import check_name
+from ..notices import logger, notice, reset_warnings
+from ..report import BackendReport
+from ..store.manifest import MANIFEST_NAME
+from . import lifecycle, process_mode
+from .rendezvous import shared_run_id
+from .session import RunSession, choose_job_run_id, rank_folder
+
+if TYPE_CHECKING:
+    from .dispatcher import Dispatcher
+
+_EMPTY: dict[str, Any] = {}
+
+
+def init_trackers(
+    run: Dispatcher, project_name: str, config: Any, init_kwargs: dict[str, dict[str, Any]] | None
+) -> None:
+    """Create every tracker and start it in its worker (``Dispatcher.init_trackers``)."""
+    if run._initialized:
+        raise RuntimeError("init_trackers() was already called on this Dispatcher; create a new one for a new run.")
+    project_name = check_name(str(project_name), "project_name")  # the path rule (paths.py)
+    runs_trackers = run.rank == 0 or run.per_rank
+    check_run_can_start(run._specs, Path(run.logging_dir or DEFAULT_LOGGING_DIR), writes=runs_trackers)
+    run._initialized = True
+    reset_warnings()  # "once" means once per run: a new run in the same process warns again
+    init_kwargs = redact_init_kwargs(init_kwargs or {})  # secrets in tags/notes (redaction.py)
+    run.project_name = project_name
+    root = Path(run.logging_dir or DEFAULT_LOGGING_DIR)
+    session = per_rank_session(run, root) if run.per_rank else None
+    if session is None:
+        session = RunSession(
+            root / run.project_name,
+            run.project_name,
+            run.resume,
+            writes=run.rank == 0,
+            replay=run._replay_sources is not None,
+        )
+        run.run_id = session.run_id
+    run._session = session
+    run.run_dir, run.resumed = session.run_dir, session.resumed
+    point = session.rewind_to(run.resume_step) if run.resume_step is not None else None
+    run._step, run._seq = session.last_step, session.last_seq
+    context = RunContext(
+        run.project_name,
+        cast(str, run.run_id) if not run.per_rank else f"{run.run_id}-rank{run.rank}",  # set by now
+        run.run_dir,
+        root,
+        rank=run.rank,
+        world_size=run.world_size,
+        group=run.run_id if run.per_rank else None,
+        rewind=point,
+        superseded=session.rewinds,
+    )
+    clean_config = sanitize_config(config) if config is not None else None
+    if clean_config is not None:
+        import copy  # each backend gets its own copy: one backend mutating it cannot affect another
+    remote: list[GeneralTracker] = []
+    for spec in run._specs:
+        name = spec.name
+        if not runs_trackers:  # one run per job: only global rank 0 runs trackers, whatever the class says
+            run._skipped[name] = NoOpTracker(name)
+            continue
+        tracker = (
+            spec
+            if isinstance(spec, GeneralTracker)
+            else construct_tracker(spec, run.project_name, run.logging_dir, init_kwargs.get(name))
+        )
+        tracker.run_context = context._replace(resume=session.resume_state(name)) if run.resumed else context
+        path = process_mode.remote_path(run, spec, init_kwargs.get(name))
+        if path is not None:
+            run._remote[name] = (path, init_kwargs.get(name))
+            remote.append(tracker)
+            continue
+        run._workers.append(run._local_worker(tracker, run._delivery_for))
+    run._set_workers(run._workers)
+    if remote:
+        process_mode.start_delivery_process(run, remote, context, root)
+    run._set_workers(run._workers, run._puts, every=list(run._workers))
+    for worker in run._workers:
+        worker.manage(run._direct_call)
+    if clean_config is not None:
+        run._seq += 1
+    for worker in run._workers:
+        worker.launch()
+        if clean_config is not None:
+            worker.put(Record("config", copy.deepcopy(clean_config), None, _EMPTY, None, run._seq))
+    if run._replay_sources is None:
+        run._context_capture = RunContextCapture.start(run, run._context_options)
+    lifecycle.watch(run)
+
+
+def per_rank_session(run: Dispatcher, root: Path) -> RunSession:
+    """Per-rank mode: the job's run id travels from rank 0; each rank keeps its own run folder in it."""
+    project_dir = root / str(run.project_name)
+    run.run_id, channel = shared_run_id(project_dir, run.rank, lambda: choose_job_run_id(project_dir, run.resume))
+    run.run_id = check_name(run.run_id, "run id")
+    job_dir, folder = project_dir / run.run_id, rank_folder(run.rank)
+    earlier = (job_dir / folder / MANIFEST_NAME).is_file()
+    if run.resume and not earlier:
+        notice(f"resume: rank {run.rank} has no earlier run in {job_dir}; starting a new one")
+    resume = folder if run.resume and earlier else False
+    logger.debug("per-rank run %s (id from %s), rank %d of %d", run.run_id, channel, run.rank, run.world_size)
+    return RunSession(job_dir, str(run.project_name), resume, writes=True, run_id=folder)
+
+
+def delivery_for(
+    run: Dispatcher,
+    tracker: GeneralTracker,
+    report: BackendReport,
+    *,
+    cursor: int | None = None,
+    cursor_step: int | None = None,
+    handed: int | None = None,
+    backlog: list[Path] | None = None,
+    before: float | None = None,
+    backlog_records: list[Record] | None = None,
+) -> Delivery:
+    """The ``Delivery`` of one backend of this run, from where the run's earlier process left it unless
+    told otherwise (a take-over after the delivery process died passes its own positions)."""
+    session, name = run._session, tracker.name
+    assert session is not None
+    if backlog is not None:
+        before = run._seq + 1 if before is None else before
+    elif run._replay_sources is not None:
+        backlog, before = run._replay_sources, float("inf")
+    else:
+        backlog, before = session.backlog(name), run._seq + 1
+    plan = DeliveryPlan(
+        cursor=session.cursor(name) if cursor is None else cursor,
+        cursor_step=session.cursor_step(name) if cursor_step is None else cursor_step,
+        handed=session.handed(name) if handed is None else handed,
+        backlog_paths=backlog,
+        backlog_before=before,
+        backlog_records=backlog_records or (),
+    )
+    return build_delivery(
+        tracker,
+        report,
+        place=RunPlace(run.project_name or "run", run.run_id, session.run_dir),
+        options=run.options.for_delivery(),
+        plan=plan,
+        cursor_file=session.cursor_file(name),
+        on_started=lambda: backend_started(run, tracker, report),
+        on_progress=session.progress,
+        error_sink=run._store_error,
+    )
+
+
+def backend_started(run: Dispatcher, tracker: GeneralTracker, report: BackendReport) -> None:
+    """In the worker, once its backend is up: keep what a later process needs to resume it."""
+    note = not_resumed_note(tracker, run.resumed)
+    if note is not None:
+        report.notes.append(note)
+    if run._session is not None and run._session.writes:
+        run._session.backend_started(tracker.name, resume_state_of(tracker))
