@@ -52,7 +52,9 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The offline session folder clearml wrote (its zip beside it)."""
     root = tmp_path_factory.mktemp("clearml-import")
     (root / "clearml.conf").write_text("sdk.development.report_use_subprocess: false\n")
-    env = {key: value for key, value in os.environ.items() if not key.startswith("CLEARML_")}
+    # TRAINS_/CLEARML_PROC_MASTER_ID, left by a task an earlier test made in this process, would make the
+    # child's Task.init a stand-in of that task
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("CLEARML_", "TRAINS_"))}
     env.update(
         HOME=str(root / "home"),
         CLEARML_OFFLINE_MODE="1",
