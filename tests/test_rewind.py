@@ -19,10 +19,6 @@ CELL = os.environ.get("TRACKING_BACKEND") or "jsonl"
 
 #: backends whose reader shows each step once after a rewind; the others keep the earlier points too
 EACH_STEP_ONCE = {"jsonl", "tensorboard", "aim", "dvclive"}
-#: SwanLab has no flush: its file buffer, written at finish(), is lost to a SIGKILL after tracking's flush
-#: counted the points as delivered (not a matter of the rewind: the same points are lost without one)
-LOSES_FLUSHED_POINTS = {"swanlab"}
-
 TRAIN = """
 import json, sys, time, tracking_core
 cell, phase = sys.argv[1], sys.argv[2]
@@ -71,6 +67,5 @@ def test_a_job_resumed_from_an_older_checkpoint_holds_each_step_once(tmp_path):
         before = [step for step in earlier if step < 100]
         figures = tally("SIGKILL at 150, resume_step=100: before 100", CELL, range(100), before)
         assert figures["duplicated"] == 0, figures
-        if CELL not in LOSES_FLUSHED_POINTS:
-            assert figures["lost"] == 0, figures
+        assert figures["lost"] == 0, figures
         assert [step for step, _ in out["marker"]] == [100], out["marker"]

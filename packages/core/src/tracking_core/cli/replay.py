@@ -24,7 +24,7 @@ from ..intake.record import record_from_entry
 from ..notices import notice
 from ..report import FinishReport
 from ..run.dispatcher import Dispatcher
-from ..store.journal import read_header, read_journal, resolve_journal
+from ..store.journal import JOURNAL_NAME, read_header, read_journal, resolve_journal
 from ..store.manifest import MANIFEST_NAME, RunManifest
 from ..store.rewind import current_entries
 
@@ -162,6 +162,12 @@ def replay(
     if new_run:
         return _replay_into_new_run(path, header, targets, logging_dir, project, progress)
 
+    if "jsonl" in targets and path.name == JOURNAL_NAME:
+        # the run's jsonl backend stores into this very journal: replaying into it would append every record again
+        notice(f"replay: {path} is the run's own journal, where jsonl stores it: nothing to deliver to jsonl")
+        targets = [name for name in targets if name != "jsonl"]
+        if not targets:
+            return FinishReport({}, str(run_dir))
     manifest = RunManifest.load(run_dir)
     run = Dispatcher(log_with=targets, logging_dir=run_dir.parent.parent, resume=manifest.run_id)
     run._replay_sources = [path]
