@@ -106,7 +106,9 @@ class HostSampler:
         busy_rate = self._rates.rate("cpu.busy", sum(ticks) - idle, now)
         total_rate = self._rates.rate("cpu.total", sum(ticks), now)
         if busy_rate is not None and total_rate:
-            values["cpu.host_percent"] = 100.0 * busy_rate / total_rate
+            # two rates of the same interval: rounding (and iowait, which the kernel may count backwards) can
+            # put their ratio a hair outside 0..100
+            values["cpu.host_percent"] = min(100.0, max(0.0, 100.0 * busy_rate / total_rate))
         meminfo = {}
         for line in _read(f"{proc}/meminfo").splitlines():
             name, _, rest = line.partition(":")
