@@ -463,3 +463,17 @@ def test_without_proc_psutil_gives_the_same_names(monkeypatch, tmp_path):
     assert values["cpu.host_percent"] == 25.0
     assert values["memory.rss_gb"] == 1.0 and values["memory.used_gb"] == 6.0 and values["memory.available_gb"] == 2.0
     assert values["network.recv_mb_s"] > 0 and "disk.read_mb_s" in values and "cpu.percent" in values
+
+
+def test_the_package_list_read_from_folder_names_is_what_importlib_metadata_reports():
+    import re
+    from importlib.metadata import distributions
+
+    from tracking_core.context.repro import installed_packages
+
+    reported: dict[str, str] = {}
+    for distribution in distributions():  # first on sys.path first, as importing does
+        name = distribution.metadata["Name"]
+        reported.setdefault(re.sub(r"[-_.]+", "-", name).lower(), distribution.version)
+    assert installed_packages() == reported
+    assert "pytest" in reported
