@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import tracking_core
 from tracking_core.__about__ import __version__
+from tracking_core.store.journal import read_journal
 
 from .helpers import FailingTracker
 
@@ -234,9 +235,12 @@ def test_runs_tells_finished_crashed_killed_and_running_runs_apart(tmp_path):
     assert " killed " in next(line for line in after.stdout.splitlines() if line.startswith("running")) + " "
 
 
-def test_a_replayed_copy_keeps_the_original_start_time_and_counts_what_its_report_counts(tmp_path):
+def test_a_replayed_copy_keeps_the_original_start_time_and_counts_what_its_report_counts(tmp_path, monkeypatch):
     import time
 
+    # run context on, as outside the tests: the copy carries the original's, and adds none of the replay's
+    monkeypatch.setenv("TRACKING_SYSTEM_METRICS", "0.05")
+    monkeypatch.setenv("TRACKING_RUN_CONTEXT", "1")
     run = tracking_core.init("alpha", logging_dir=tmp_path / "runs", config={"lr": 0.1})
     for step in range(3):
         run.log({"loss": 1.0 / (step + 1)}, step=step)
@@ -246,6 +250,19 @@ def test_a_replayed_copy_keeps_the_original_start_time_and_counts_what_its_repor
     assert copy.returncode == 0, copy.stderr
     delivered = copy.stdout.splitlines()[2].split()[2]  # the report's delivered column
     assert f"{delivered}/{delivered} records delivered" in copy.stderr, copy.stderr
+    original, replayed = (
+        list(read_journal(path))
+        for path in sorted(
+            (tmp_path / "runs" / "alpha").glob("*/journal.jsonl"), key=lambda p: p.parent != Path(run.run_dir)
+        )
+    )
+    metrics = [[entry["values"] for entry in journal if entry["type"] == "metrics"] for journal in (original, replayed)]
+    assert metrics[1] == metrics[0], "the replay added samples of its own"
+    contexts = [
+        [entry["values"]["run_context"]["captured"] for entry in journal if "run_context" in entry.get("values", {})]
+        for journal in (original, replayed)
+    ]
+    assert contexts[1] == contexts[0] != [], "the copy carries the original's run context, and only that"
     listing = tracking("runs", cwd=tmp_path).stdout.splitlines()[2:]
     assert len(listing) == 2
     assert len({line.split()[2] + line.split()[3] for line in listing}) == 1, listing  # the same start time

@@ -169,7 +169,9 @@ def replay(
         if not targets:
             return FinishReport({}, str(run_dir))
     manifest = RunManifest.load(run_dir)
-    run = Dispatcher(log_with=targets, logging_dir=run_dir.parent.parent, resume=manifest.run_id)
+    run = Dispatcher(
+        log_with=targets, logging_dir=run_dir.parent.parent, resume=manifest.run_id, system_metrics=False, context=False
+    )
     run._replay_sources = [path]
     run.init_trackers(manifest.project)
     owed = {name: sum(seq > (manifest.cursor(name) or -1) for seq in seqs) for name in targets}
@@ -213,7 +215,8 @@ def _replay_into_new_run(
 ) -> FinishReport:
     if logging_dir is None:
         logging_dir = path.parent.parent.parent  # <logging_dir>/<project>/<run_id>/journal.jsonl
-    run = Dispatcher(log_with=targets, logging_dir=logging_dir)
+    # the copy carries the original run's context and samples, not this process's
+    run = Dispatcher(log_with=targets, logging_dir=logging_dir, system_metrics=False, context=False)
     config = journal_config(path) or None
     run.init_trackers(project or header.get("project") or "replay", config=config)
     if run._session is not None and run._session.writes:
