@@ -223,7 +223,8 @@ def test_runs_on_a_tracking_server_import_page_by_page(tmp_path, monkeypatch):
     (tmp_path / "server").mkdir()
     server.start(timeout=240)  # its migrations and gunicorn workers take a while on a busy machine
     try:
-        ids = _write_sdk_runs(server.url, tmp_path)
+        with importer._global_tracking_uri(server.url):  # MLflow 2.x logs server artifacts by the global URI
+            ids = _write_sdk_runs(server.url, tmp_path)
         monkeypatch.setattr(importer, "PAGE_SIZE", 1)  # one run per page: the paging is exercised
         report = import_runs(
             "mlflow", server.url, logging_dir=tmp_path / "runs", options={"experiment": "sdk-exp"}, progress=False

@@ -17,6 +17,7 @@ and a server is read with paging and bounded retries on transient failures.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -173,6 +174,15 @@ def _points(client: Any, run: Any, location: str) -> Iterator[Point]:
             yield Point(key, int(metric.step), metric.value, metric.timestamp / 1000.0)
 
 
+def _global_tracking_uri(uri: str) -> contextlib.AbstractContextManager[None]:
+    """MLflow 2.x resolves a server's ``mlflow-artifacts:`` URIs against the process-wide tracking URI, not
+    the client's: for the download, that is the source's (MLflow's own switch, restored after)."""
+    from mlflow.tracking._tracking_service import utils
+
+    use = getattr(utils, "_use_tracking_uri", None)  # 2.16 to 3.17 have it
+    return use(uri) if use is not None else contextlib.nullcontext()
+
+
 class _Artifacts:
     """A run's artifacts, downloaded once into a scratch folder and handed out as media."""
 
@@ -185,7 +195,8 @@ class _Artifacts:
         if not _retrying(self.client.list_artifacts, self.run_id):
             return
         self.folder = Path(tempfile.mkdtemp(prefix="tracking-import-"))
-        _retrying(self.client.download_artifacts, self.run_id, "", str(self.folder))
+        with _global_tracking_uri(self.client.tracking_uri):
+            _retrying(self.client.download_artifacts, self.run_id, "", str(self.folder))
         exact = self.folder / "config.json"
         if exact.is_file():
             try:

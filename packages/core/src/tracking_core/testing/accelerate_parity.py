@@ -41,7 +41,7 @@ from .ranks import launch_ranks, positional_signature
 
 #: what each rank process of :meth:`AccelerateParity.test_per_rank_mode_end_to_end` runs
 RANK_SCRIPT = r"""
-import json, sys
+import json, sys, time
 import tracking_core
 
 name, logging_dir, init_kwargs = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
@@ -51,7 +51,15 @@ run = tracking_core.init(
 tracker = run.get_tracker(name, unwrap=False)
 run.log({"loss": float(tracker.run_context.rank)}, step=0)
 assert run.finish(timeout=300).ok
-metrics = {key: {str(step): value for step, value in series.items()} for key, series in tracker.read_back_metrics().items()}
+for attempt in range(5):  # the other rank may be closing its run in the same store (Aim 3.18 drops a chunk meanwhile)
+    try:
+        stored = tracker.read_back_metrics()
+        break
+    except Exception:  # Aim's RocksIOError is no OSError
+        if attempt == 4:
+            raise
+        time.sleep(1.0)
+metrics = {key: {str(step): value for step, value in series.items()} for key, series in stored.items()}
 print(json.dumps({"group": tracker.run_context.group, "rank": tracker.run_context.rank, "metrics": metrics}))
 """
 
