@@ -7,7 +7,6 @@ The two halves of the round-trip matrix for TensorBoard (see ``tracking_core.tes
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 from pathlib import Path
 
@@ -220,7 +219,6 @@ def test_the_canonical_journal_replays_into_tensorboard(tmp_path, event_reader):
     }
     check_points(reader.scalars(), float32=True, times=times)
     assert reader.config_json() == CANONICAL_CONFIG
-    _ = io  # (kept for parity with the other cells' imports)
 
 
 def test_hparams_as_torch_writes_them_without_a_tensor_become_the_config(tmp_path):
