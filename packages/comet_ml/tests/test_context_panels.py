@@ -1,8 +1,8 @@
 """The run context in Comet's own panels, read from the offline archive's messages with Comet's own
 message classes and the schemas ``comet upload`` checks them against, at whichever Comet is installed.
 
-One run per delivery mode and a replay of the first run's journal from another folder and command line:
-all three must hold the first run's context (git metadata, system information, file name, packages).
+One run per delivery mode and a replay of the first run's journal (the jsonl backend writes it) from
+another folder and command line: all three must hold the first run's context (git metadata, system information, file name, packages).
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -40,7 +39,13 @@ def checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def _train(logging_dir: Path, delivery: str) -> tracking_core.Dispatcher:
     run = tracking_core.init(
-        "ctx", log_with="comet_ml", logging_dir=logging_dir, delivery=delivery, system_metrics=False, on_error="raise"
+        "ctx",
+        log_with=["jsonl", "comet_ml"],
+        logging_dir=logging_dir,
+        delivery=delivery,
+        system_metrics=False,
+        context=True,  # the test session turns it off by default (tracking_core.testing.pytest_plugin)
+        on_error="raise",
     )
     run.log({"loss": 0.5}, step=0)
     report = run.finish(timeout=120)
@@ -62,14 +67,14 @@ def _panels(archive: Path) -> dict[str, object]:
     packages = read_archive_messages(archive, "log_dependency")
     for payload in packages:
         schemas.get_log_dependency_msg_validator().validate(payload)
-    with zipfile.ZipFile(archive) as opened:
-        assets = {Path(member).name for member in opened.namelist()}
+    uploads = read_archive_messages(archive, "file_upload")
+    assets = {upload["additional_params"]["fileName"] for upload in uploads if upload["upload_type"] == "asset"}
     return {
         "git": messages.GitMetadataMessage.from_db_message_dict(git).git_metadata,
         "file_name": name["file_name"],
         "info": {item["system_info"]["key"]: item["system_info"]["value"] for item in info},
         "packages": {(item["name"], item["version"]) for item in packages},
-        "has_diff": any(member.endswith("diff.patch") for member in assets),
+        "assets": assets & {"run_context/diff.patch", "run_context/packages.txt", "run_context/context.json"},
     }
 
 
@@ -94,9 +99,10 @@ def test_the_context_is_in_comets_panels_in_both_delivery_modes_and_in_a_replay(
         assert panels["info"]["command"].endswith("train.py --lr 0.1 --api-key '<redacted>'"), name
         assert panels["info"]["host"] == context["platform"]["host"], name
         assert ("pytest", pytest.__version__) in panels["packages"], name
-        assert panels["file_name"] == context["command"]["entry_point"] and panels["has_diff"], name
+        assert panels["file_name"] == context["command"]["entry_point"], name
+        assert len(panels["assets"]) == 3, name
     assert found["thread"] == found["process"] == found["replay"]
-    assert "not-for-comet" not in json.dumps(found)
+    assert "not-for-comet" not in json.dumps(found, default=sorted)
 
 
 def test_a_comet_without_the_git_message_costs_one_warning_and_keeps_the_parameters(

@@ -1,8 +1,8 @@
 """The run context in W&B's run metadata (git, program, arguments, host, ...), read back as ``wandb sync``
 uploads it -- W&B's own proto messages from the offline run folder -- at whichever W&B is installed.
 
-One run per delivery mode and a replay of the first run's journal from another folder and command line:
-all three must hold the first run's context, and the config must still have it under ``run_context``.
+One run per delivery mode and a replay of the first run's journal (the jsonl backend writes it) from
+another folder and command line: all three must hold the first run's context, and the config must still have it under ``run_context``.
 """
 
 from __future__ import annotations
@@ -50,7 +50,13 @@ def _one_run(folder: Path) -> Path:
 
 def _train(logging_dir: Path, delivery: str) -> tracking_core.Dispatcher:
     run = tracking_core.init(
-        "ctx", log_with="wandb", logging_dir=logging_dir, delivery=delivery, system_metrics=False, on_error="raise"
+        "ctx",
+        log_with=["jsonl", "wandb"],
+        logging_dir=logging_dir,
+        delivery=delivery,
+        system_metrics=False,
+        context=True,  # the test session turns it off by default (tracking_core.testing.pytest_plugin)
+        on_error="raise",
     )
     run.log({"loss": 0.5}, step=0)
     report = run.finish(timeout=120)
@@ -79,7 +85,7 @@ def test_the_context_is_the_runs_metadata_in_both_delivery_modes_and_in_a_replay
         if REPLACES:  # the redacted command line of the training process, in every mode and in the replay
             assert list(metadata.args) == ["--lr", "0.1", "--api-key", "<redacted>"], name
         else:  # W&B's own arguments (of the process it runs in), never listed twice
-            assert metadata.args.count("--lr") <= 1, f"{name}: {list(metadata.args)}"
+            assert list(metadata.args).count("--lr") <= 1, f"{name}: {list(metadata.args)}"
         stored[name] = {field: getattr(metadata, field) for field in ("program", "root", "host", "python", "os")}
     assert stored["thread"] == {field: expected[field] for field in stored["thread"]}
     assert stored["thread"] == stored["process"] == stored["replay"]

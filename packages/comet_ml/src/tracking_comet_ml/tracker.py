@@ -279,7 +279,9 @@ class CometMLTracker(GeneralTracker):
         text = json.dumps(self._config, sort_keys=True, default=str)
         self._check(experiment.log_asset_data(text, name="config.json", overwrite=True), "config.json")
         context = values.get(RUN_CONTEXT_KEY)
-        if is_run_context({RUN_CONTEXT_KEY: context}):  # a replay into a new run hands it in the whole config
+        if isinstance(context, dict) and is_run_context(
+            {RUN_CONTEXT_KEY: context}
+        ):  # a replay into a new run hands it in the whole config
             self._context_in_panels(context)
 
     # -- run context (docs/run-context.md) ----------------------------------------------------------

@@ -144,12 +144,12 @@ def read_metadata(run_dir: str | os.PathLike[str]) -> Any | None:
     if hasattr(pb, ENVIRONMENT[0]):
         merged = pb.EnvironmentRecord()
         found = False
-        for record in iter_records(find_log(run_dir)):
+        for record in iter_records(find_log(Path(run_dir))):
             if record.WhichOneof("record_type") == "environment":
                 merged.MergeFrom(record.environment)
                 found = True
         return merged if found else None
-    from google.protobuf import json_format
+    from google.protobuf import json_format  # type: ignore[import-untyped]  # wandb's own dependency
 
     path = Path(run_dir) / "files" / "wandb-metadata.json"
     if not path.is_file():

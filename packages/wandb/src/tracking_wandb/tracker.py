@@ -456,7 +456,9 @@ class WandBTracker(GeneralTracker):
         self._run.config.update({key: self._config[key] for key in values}, allow_val_change=True)
         self._dirty = True
         context = values.get(RUN_CONTEXT_KEY)
-        if is_run_context({RUN_CONTEXT_KEY: context}):  # a replay into a new run hands it in the whole config
+        if isinstance(context, dict) and is_run_context(
+            {RUN_CONTEXT_KEY: context}
+        ):  # a replay into a new run hands it in the whole config
             self._context_in_metadata(context)
 
     # -- run context (docs/run-context.md) --------------------------------------------------------
@@ -472,7 +474,9 @@ class WandBTracker(GeneralTracker):
             return
         self._metadata_sent = True
         if compat.setting(self._run.settings, "x_disable_meta", False) and not self._replaces_metadata:
-            self.add_note("x_disable_meta is set: the run context is in the config (run_context), not in W&B's metadata")
+            self.add_note(
+                "x_disable_meta is set: the run context is in the config (run_context), not in W&B's metadata"
+            )
         elif self._metadata_kind is None:
             self._metadata_missed(f"wandb {compat.version()} has no metadata message to send after wandb.init")
         else:
