@@ -105,3 +105,20 @@ def test_an_sdk_without_the_metadata_message_costs_one_warning_and_keeps_the_con
     notes = [note for note in tracker.report_notes() if "not in W&B's run metadata" in note]
     assert len(notes) == 1 and "run_context" in notes[0]
     assert len([w for w in recwarn if "not in W&B's run metadata" in str(w.message)]) == 1
+
+
+def test_w_and_bs_own_metadata_when_chosen_gets_the_context_merged_in_without_a_second_argument_list(
+    checkout, tmp_path
+):
+    tracker = WandBTracker("ctx", logging_dir=tmp_path / "logs", settings={"x_disable_meta": False})
+    tracker.start()
+    context = {
+        "format": "tracking-run-context",
+        "git": {"commit": "1" * 40, "remote_url": "https://example.com/r.git"},
+        "command": {"argv": ["train.py", "--lr", "<redacted>"]},
+    }
+    tracker.log_run_context(context)
+    tracker.finish()
+    metadata = run_metadata.read_metadata(tracker.run_dir)
+    assert (metadata.git.commit, metadata.git.remote_url) == ("1" * 40, "https://example.com/r.git")
+    assert list(metadata.args) == sys.argv[1:]  # W&B's own, once
