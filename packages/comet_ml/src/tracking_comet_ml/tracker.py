@@ -42,7 +42,7 @@ from typing import Any, cast
 
 from tracking_core import GeneralTracker, Histogram, notice
 from tracking_core.adapters import figure_to_png, image_list, merge_config, table_rows, to_hwc_uint8
-from tracking_core.context import RUN_CONTEXT_KEY, is_run_context
+from tracking_core.context import RUN_CONTEXT_KEY
 from tracking_core.context.native import files as context_files
 from tracking_core.kit.sdk import chosen_instead, not_resumed, per_rank, rank_tags, saved_resume, sdk_object
 from tracking_core.notices import logger, warn_once
@@ -278,11 +278,6 @@ class CometMLTracker(GeneralTracker):
         # Parameters lose the difference between a nested key and a key containing "|"; the asset keeps it exactly.
         text = json.dumps(self._config, sort_keys=True, default=str)
         self._check(experiment.log_asset_data(text, name="config.json", overwrite=True), "config.json")
-        context = values.get(RUN_CONTEXT_KEY)
-        if isinstance(context, dict) and is_run_context(
-            {RUN_CONTEXT_KEY: context}
-        ):  # a replay into a new run hands it in the whole config
-            self._context_in_panels(context)
 
     # -- run context (docs/run-context.md) ----------------------------------------------------------
     def log_run_context(self, context: dict[str, Any]) -> None:
@@ -290,6 +285,7 @@ class CometMLTracker(GeneralTracker):
         origin), system information, file name and installed packages; the diff, package list and whole
         context as assets under ``run_context/``; and parameters under ``run_context``, as any config."""
         self.store_init_configuration({RUN_CONTEXT_KEY: context})
+        self._context_in_panels(context)
 
     def _context_in_panels(self, context: dict[str, Any]) -> None:
         """Once per experiment; the parameters keep the context whatever happens here."""

@@ -35,7 +35,7 @@ from typing import Any
 
 from tracking_core import GeneralTracker, notice, warn_once
 from tracking_core.adapters import figure_to_png, image_list, merge_config, table_rows, to_hwc_uint8
-from tracking_core.context import RUN_CONTEXT_KEY, is_run_context
+from tracking_core.context import RUN_CONTEXT_KEY
 from tracking_core.histogram import Histogram
 from tracking_core.kit.sdk import chosen_instead, not_resumed, per_rank, rank_name, saved_resume, sdk_object
 from tracking_core.notices import logger
@@ -455,11 +455,6 @@ class WandBTracker(GeneralTracker):
         self._config = merge_config(self._config, values)
         self._run.config.update({key: self._config[key] for key in values}, allow_val_change=True)
         self._dirty = True
-        context = values.get(RUN_CONTEXT_KEY)
-        if isinstance(context, dict) and is_run_context(
-            {RUN_CONTEXT_KEY: context}
-        ):  # a replay into a new run hands it in the whole config
-            self._context_in_metadata(context)
 
     # -- run context (docs/run-context.md) --------------------------------------------------------
     def log_run_context(self, context: dict[str, Any]) -> None:
@@ -467,6 +462,7 @@ class WandBTracker(GeneralTracker):
         *Overview* shows), the uncommitted diff as the run's ``diff.patch``, and the whole context as
         config under ``run_context``."""
         self.store_init_configuration({RUN_CONTEXT_KEY: context})
+        self._context_in_metadata(context)
 
     def _context_in_metadata(self, context: dict[str, Any]) -> None:
         """Once per run; the config keeps the context whatever happens here."""
