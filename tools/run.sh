@@ -23,11 +23,7 @@ if ! "$hatch" --version >/dev/null 2>&1; then
     && "$tools_venv/bin/python" -m pip install -q --disable-pip-version-check 'hatch>=1.18,<1.19' 2>&1 | grep -v '^WARNING: Location' >&2
   "$hatch" --version >/dev/null 2>&1 || { echo "could not install hatch" >&2; exit 1; }
 fi
-# No __pycache__ in the tree; but uv compiles what it installs (it does not by default, and with
-# PYTHONDONTWRITEBYTECODE no import writes it later), so an SDK is not compiled from source again in every
-# process that imports it: MLflow, Aim, W&B and TensorBoard took 3.9 s to import that way and 1.5 s from
-# bytecode, which every test process, `mlflow server` start and benchmark case paid.
-export HATCH_VERBOSE=0 PYTHONDONTWRITEBYTECODE=1 UV_COMPILE_BYTECODE=1
+export HATCH_VERBOSE=0 PYTHONDONTWRITEBYTECODE=1
 
 backends() {
   # every backend package in the tree is a matrix cell
