@@ -38,6 +38,11 @@ oldest_cells() {
   "$hatch" env show --json | python3 -c 'import json, sys; print(*[n[7:] for n in json.load(sys.stdin) if n.startswith("oldest.")])'
 }
 
+line_floor_cells() {
+  # backends whose floor is an earlier SDK line, with a `line-floor.<backend>` cell for the first release of the current one
+  "$hatch" env show --json | python3 -c 'import json, sys; print(*[n[11:] for n in json.load(sys.stdin) if n.startswith("line-floor.")])'
+}
+
 framework_cells() {
   # the framework integrations with a `framework.<framework>` cell (packages/integrations/<framework>)
   "$hatch" env show --json | python3 -c 'import json, sys; print(*[n[10:] for n in json.load(sys.stdin) if n.startswith("framework.")])'
@@ -103,6 +108,9 @@ run_tests() {
   done
   for backend in $(oldest_cells); do
     step "$backend oldest SDK" "$hatch" run "oldest.$backend:unit" --junitxml="$reports/$backend-oldest.xml"
+  done
+  for backend in $(line_floor_cells); do
+    step "$backend first release of its current SDK line" "$hatch" run "line-floor.$backend:unit" --junitxml="$reports/$backend-line-floor.xml"
   done
   # torch (CPU) is a wheel for CPython 3.11 on this machine's disk; without a 3.11 the cells cannot install it
   if command -v python3.11 >/dev/null 2>&1; then
