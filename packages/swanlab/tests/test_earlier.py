@@ -129,3 +129,30 @@ def test_a_release_without_tables_or_saved_files_says_so_once(tmp_path: Path) ->
     assert len(messages) == expected and all("this SwanLab release has no" in m for m in messages), messages
     assert len([note for note in tracker.report_notes() if "this SwanLab release has no" in note]) == expected
     assert tracker.read_back_metrics() == {"loss": {0: loss(0), 1: loss(1)}}  # everything else arrived
+
+
+def test_a_resumed_part_whose_file_is_still_empty_reads_as_no_records(tmp_path: Path) -> None:
+    """Right after a resumed start, the new part's ``backup.swanlab`` holds nothing on disk yet (SwanLab's
+    writer buffers even its header): the history is the earlier part's, which is how the dispatcher learns
+    how far the earlier process got (a failed read made it skip records the backend never stored)."""
+    logs = tmp_path / "logs"
+    first = finished_run(SwanLabTracker, logs, range(5))
+    with pytest.warns(TrackingWarning, match="cannot continue run"):
+        second = started_tracker(SwanLabTracker, logs, first.resume_state())
+    try:
+        assert (second.run_dir / "backup.swanlab").stat().st_size < 7
+        assert second.read_back_history() == {"loss": [(s, loss(s)) for s in range(5)]}
+    finally:
+        second.finish()
+
+
+def test_the_log_folder_from_the_environment_wins_and_is_given_back(tmp_path: Path, monkeypatch) -> None:
+    """``SWANLAB_LOG_DIR`` is the user's choice; ``swanlab.init`` also writes its folder there, which finish() undoes."""
+    monkeypatch.setenv("SWANLAB_LOG_DIR", str(tmp_path / "env-dir"))
+    tracker = finished_run(SwanLabTracker, tmp_path / "logs", range(2))
+    assert tracker.run_dir.parent == tmp_path / "env-dir"
+    assert os.environ["SWANLAB_LOG_DIR"] == str(tmp_path / "env-dir")
+    monkeypatch.delenv("SWANLAB_LOG_DIR")
+    tracker = finished_run(SwanLabTracker, tmp_path / "logs", range(2))
+    assert tracker.run_dir.parent == tmp_path / "logs" / "swanlog" and "SWANLAB_LOG_DIR" not in os.environ
+    assert read_run(tracker.run_dir).scalars == {"loss": {0: loss(0), 1: loss(1)}}

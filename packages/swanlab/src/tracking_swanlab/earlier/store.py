@@ -21,6 +21,10 @@ from typing import Any
 from ..reader import BACKUP_FILE, MediaPoint, SwanLabRunData, with_config
 
 
+#: The file's header (ident, magic, version); a shorter file holds no record yet.
+HEADER_BYTES = 7
+
+
 class NoReader(Exception):
     """The installed SwanLab cannot read a ``backup.swanlab`` (it is 0.8 or later, or not installed)."""
 
@@ -109,6 +113,9 @@ def read_folder(run_dir: Path) -> SwanLabRunData:
     data = SwanLabRunData(run_dir)
     path = run_dir / BACKUP_FILE
     columns: dict[str, str] = {}
+    if path.stat().st_size < HEADER_BYTES:
+        # the writer thread has not written (or flushed) even the file's header yet: a run with no records
+        return with_config(data)
     try:
         for record in records(path):
             _add(data, columns, run_dir, record)
