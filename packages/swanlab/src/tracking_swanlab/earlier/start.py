@@ -101,7 +101,7 @@ def start(tracker: Any, swanlab: Any, online_check_timeout: float) -> Started:
         problem = probe_http(host, online_check_timeout)
         if problem is None:
             try:
-                with fieldwise_merge():
+                with fieldwise_merge(), forget_a_failed_start(swanlab):
                     if continued_id is not None and _takes(swanlab.init, "resume"):
                         run = swanlab.init(settings=settings, id=continued_id, resume="allow", **kwargs)
                     else:
@@ -119,7 +119,7 @@ def start(tracker: Any, swanlab: Any, online_check_timeout: float) -> Started:
             fallback_reason = f"SwanLab service at {host}: {problem}"
             kwargs["mode"] = "offline"
     if run is None:
-        with fieldwise_merge():
+        with fieldwise_merge(), forget_a_failed_start(swanlab):
             run = swanlab.init(settings=settings, **kwargs)
     started = EarlierRun(swanlab, run, name=_run_name(run), owner=tracker, log_dir_before=log_dir_before)
     _note_ungrouped(tracker, swanlab, started)
@@ -179,6 +179,27 @@ def fieldwise_merge() -> Iterator[None]:
         yield
     finally:
         setattr(sdk, "merge_settings", original)
+
+
+@contextlib.contextmanager
+def forget_a_failed_start(swanlab: Any) -> Iterator[None]:
+    """A ``swanlab.init`` that fails (a refused API key, say) leaves its half-made writer behind as the
+    process's one ``DataPorter`` (0.6.5 on), and every later ``init`` -- the offline fallback, a retried
+    start -- then fails with "DataPorter instance already exists". Undo that, as SwanLab's own finish does."""
+    try:
+        yield
+    except BaseException:
+        if swanlab.get_run() is None:
+            try:
+                from swanlab.data.porter import DataPorter
+                from swanlab.data.store import reset_run_store
+            except ImportError:  # before 0.6.5: no process-wide writer to undo
+                pass
+            else:
+                if getattr(DataPorter, "_instance", None) is not None and hasattr(DataPorter, "_reset"):
+                    DataPorter._reset()
+                reset_run_store()
+        raise
 
 
 def _settings_mode(settings: Any) -> str | None:
