@@ -495,7 +495,9 @@ class SwanLabTracker(GeneralTracker):
     ) -> None:
         columns, rows = table_rows(columns, data, dataframe)
         if not hasattr(self._swanlab.echarts, "Table"):  # SwanLab before 0.6.5
-            message = "this SwanLab release has no tables (swanlab.echarts.Table, added in 0.6.5): log_table stores nothing"
+            message = (
+                "this SwanLab release has no tables (swanlab.echarts.Table, added in 0.6.5): log_table stores nothing"
+            )
             warn_once(self.name, "log_table", message, reason="no-tables")
             self.add_note(message)
             return

@@ -161,7 +161,7 @@ def quiet_settings(swanlab: Any, user_settings: Any) -> Any:
 @contextlib.contextmanager
 def fieldwise_merge() -> Iterator[None]:
     """While ``swanlab.init`` runs, its ``merge_settings`` takes only the fields a ``Settings`` was given."""
-    sdk = sys.modules.get("swanlab.data.sdk")
+    sdk: Any = sys.modules.get("swanlab.data.sdk")
     original = getattr(sdk, "merge_settings", None)
     if original is None:  # a release that keeps its init elsewhere: nothing to correct
         yield
@@ -174,11 +174,11 @@ def fieldwise_merge() -> Iterator[None]:
         current = get_settings()
         set_settings(type(current).model_validate({**current.model_dump(), **new.model_dump(exclude_unset=True)}))
 
-    setattr(sdk, "merge_settings", merge)
+    sdk.merge_settings = merge
     try:
         yield
     finally:
-        setattr(sdk, "merge_settings", original)
+        sdk.merge_settings = original
 
 
 @contextlib.contextmanager
@@ -293,6 +293,8 @@ def upload_commands(swanlab: Any, run_id: str, folders: list[Path]) -> str:
     """How to upload the folders of one resumed offline run into one SwanLab experiment."""
     if len(folders) > 1 and _takes(getattr(swanlab, "sync", None), "id"):
         first, *later = folders
-        return "; ".join([f"swanlab sync --id auto {first}", *(f"swanlab sync --id {run_id} {folder}" for folder in later)])
+        return "; ".join(
+            [f"swanlab sync --id auto {first}", *(f"swanlab sync --id {run_id} {folder}" for folder in later)]
+        )
     commands = "; ".join(f"swanlab sync {folder}" for folder in folders)
     return f"{commands} (this SwanLab release's sync has no --id: each folder becomes its own experiment)"

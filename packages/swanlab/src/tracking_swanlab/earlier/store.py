@@ -20,7 +20,6 @@ from typing import Any
 
 from ..reader import BACKUP_FILE, MediaPoint, SwanLabRunData, with_config
 
-
 #: The file's header (ident, magic, version); a shorter file holds no record yet.
 HEADER_BYTES = 7
 
