@@ -154,7 +154,7 @@ def test_a_run_that_cannot_be_reopened_gets_a_new_run_and_a_note(tmp_path: Path,
     [
         pytest.param(
             {"id": "chosen0000000000000000"},
-            marks=pytest.mark.skipif(earlier_line(), reason="SwanLab 0.6-0.7 take no run id offline"),
+            marks=pytest.mark.skipif(earlier_line(), reason="SwanLab 0.6-0.7 take no run id offline (test_earlier.py)"),
         ),
         {"resume": "never"},
     ],

@@ -119,6 +119,8 @@ def start(tracker: Any, swanlab: Any, online_check_timeout: float) -> Started:
             fallback_reason = f"SwanLab service at {host}: {problem}"
             kwargs["mode"] = "offline"
     if run is None:
+        if kwargs.get("mode", wanted) != "cloud":
+            _drop_cloud_only_choices(tracker, kwargs)
         with fieldwise_merge(), forget_a_failed_start(swanlab):
             run = swanlab.init(settings=settings, **kwargs)
     started = EarlierRun(swanlab, run, name=_run_name(run), owner=tracker, log_dir_before=log_dir_before)
@@ -276,6 +278,18 @@ def _continue_saved_run(tracker: Any, kwargs: dict[str, Any]) -> tuple[list[Path
     if isinstance(saved.get("project"), str) and saved["project"] and "project" not in tracker.init_kwargs:
         kwargs["project"] = saved["project"]
     return existing, run_id
+
+
+def _drop_cloud_only_choices(tracker: Any, kwargs: dict[str, Any]) -> None:
+    """``id`` and ``resume`` of an offline run: 0.6.5 on refuse them (cloud only), earlier releases take neither
+    and would drop them without a word. One warning and a note instead, and the run starts."""
+    for name in ("id", "resume"):
+        if name not in kwargs or (name == "resume" and kwargs[name] in ("never", False, None)):
+            continue
+        value = kwargs.pop(name)
+        message = f"SwanLab before 0.8 continues a run only online (cloud): {name}={value!r} is not used offline"
+        warn_once(tracker.name, name, message, reason="cloud-only")
+        tracker.add_note(message)
 
 
 def _run_name(run: Any) -> str | None:
