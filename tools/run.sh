@@ -4,7 +4,7 @@
 #
 #   bash tools/run.sh demo     # the main job: `tracking demo` with every backend, embedded defaults
 #   bash tools/run.sh run CMD  # CMD in the all-backends environment: `run tracking show runs/demo/<run>`, `run mlflow ui ...`
-#   bash tools/run.sh test     # lint, types, core alone, one cell per backend, shared tests, oldest SDKs, framework integrations, launchers, packages, docs (= .ci/run)
+#   bash tools/run.sh test     # lint, types, core alone, one cell per backend, shared tests, oldest SDKs (and a current SDK line's first release), framework integrations, launchers, packages, docs (= .ci/run)
 #   bash tools/run.sh launch   # real launchers (torchrun, accelerate launch, simulated srun/mpirun) over CPU torch
 #   bash tools/run.sh bench    # tools/bench.py in the all-backends environment
 #   bash tools/run.sh lint     # ruff and actionlint (what pre-commit runs)
