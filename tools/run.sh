@@ -4,7 +4,7 @@
 #
 #   bash tools/run.sh demo     # the main job: `tracking demo` with every backend, embedded defaults
 #   bash tools/run.sh run CMD  # CMD in the all-backends environment: `run tracking show runs/demo/<run>`, `run mlflow ui ...`
-#   bash tools/run.sh test     # lint, types, core alone, one cell per backend, shared tests, oldest SDKs (and a current SDK line's first release), framework integrations, launchers, packages, docs (= .ci/run)
+#   bash tools/run.sh test     # lint, types, core alone, one cell per backend, shared tests, oldest SDKs, SDK paths between floor and newest, framework integrations, launchers, packages, docs (= .ci/run)
 #   bash tools/run.sh launch   # real launchers (torchrun, accelerate launch, simulated srun/mpirun) over CPU torch
 #   bash tools/run.sh bench    # tools/bench.py in the all-backends environment
 #   bash tools/run.sh lint     # ruff and actionlint (what pre-commit runs)
@@ -38,9 +38,9 @@ oldest_cells() {
   "$hatch" env show --json | python3 -c 'import json, sys; print(*[n[7:] for n in json.load(sys.stdin) if n.startswith("oldest.")])'
 }
 
-line_floor_cells() {
-  # backends whose floor is an earlier SDK line, with a `line-floor.<backend>` cell for the first release of the current one
-  "$hatch" env show --json | python3 -c 'import json, sys; print(*[n[11:] for n in json.load(sys.stdin) if n.startswith("line-floor.")])'
+sdk_path_cells() {
+  # `sdk-path.<backend>-<release>`: a release between a backend's floor and its newest that takes paths neither end takes
+  "$hatch" env show --json | python3 -c 'import json, sys; print(*[n[9:] for n in json.load(sys.stdin) if n.startswith("sdk-path.")])'
 }
 
 framework_cells() {
@@ -109,8 +109,8 @@ run_tests() {
   for backend in $(oldest_cells); do
     step "$backend oldest SDK" "$hatch" run "oldest.$backend:unit" --junitxml="$reports/$backend-oldest.xml"
   done
-  for backend in $(line_floor_cells); do
-    step "$backend first release of its current SDK line" "$hatch" run "line-floor.$backend:unit" --junitxml="$reports/$backend-line-floor.xml"
+  for cell in $(sdk_path_cells); do
+    step "$cell (SDK paths between floor and newest)" "$hatch" run "sdk-path.$cell:unit" --junitxml="$reports/sdk-path-$cell.xml"
   done
   # torch (CPU) is a wheel for CPython 3.11 on this machine's disk; without a 3.11 the cells cannot install it
   if command -v python3.11 >/dev/null 2>&1; then

@@ -1,4 +1,4 @@
-"""SwanLab 0.8+ release differences (``tracking_swanlab.compat``): the ``line-floor.swanlab`` cell runs these against 0.8.0.
+"""SwanLab 0.8+ release differences (``tracking_swanlab.compat``): the ``sdk-path.swanlab-0.8.0`` cell runs these at 0.8.0.
 
 The floor cell (0.6.2, the earlier SDK line) runs only the last one: its run starts off the main thread too.
 """
