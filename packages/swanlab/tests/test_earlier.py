@@ -162,5 +162,7 @@ def test_a_run_id_chosen_for_an_offline_run_is_not_used_and_said_so(tmp_path: Pa
     """Offline, 0.6.5 on refuse ``id`` (cloud only) and earlier releases take none: one warning and a note."""
     with pytest.warns(TrackingWarning, match="continues a run only online"):
         tracker = finished_run(SwanLabTracker, tmp_path / "logs", range(2), id="chosen0000000000000000")
-    assert tracker.run_id != "chosen0000000000000000" and tracker.read_back_metrics() == {"loss": {0: loss(0), 1: loss(1)}}
+    assert tracker.run_id != "chosen0000000000000000" and tracker.read_back_metrics() == {
+        "loss": {0: loss(0), 1: loss(1)}
+    }
     assert [note for note in tracker.report_notes() if "id='chosen0000000000000000' is not used offline" in note]
