@@ -363,8 +363,10 @@ def test_online_without_key_never_prompts_even_on_a_tty(isolated: Path, monkeypa
     assert backend.spilled == 1
 
 
-def test_rejected_credentials_fall_back_to_offline(isolated: Path, monkeypatch) -> None:
-    """A host that answers but refuses the key: the online start fails fast and the run goes offline."""
+@pytest.mark.parametrize("explicit", [False, True], ids=["auto-offline", "explicit-online-fails"])
+def test_rejected_credentials_fall_back_to_offline(isolated: Path, monkeypatch, explicit: bool) -> None:
+    """A host that answers but refuses the key: the online start fails fast and the run goes offline, or,
+    with ``SWANLAB_MODE=online`` chosen, fails with the SDK's own login error (spilled, not offline)."""
     import http.server
 
     class Unauthorized(http.server.BaseHTTPRequestHandler):
@@ -387,15 +389,24 @@ def test_rejected_credentials_fall_back_to_offline(isolated: Path, monkeypatch) 
     try:
         monkeypatch.setenv("SWANLAB_API_KEY", "a" * 21)  # SwanLab 0.6 checks a key's form (21 letters) before it asks
         monkeypatch.setenv("SWANLAB_API_HOST", f"http://127.0.0.1:{server.server_address[1]}")
-        run = run_dispatcher(isolated / "logs")
+        if explicit:
+            monkeypatch.setenv("SWANLAB_MODE", "online")
+        run = run_dispatcher(isolated / "logs", on_error="warn")
         run.log({"x": 1.0}, step=0)
-        report = run.finish(timeout=60)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            report = run.finish(timeout=60)
     finally:
         server.shutdown()
         server.server_close()
     tracker = run.get_tracker("swanlab")
-    assert report.ok and tracker.mode == "offline", str(report)
     refused = "Login failed" if EARLIER else "AuthenticationError"  # each SDK line's own error for a 401
+    if explicit:
+        backend = report.backends["swanlab"]
+        assert backend.state == "start_failed" and refused in backend.last_error, str(report)
+        assert backend.spilled == 1
+        return
+    assert report.ok and tracker.mode == "offline", str(report)
     assert refused in tracker.fallback_reason, tracker.fallback_reason
     assert read_run(tracker.run_dir).scalars == {"x": {0: 1.0}}
 

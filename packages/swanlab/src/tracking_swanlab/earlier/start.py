@@ -97,6 +97,7 @@ def start(tracker: Any, swanlab: Any, online_check_timeout: float) -> Started:
                 "SwanLab mode 'cloud' was chosen but no API key is configured (SWANLAB_API_KEY or `swanlab login`); "
                 "this backend never asks for one interactively"
             )
+        kwargs["mode"] = "cloud"  # this line's name for it (before 0.6.8 SwanLab refuses "online", in SWANLAB_MODE too)
         host = os.environ.get(API_HOST_VARIABLE) or DEFAULT_API_HOST
         problem = probe_http(host, online_check_timeout)
         if problem is None:
