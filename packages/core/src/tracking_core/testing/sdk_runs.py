@@ -428,6 +428,8 @@ experiment.log_parameters(CONFIG)
 experiment.log_other("dataset", "mnist")
 for step in range(STEPS):
     experiment.log_metrics({{"train/loss": 1.0 / (step + 1), "acc": step / STEPS}}, step=step)
+experiment.set_step(STEPS)
+experiment.set_epoch(1)
 pixels = np.arange(4 * 6 * 3, dtype=np.uint8).reshape(4, 6, 3)
 experiment.log_image(Image.fromarray(pixels), name="sample", step=STEPS)
 experiment.log_text("a note", step=STEPS)
@@ -439,8 +441,9 @@ print(json.dumps({{"key": experiment.id}}))
 
 
 def write_comet_ml(root: Path) -> SdkRun:
-    """An offline archive comet_ml wrote under ``root/offline``: metrics, parameters, an "other", an image,
-    a text, a histogram and a table. ``source`` is the archive (``<experiment key>.zip``)."""
+    """An offline archive comet_ml wrote under ``root/offline``: metrics, parameters, an "other", the step
+    and epoch set as a script sets them, an image, a text, a histogram and a table. ``source`` is the
+    archive (``<experiment key>.zip``)."""
     env = {
         "HOME": str(root / "home"),
         "MPLCONFIGDIR": str(root / "mpl"),
