@@ -90,3 +90,19 @@ def test_not_a_run(tmp_path: Path) -> None:
     with pytest.raises(SourceError, match="no SwanLab run"):
         list(read_runs(str(tmp_path / "empty")))
 
+
+def test_a_resumed_run_keeps_the_config_its_first_process_stored(tmp_path: Path) -> None:
+    """Each process of a resumed run writes a folder of its own, and the one that resumed it stores no
+    config of its own: the run's config is the one its folders hold together."""
+    import tracking_core
+
+    run = tracking_core.init("resumed", log_with="swanlab", logging_dir=tmp_path, config=CONFIG)
+    run.log({"loss": 1.0}, step=0)
+    assert run.finish().ok
+    again = tracking_core.init("resumed", log_with="swanlab", logging_dir=tmp_path, resume=True)
+    again.log({"loss": 0.5}, step=1)
+    assert again.finish().ok
+    assert len(list((tmp_path / "swanlog").glob("run-*"))) == 2
+    [imported] = list(read_runs(str(tmp_path / "swanlog")))
+    assert imported.config == CONFIG
+    assert sorted((point.step, point.value) for point in imported.points) == [(0, 1.0), (1, 0.5)]
