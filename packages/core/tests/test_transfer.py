@@ -13,9 +13,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tracking_core import GeneralTracker, register_tracker_class
 from tracking_core.cli import main
 from tracking_core.journal import JournalSummary, read_journal
 from tracking_core.png import encode_png
+from tracking_core.testing import MemoryTracker
 from tracking_core.transfer.importing import import_runs, register_importer
 from tracking_core.transfer.model import Media, Point, SourceError, SourceRun
 
@@ -171,6 +173,33 @@ def test_an_imported_run_replays_into_a_new_run_with_every_point_once(fake, caps
     assert replayed.metrics == original.metrics and replayed.config == original.config
     times = sorted(r["time"] for r in read_journal(copy) if r["type"] == "metrics")
     assert times == sorted(r["time"] for r in read_journal(source) if r["type"] == "metrics")
+
+
+class _MetricsOnly(MemoryTracker):
+    """A backend with metrics and config but no images, tables or artifacts (DVCLive has no tables)."""
+
+    name = "metricsonly"
+    log_images = GeneralTracker.log_images
+    log_table = GeneralTracker.log_table
+    log_artifact = GeneralTracker.log_artifact
+
+
+def test_replaying_into_the_run_skips_what_the_backend_has_no_method_for_and_says_so(fake, capsys):
+    """A live run never queues a table for a backend without ``log_table``; a journal replayed into the
+    run (or caught up from on resume) holds every kind, so the catch-up skips those the same way."""
+    register_tracker_class(_MetricsOnly)
+    run_dir = import_runs("fake", "src", logging_dir=fake / "runs", progress=False).runs[0].run_dir
+    code = main(["replay", str(run_dir), "--to", "metricsonly", "--quiet"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "metricsonly  finished" in out and "spilled" not in out.split("metricsonly", 2)[-1]
+    assert "metricsonly: 2 tables skipped: metricsonly has no log_table" in out  # the table and the text
+    assert "metricsonly: 2 images skipped: metricsonly has no log_images" in out
+    assert "metricsonly: 1 artifacts skipped: metricsonly has no log_artifact" in out
+    assert MemoryTracker.runs[-1].series("loss") == {step: 1.0 / (step + 1) for step in range(0, 20, 2)}
+    assert not (run_dir / "spill-metricsonly.jsonl").exists()
+    assert main(["replay", str(run_dir), "--to", "metricsonly", "--quiet"]) == 0  # nothing is owed
+    assert MemoryTracker.runs[-1].metrics == []
 
 
 # -- export ------------------------------------------------------------------------------------------
