@@ -131,6 +131,32 @@ def test_import_copies_media_and_lists_what_it_could_not_carry(fake):
     assert manifest["imported_from"]["not_carried"] == run.not_carried
 
 
+def test_images_a_source_keeps_as_a_list_at_one_step_stay_one_list(tmp_path, memory):
+    """W&B, Aim and SwanLab keep a list of images under one key at one step. Replayed as separate records,
+    a target that keeps one value per key and step (W&B merges a step's values into one row) kept the last."""
+    first, second = (encode_png(np.full((2, 3, 3), value, dtype=np.uint8)) for value in (10, 250))
+
+    def read_runs(source: str, *, options=None):
+        media = [Media("image", "pair", 3, first), Media("image", "pair", 3, second), Media("image", "one", 3, first)]
+        yield SourceRun(
+            backend="fake", source_id="lists", project="proj", points=[Point("loss", 3, 0.5, T0)], media=media
+        )
+
+    register_importer("fake", read_runs)
+    (run,) = import_runs("fake", "src", logging_dir=tmp_path / "runs", progress=False).runs
+    records = [r for r in read_journal(run.run_dir) if r["type"] == "images"]
+    assert [(r["step"], {key: len(files) for key, files in r["images"].items()}) for r in records] == [
+        (3, {"pair": 2}),
+        (3, {"one": 1}),
+    ]
+    assert main(["replay", str(run.run_dir), "--to", "memory", "--new-run", "--quiet"]) == 0
+    delivered = [
+        (step, {key: [int(np.asarray(image)[0, 0, 0]) for image in items] for key, items in values.items()})
+        for step, values in memory.runs[-1].images
+    ]
+    assert delivered == [(3, {"pair": [10, 250]}), (3, {"one": [10]})]
+
+
 def test_importing_the_same_runs_twice_keeps_one_run_each(fake):
     import_runs("fake", "src", logging_dir=fake / "runs", progress=False)
     register_importer("fake", _source_runs(fake, lr=0.2))  # the source changed since
