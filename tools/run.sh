@@ -112,6 +112,7 @@ run_tests() {
   for cell in $(sdk_path_cells); do
     step "$cell (SDK paths between floor and newest)" "$hatch" run "sdk-path.$cell:unit" --junitxml="$reports/sdk-path-$cell.xml"
   done
+  step migrations "$hatch" run migrate:run --junitxml="$reports/migrations.xml"
   # torch (CPU) is a wheel for CPython 3.11 on this machine's disk; without a 3.11 the cells cannot install it
   if command -v python3.11 >/dev/null 2>&1; then
     for framework in $(framework_cells); do

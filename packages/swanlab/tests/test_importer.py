@@ -3,43 +3,16 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
+from tracking_core.testing.sdk_runs import STEPS, write_swanlab
+from tracking_core.testing.sdk_runs import SWANLAB_CONFIG as CONFIG
 from tracking_core.transfer.model import SourceError
 from tracking_swanlab import earlier
 from tracking_swanlab.importer import read_runs
 from tracking_swanlab.reader import read_run
-
-STEPS = 20
-CONFIG = {"lr": 0.1, "optimizer": {"name": "adam", "betas": [0.9, 0.999]}, "layers": [64, 32]}
-WRITE = """
-import json, sys
-import numpy as np
-import swanlab
-
-STEPS, CONFIG, root = {steps}, {config}, sys.argv[1]
-S = swanlab.Settings
-{init}
-for step in range(STEPS):
-    swanlab.log({{"train/loss": 1.0 / (step + 1), "acc": step / STEPS}}, step=step)
-pixels = np.arange(4 * 6 * 3, dtype=np.uint8).reshape(4, 6, 3)
-swanlab.log({{"note": swanlab.Text("a note"), "sample": swanlab.Image(pixels, caption="first"),
-             "pair": [swanlab.Image(pixels), swanlab.Image(255 - pixels)]}}, step=STEPS)
-swanlab.finish()
-"""
-INIT = """swanlab.init(project="imports", experiment_name="sdk-run", config=CONFIG, mode="offline", log_dir=root + "/swanlog",
-             settings=S(probe=S.Probe(monitor=False, git=False, requirements=False, conda=False),
-                        terminal=S.Terminal(proxy_type="none")))"""
-#: SwanLab 0.6.2 to 0.7.x: ``logdir`` and flat settings (the floor cell)
-EARLIER_INIT = """swanlab.init(project="imports", experiment_name="sdk-run", config=CONFIG, mode="offline", logdir=root + "/swanlog",
-             settings=S(collect_hardware=False, hardware_monitor=False, collect_runtime=False,
-                        requirements_collect=False, conda_collect=False, log_proxy_type="none"))"""
 
 
 def _tree(root: Path) -> dict[str, str]:
@@ -53,24 +26,7 @@ def _tree(root: Path) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The offline run folder the swanlab SDK wrote."""
-    root = tmp_path_factory.mktemp("swanlab-import")
-    env = {key: value for key, value in os.environ.items() if not key.startswith("SWANLAB_")}
-    (root / "home").mkdir()
-    env.update(HOME=str(root / "home"), SWANLAB_ROOT=str(root / "swanlab-root"), SWANLAB_INTERACTIVE="0")
-    init = EARLIER_INIT if earlier.in_use() else INIT
-    script = textwrap.dedent(WRITE).format(steps=STEPS, config=repr(CONFIG), init=init)
-    done = subprocess.run(
-        [sys.executable, "-c", script, str(root)],
-        env=env,
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    [folder] = (root / "swanlog").glob("run-*")
-    return folder
+    return write_swanlab(tmp_path_factory.mktemp("swanlab-import")).source
 
 
 def test_every_point_config_media_and_what_is_not_carried(written: Path) -> None:
@@ -141,13 +97,35 @@ def test_not_a_run(tmp_path: Path) -> None:
         list(read_runs(str(tmp_path / "empty")))
 
 
+def test_a_resumed_run_keeps_the_config_its_first_process_stored(tmp_path: Path) -> None:
+    """Each process of a resumed run writes a folder of its own, and the one that resumed it stores no
+    config of its own: the run's config is the one its folders hold together."""
+    import tracking_core
+
+    run = tracking_core.init("resumed", log_with="swanlab", logging_dir=tmp_path, config=CONFIG)
+    run.log({"loss": 1.0}, step=0)
+    assert run.finish().ok
+    again = tracking_core.init("resumed", log_with="swanlab", logging_dir=tmp_path, resume=True)
+    again.log({"loss": 0.5}, step=1)
+    assert again.finish().ok
+    assert len(list((tmp_path / "swanlog").glob("run-*"))) == 2
+    imported = list(read_runs(str(tmp_path / "swanlog")))
+    if earlier.in_use():  # SwanLab 0.6.2-0.7.x write the resumed part as a SwanLab run of its own
+        assert [(run.config, [(p.step, p.value) for p in run.points]) for run in imported] == [
+            (CONFIG, [(0, 1.0)]),
+            ({}, [(1, 0.5)]),
+        ]
+        return
+    [imported_run] = imported
+    assert imported_run.config == CONFIG
+    assert sorted((point.step, point.value) for point in imported_run.points) == [(0, 1.0), (1, 0.5)]
+
+
 def test_a_store_of_the_other_sdk_line_says_which_swanlab_reads_it(tmp_path: Path) -> None:
     """Each SwanLab line reads only its own run file; the other one's is refused by name, not as damage."""
     folder = tmp_path / "run-20260101_000000-other"
     folder.mkdir()
-    other, message = (
-        ("run-other.swanlab", "SwanLab 0.8 or later") if earlier.in_use() else ("backup.swanlab", "0.6.2 to 0.7.x")
-    )
+    other, message = ("run-other.swanlab", "SwanLab 0.8 or later") if earlier.in_use() else ("backup.swanlab", "0.6.2 to 0.7.x")
     (folder / other).write_bytes(b":SWL" + bytes(3))
     with pytest.raises(SourceError, match=message) as caught:
         list(read_runs(str(tmp_path)))

@@ -177,6 +177,14 @@ def _config(run_dir: Path) -> dict[str, Any]:
     return {key: entry.get("value") if isinstance(entry, dict) else entry for key, entry in stored.items()}
 
 
+def _merged_config(files: list[Path]) -> dict[str, Any]:
+    """The config of a run's folders together, oldest first: a process that resumed the run may store none."""
+    config: dict[str, Any] = {}
+    for path in files:
+        config.update(_config(path.parent))
+    return config
+
+
 def _run_files(root: Path) -> dict[str, list[Path]]:
     """The run files under ``root`` by run id, each run's folders oldest first (their names start with the time)."""
     if root.is_file():
@@ -245,7 +253,7 @@ def read_runs(source: str, *, options: dict[str, str] | None = None) -> Iterator
             started=_seconds(start.started_at),
             ended=_seconds(scan.finish.finished_at) if scan.finish is not None else None,
             status=status,
-            config=_config(files[-1].parent),
+            config=_merged_config(files),
             tags=_tags(start),
             points=_points(files, scan.damage[0] if scan.damage else None),
             media=[*scan.media, *scan.saved],
