@@ -125,7 +125,9 @@ def test_a_store_of_the_other_sdk_line_says_which_swanlab_reads_it(tmp_path: Pat
     """Each SwanLab line reads only its own run file; the other one's is refused by name, not as damage."""
     folder = tmp_path / "run-20260101_000000-other"
     folder.mkdir()
-    other, message = ("run-other.swanlab", "SwanLab 0.8 or later") if earlier.in_use() else ("backup.swanlab", "0.6.2 to 0.7.x")
+    other, message = (
+        ("run-other.swanlab", "SwanLab 0.8 or later") if earlier.in_use() else ("backup.swanlab", "0.6.2 to 0.7.x")
+    )
     (folder / other).write_bytes(b":SWL" + bytes(3))
     with pytest.raises(SourceError, match=message) as caught:
         list(read_runs(str(tmp_path)))
