@@ -6,6 +6,9 @@ through ``scan()`` rather than the reader's iterator, which ends quietly at a da
 import must say so. Scalars (with their steps and timestamps) become points; text, image and table
 media (files under ``media/``) become media; the config comes from ``files/config.yaml`` as
 :mod:`tracking_swanlab.reader` reads it. The folders of a resumed run (one id) are read as one run.
+
+A folder of SwanLab 0.6.2 to 0.7.x (``backup.swanlab``, JSON records) is read by
+:mod:`tracking_swanlab.earlier.importer`, with that release's own reader: it needs such a SwanLab installed.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typing import Any
 
 from tracking_core.transfer.model import Media, Point, SourceError, SourceRun
 
-from .reader import _media_file
+from .reader import BACKUP_FILE, _media_file
 
 __all__ = ["read_runs"]
 
@@ -32,8 +35,13 @@ class _Damaged(Exception):
 
 
 def _records(path: Path) -> Iterator[Any]:
-    from swanlab.proto.swanlab.record.v1 import record_pb2
-    from swanlab.sdk.internal.core_python.store import DataStoreReader
+    try:
+        from swanlab.proto.swanlab.record.v1 import record_pb2
+        from swanlab.sdk.internal.core_python.store import DataStoreReader
+    except ImportError as error:
+        raise SourceError(
+            str(path), "written by SwanLab 0.8 or later, whose reader the installed SwanLab does not have"
+        ) from error
 
     if path.stat().st_size == 0:
         return  # SwanLab writes the file unflushed until finish(): a run killed early holds nothing
@@ -188,8 +196,15 @@ def _run_files(root: Path) -> dict[str, list[Path]]:
             found.extend(Path(folder) / name for name in names if name.endswith(".swanlab"))
     runs: dict[str, list[Path]] = {}
     for path in sorted(found, key=lambda path: path.parent.name):
-        runs.setdefault(path.stem.removeprefix("run-"), []).append(path)
+        runs.setdefault(_run_id(path), []).append(path)
     return runs
+
+
+def _run_id(path: Path) -> str:
+    """``run-<id>.swanlab`` names its run; a ``backup.swanlab`` is named by its folder, ``run-<time>-<id>``."""
+    if path.name == BACKUP_FILE:
+        return path.parent.name.rsplit("-", 1)[-1]
+    return path.stem.removeprefix("run-")
 
 
 def _tags(start: Any) -> dict[str, str]:
@@ -206,8 +221,14 @@ def read_runs(source: str, *, options: dict[str, str] | None = None) -> Iterator
         raise SourceError(source, "no such file or folder")
     runs = _run_files(root)
     if not runs:
-        raise SourceError(source, "no SwanLab run (run-*.swanlab) found")
+        raise SourceError(source, "no SwanLab run (run-*.swanlab or backup.swanlab) found")
     for run_id, files in runs.items():
+        if files[0].name == BACKUP_FILE:  # SwanLab 0.6.2 to 0.7.x: each folder is a run of its own
+            from .earlier.importer import read_run
+
+            for path in files:
+                yield from read_run(run_id, path, _config(path.parent))
+            continue
         scan = _scan(files)
         if scan.start is None:
             if scan.damage is not None:

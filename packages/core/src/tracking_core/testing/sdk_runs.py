@@ -530,9 +530,14 @@ import swanlab
 
 STEPS, CONFIG, root = {steps}, {config}, sys.argv[1]
 S = swanlab.Settings
-swanlab.init(project="imports", experiment_name="sdk-run", config=CONFIG, mode="offline", log_dir=root + "/swanlog",
-             settings=S(probe=S.Probe(monitor=False, git=False, requirements=False, conda=False),
-                        terminal=S.Terminal(proxy_type="none")))
+if hasattr(S, "Probe"):  # SwanLab 0.8+ (swanlab.sdk): nested settings, log_dir
+    swanlab.init(project="imports", experiment_name="sdk-run", config=CONFIG, mode="offline", log_dir=root + "/swanlog",
+                 settings=S(probe=S.Probe(monitor=False, git=False, requirements=False, conda=False),
+                            terminal=S.Terminal(proxy_type="none")))
+else:  # SwanLab 0.6.2 to 0.7.x: flat settings, logdir
+    swanlab.init(project="imports", experiment_name="sdk-run", config=CONFIG, mode="offline", logdir=root + "/swanlog",
+                 settings=S(collect_hardware=False, hardware_monitor=False, collect_runtime=False,
+                            requirements_collect=False, conda_collect=False, log_proxy_type="none"))
 for step in range(STEPS):
     swanlab.log({{"train/loss": 1.0 / (step + 1), "acc": step / STEPS}}, step=step)
 pixels = np.arange(4 * 6 * 3, dtype=np.uint8).reshape(4, 6, 3)
@@ -546,6 +551,7 @@ def write_swanlab(root: Path) -> SdkRun:
     """An offline run the swanlab SDK wrote under ``root/swanlog``: scalars, a text and images.
     ``source`` is the ``run-*`` folder."""
     env = {"HOME": str(root / "home"), "SWANLAB_ROOT": str(root / "swanlab-root"), "SWANLAB_INTERACTIVE": "0"}
+    (root / "home").mkdir(exist_ok=True)  # SwanLab before 0.8 refuses to start without the home folder
     script = textwrap.dedent(_SWANLAB).format(steps=STEPS, config=repr(SWANLAB_CONFIG))
     with _clocked() as window:
         _run_script(script, root, args=(str(root),), strip=("SWANLAB_",), env=env, timeout=120)
