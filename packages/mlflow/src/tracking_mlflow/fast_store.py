@@ -87,7 +87,7 @@ def _variable_limit(connection: sqlite3.Connection) -> int:
     """How many ``?`` one statement may hold in this build of SQLite (999 before 3.32 by default)."""
     getlimit = getattr(connection, "getlimit", None)  # Python 3.11+
     if getlimit is not None:
-        return int(getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER))
+        return int(getlimit(getattr(sqlite3, "SQLITE_LIMIT_VARIABLE_NUMBER", 9)))  # 9: SQLite's own number for it
     return 32_766 if sqlite3.sqlite_version_info >= (3, 32, 0) else 999
 
 
