@@ -20,10 +20,12 @@ import contextlib
 import contextvars
 import inspect
 import re
+import shlex
 import sys
 import threading
 from collections.abc import Iterator
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 #: The first release whose local runs write to SQLite themselves (no dashboard server in between).
@@ -85,10 +87,10 @@ def in_process_dashboard(trackio: Any, context: contextvars.Context) -> Iterator
     if not needs_in_process_dashboard():
         yield
         return
-    from trackio import context_vars
-
-    # init() launches the dashboard only when no server is current in its context: name this process.
-    context.run(context_vars.current_server.set, "in-process")
+    # init() launches the dashboard only when no server is current in its context: name this process. The
+    # variable moved from the package (0.0.16 and older) to trackio.context_vars.
+    holder = getattr(trackio, "context_vars", trackio)
+    context.run(holder.current_server.set, "in-process")
     with _client_swap:  # trackio.init looks `Client` up in its module when it makes the run's client
         original = trackio.Client
         trackio.Client = InProcessClient
@@ -98,9 +100,14 @@ def in_process_dashboard(trackio: Any, context: contextvars.Context) -> Iterator
             trackio.Client = original
 
 
+def _client_of(run: Any) -> Any:
+    """The run's dashboard client (``Run.client`` before trackio 0.0.20)."""
+    return getattr(run, "_client", None) or getattr(run, "client", None)
+
+
 def remote_url(run: Any) -> str | None:
     """Where the run sends its rows when that is not this process's store (a Space or a server)."""
-    if isinstance(getattr(run, "_client", None), InProcessClient):
+    if isinstance(_client_of(run), InProcessClient):
         return None
     url = getattr(run, "url", None)
     return str(url) if url else None
@@ -123,7 +130,7 @@ def drop_group(init: Any, kwargs: dict[str, Any]) -> str | None:
 def write_failures(run: Any) -> set[str]:
     """Trackio's own recorded write failures (0.23+) and those of the in-process dashboard."""
     failures = set(getattr(run, "_warned_failures", ()))
-    client = getattr(run, "_client", None)
+    client = _client_of(run)
     if isinstance(client, InProcessClient):
         failures |= client.failures
     return {key for key in failures if key.startswith("write-")}
@@ -163,6 +170,31 @@ def stored_config(storage: Any, project: str, run: Any) -> Any:
     if by_id and getattr(run, "id", None):
         return storage.get_run_config(project, run_id=run.id)
     return storage.get_run_config(project, run.name)
+
+
+def stores_config() -> bool:
+    """True when this release's store has a place for the run's config (``SQLiteStorage.store_config``, 0.4+)."""
+    from trackio.sqlite_storage import SQLiteStorage
+
+    return hasattr(SQLiteStorage, "store_config")
+
+
+def reads_trackio_dir() -> bool:
+    """True when this release takes its store from ``TRACKIO_DIR`` (0.5.2+): its ``_get_trackio_dir`` looks the
+    variable up. Before, the store is always ``$HF_HOME/trackio``."""
+    import trackio.utils
+
+    locate = getattr(trackio.utils, "_get_trackio_dir", None)
+    return "TRACKIO_DIR" in getattr(getattr(locate, "__code__", None), "co_consts", ())
+
+
+def store_setting(storage_dir: Path) -> str:
+    """The environment setting that makes a new process of this release (``trackio show``, its reader) use
+    ``storage_dir``: ``TRACKIO_DIR``, or ``HF_HOME`` for a release that ignores it (the store is then
+    ``$HF_HOME/trackio``, and the tracker's is ``<logging_dir>/trackio``)."""
+    if reads_trackio_dir() or storage_dir.name != "trackio":
+        return f"TRACKIO_DIR={shlex.quote(str(storage_dir))}"
+    return f"HF_HOME={shlex.quote(str(storage_dir.parent))}"
 
 
 def table(trackio: Any, columns: list[str], rows: list[list[Any]]) -> Any:
