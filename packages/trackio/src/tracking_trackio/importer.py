@@ -107,7 +107,8 @@ class _Run:
     def _media(self, key: str, value: dict[str, Any], step: int, time: float | None) -> None:
         kind = value.get("_type")
         if kind == "trackio.image" and value.get("file_path"):
-            self.media.append(Media("image", key, step, str(store.media_file(self.store_dir, value["file_path"])), time))
+            path = store.media_file(self.store_dir, value["file_path"])
+            self.media.append(Media("image", key, step, str(path), time))
             if value.get("caption"):
                 self._drop(f"image captions ({key})")
         elif kind == "trackio.table" and (table := _table(value)) is not None:

@@ -12,6 +12,9 @@
   refuses, losing the whole batch of rows they were in. :func:`table` hands those releases a DataFrame
   with the column names.
 * 0.5 has no ``trackio.Histogram`` (0.6 has); before 0.30 there are no artifacts (the tracker notes both).
+* 0.2.8 to 0.3.3 store every image as RGBA, a PNG file's too (:func:`made_rgba`: a note says so).
+* Before 0.5.2 the store is always ``$HF_HOME/trackio`` (``TRACKIO_DIR`` is ignored): :func:`store_setting`
+  names the variable that points a new process of the release at the run's store.
 """
 
 from __future__ import annotations
@@ -173,10 +176,10 @@ def stored_config(storage: Any, project: str, run: Any) -> Any:
 
 
 def stores_config() -> bool:
-    """True when this release's store has a place for the run's config (``SQLiteStorage.store_config``, 0.4+)."""
+    """True when this release's store keeps the run's config (its reader ``SQLiteStorage.get_run_config``, 0.4+)."""
     from trackio.sqlite_storage import SQLiteStorage
 
-    return hasattr(SQLiteStorage, "store_config")
+    return hasattr(SQLiteStorage, "get_run_config")
 
 
 def reads_trackio_dir() -> bool:
@@ -195,6 +198,21 @@ def store_setting(storage_dir: Path) -> str:
     if reads_trackio_dir() or storage_dir.name != "trackio":
         return f"TRACKIO_DIR={shlex.quote(str(storage_dir))}"
     return f"HF_HOME={shlex.quote(str(storage_dir.parent))}"
+
+
+RGBA_NOTE = "this trackio release stores every image as RGBA (trackio 0.3.4 keeps the file): an opaque alpha is added"
+
+
+def made_rgba(image: Any, source: str) -> bool:
+    """True when this ``trackio.Image`` of the file ``source`` was converted to RGBA, which the file is not
+    (0.2.8 to 0.3.3 convert every image when it is made, a file's too; later releases copy a file)."""
+    converted = getattr(image, "_pil", None)
+    if getattr(converted, "mode", None) != "RGBA":
+        return False
+    from PIL import Image
+
+    with Image.open(source) as original:
+        return bool(original.mode != "RGBA")
 
 
 def table(trackio: Any, columns: list[str], rows: list[list[Any]]) -> Any:

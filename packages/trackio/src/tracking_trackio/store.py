@@ -25,7 +25,7 @@ def project_database(storage_dir: Path, project: str) -> Path:
 
     named = getattr(SQLiteStorage, "get_project_db_filename", None)
     if named is not None:
-        return storage_dir / named(project)
+        return storage_dir / str(named(project))
     return storage_dir / Path(SQLiteStorage.get_project_db_path(project)).name
 
 

@@ -258,7 +258,8 @@ class TrackioTracker(GeneralTracker):
             _release_storage(self.storage_dir)
             raise
         # `trackio show` in a new shell looks in TRACKIO_DIR or its default: say which dir when it is neither.
-        in_default = self.storage_dir == _sdk_default_dir or bool(os.environ.get("TRACKIO_DIR") and legacy.reads_trackio_dir())
+        from_env = bool(os.environ.get("TRACKIO_DIR")) and legacy.reads_trackio_dir()  # before 0.5.2 it is ignored
+        in_default = from_env or self.storage_dir == _sdk_default_dir
         view = "" if in_default else legacy.store_setting(self.storage_dir) + " "
         what = "resumed run" if self._resumed else "run"
         remote = legacy.remote_url(self._run)  # a Space or server the user chose (kwargs or TRACKIO_* env)
@@ -405,9 +406,10 @@ class TrackioTracker(GeneralTracker):
                 for index, image in enumerate(image_list(images)):
                     path = _write_png(image, folder, written)
                     written += 1
-                    payload[key if index == 0 else f"{key}/{index}"] = trackio.Image(
-                        path, caption=kwargs.get("caption")
-                    )
+                    made = trackio.Image(path, caption=kwargs.get("caption"))
+                    if legacy.made_rgba(made, path):
+                        self._missing("rgba", legacy.RGBA_NOTE)
+                    payload[key if index == 0 else f"{key}/{index}"] = made
             self._run.log(payload, step=step)  # Trackio copies the files into its media folder here
 
     def log_table(
