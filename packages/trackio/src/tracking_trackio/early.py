@@ -1,4 +1,4 @@
-"""The early Trackio line (0.0.17 to 0.1.x), whose ``Run.log(metrics)`` takes no step, detected, not assumed.
+"""The early Trackio line (0.0.17 to 0.0.20), whose ``Run.log(metrics)`` takes no step, detected, not assumed.
 
 Such a ``Run.log`` sends each row to the dashboard's ``/log`` handler, which numbers the run's rows itself
 (0, 1, 2, ...): the step a caller gives would be lost. :class:`StepKeepingWriter` writes each row with

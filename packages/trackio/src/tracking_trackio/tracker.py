@@ -216,7 +216,7 @@ class TrackioTracker(GeneralTracker):
         self._finished = False
         self._context: contextvars.Context | None = None
         self._config_pending = False
-        self._writer: early.StepKeepingWriter | None = None  # trackio 0.0.x/0.1: rows written with their steps
+        self._writer: early.StepKeepingWriter | None = None  # trackio 0.0.x: rows written with their steps
         self._last_step: int | None = None
         self._seen_sdk_failures: set[str] = set()
         self._resumed = False
@@ -270,7 +270,7 @@ class TrackioTracker(GeneralTracker):
             notice(f"trackio: {what} {self._run.name!r} in {self.storage_dir} (view: {command})")
 
     def _step_keeping_writer(self) -> early.StepKeepingWriter:
-        """Trackio 0.0.17 to 0.1: its ``Run.log`` takes no step, so rows go through its storage class with theirs."""
+        """Trackio 0.0.17 to 0.0.20: ``Run.log`` takes no step, so rows go through its storage class with theirs."""
         if not early.can_keep_steps():
             self._run.finish()
             raise RuntimeError(
