@@ -67,3 +67,15 @@ def test_a_location_kept_as_text_is_pointed_at_the_run_as_text(monkeypatch: pyte
     monkeypatch.setitem(sys.modules, "trackio.early_storage", module)
     _point_sdk_at(tmp_path / "runs" / "trackio")
     assert module.TRACKIO_DIR == str(tmp_path / "runs" / "trackio")
+
+
+def test_an_image_made_rgba_from_a_file_that_is_not_is_told_apart(tmp_path):
+    """trackio 0.2.8 to 0.3.3 convert every image to RGBA when it is made (kept on ``_pil``), a file's too."""
+    image = pytest.importorskip("PIL.Image")
+    grey, rgba = tmp_path / "grey.png", tmp_path / "rgba.png"
+    image.new("L", (4, 3)).save(grey)
+    image.new("RGBA", (4, 3)).save(rgba)
+    converted = types.SimpleNamespace(_pil=image.new("RGBA", (4, 3)))
+    assert legacy.made_rgba(converted, str(grey))
+    assert not legacy.made_rgba(converted, str(rgba))  # nothing added to an RGBA file
+    assert not legacy.made_rgba(types.SimpleNamespace(_value=str(grey)), str(grey))  # 0.3.4+: the file is copied
