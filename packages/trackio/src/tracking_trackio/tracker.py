@@ -89,7 +89,8 @@ def _silence_sdk_banner() -> None:
 
 def _point_sdk_at(directory: Path) -> None:
     """Set Trackio's location constants in every loaded trackio module (they are copied by ``from ... import``)."""
-    for name, module in list(sys.modules.items()):
+    # a copy taken in one step: another thread's import changes sys.modules while a list is being built from it
+    for name, module in sys.modules.copy().items():
         if module is None or not (name == "trackio" or name.startswith("trackio.")):
             continue
         for attribute, child in _LOCATION_ATTRIBUTES.items():
