@@ -22,6 +22,8 @@ from typing import Any
 
 from tracking_core.transfer.model import Media, Point, SourceError, SourceRun
 
+from . import store
+
 __all__ = ["read_runs"]
 
 _OWN_CONFIG_KEYS = ("_Created", "_Group", "_Username")
@@ -39,10 +41,8 @@ def _seconds(timestamp: Any) -> float | None:
 
 
 def _decode(raw: Any) -> dict[str, Any]:
-    from trackio.utils import deserialize_values
-
     values = json.loads(raw)
-    return dict(deserialize_values(values)) if isinstance(values, dict) else {}
+    return dict(store.decode(values)) if isinstance(values, dict) else {}
 
 
 def _copy(database: Path, into: Path) -> Path:
@@ -76,8 +76,8 @@ def _table(value: dict[str, Any]) -> dict[str, Any] | None:
 class _Run:
     """One run of a project database: how its rows are selected, and what they hold besides points."""
 
-    def __init__(self, copy: Path, media_root: Path, column: str, ident: str, name: str) -> None:
-        self.copy, self.media_root, self.column, self.ident, self.name = copy, media_root, column, ident, name
+    def __init__(self, copy: Path, store_dir: Path, column: str, ident: str, name: str) -> None:
+        self.copy, self.store_dir, self.column, self.ident, self.name = copy, store_dir, column, ident, name
         self.media: list[Media] = []
         self.dropped: dict[str, int] = {}
 
@@ -107,7 +107,8 @@ class _Run:
     def _media(self, key: str, value: dict[str, Any], step: int, time: float | None) -> None:
         kind = value.get("_type")
         if kind == "trackio.image" and value.get("file_path"):
-            self.media.append(Media("image", key, step, str(self.media_root / value["file_path"]), time))
+            path = store.media_file(self.store_dir, value["file_path"])
+            self.media.append(Media("image", key, step, str(path), time))
             if value.get("caption"):
                 self._drop(f"image captions ({key})")
         elif kind == "trackio.table" and (table := _table(value)) is not None:
@@ -179,7 +180,7 @@ def _runs_of(database: Path, scratch: tempfile.TemporaryDirectory[str]) -> Itera
     finally:
         connection.close()
     for ident, name in runs:
-        run = _Run(copy, database.parent / "media", column, ident, name)
+        run = _Run(copy, database.parent, column, ident, name)
         try:
             run.scan_media()
         except (sqlite3.Error, ValueError) as error:

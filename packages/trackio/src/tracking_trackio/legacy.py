@@ -12,6 +12,9 @@
   refuses, losing the whole batch of rows they were in. :func:`table` hands those releases a DataFrame
   with the column names.
 * 0.5 has no ``trackio.Histogram`` (0.6 has); before 0.30 there are no artifacts (the tracker notes both).
+* 0.2.8 to 0.3.3 store every image as RGBA, a PNG file's too (:func:`made_rgba`: a note says so).
+* Before 0.5.2 the store is always ``$HF_HOME/trackio`` (``TRACKIO_DIR`` is ignored): :func:`store_setting`
+  names the variable that points a new process of the release at the run's store.
 """
 
 from __future__ import annotations
@@ -20,10 +23,12 @@ import contextlib
 import contextvars
 import inspect
 import re
+import shlex
 import sys
 import threading
 from collections.abc import Iterator
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 #: The first release whose local runs write to SQLite themselves (no dashboard server in between).
@@ -85,10 +90,10 @@ def in_process_dashboard(trackio: Any, context: contextvars.Context) -> Iterator
     if not needs_in_process_dashboard():
         yield
         return
-    from trackio import context_vars
-
-    # init() launches the dashboard only when no server is current in its context: name this process.
-    context.run(context_vars.current_server.set, "in-process")
+    # init() launches the dashboard only when no server is current in its context: name this process. The
+    # variable moved from the package (0.0.16 and older) to trackio.context_vars.
+    holder = getattr(trackio, "context_vars", trackio)
+    context.run(holder.current_server.set, "in-process")
     with _client_swap:  # trackio.init looks `Client` up in its module when it makes the run's client
         original = trackio.Client
         trackio.Client = InProcessClient
@@ -98,9 +103,14 @@ def in_process_dashboard(trackio: Any, context: contextvars.Context) -> Iterator
             trackio.Client = original
 
 
+def _client_of(run: Any) -> Any:
+    """The run's dashboard client (``Run.client`` before trackio 0.0.20)."""
+    return getattr(run, "_client", None) or getattr(run, "client", None)
+
+
 def remote_url(run: Any) -> str | None:
     """Where the run sends its rows when that is not this process's store (a Space or a server)."""
-    if isinstance(getattr(run, "_client", None), InProcessClient):
+    if isinstance(_client_of(run), InProcessClient):
         return None
     url = getattr(run, "url", None)
     return str(url) if url else None
@@ -123,7 +133,7 @@ def drop_group(init: Any, kwargs: dict[str, Any]) -> str | None:
 def write_failures(run: Any) -> set[str]:
     """Trackio's own recorded write failures (0.23+) and those of the in-process dashboard."""
     failures = set(getattr(run, "_warned_failures", ()))
-    client = getattr(run, "_client", None)
+    client = _client_of(run)
     if isinstance(client, InProcessClient):
         failures |= client.failures
     return {key for key in failures if key.startswith("write-")}
@@ -163,6 +173,46 @@ def stored_config(storage: Any, project: str, run: Any) -> Any:
     if by_id and getattr(run, "id", None):
         return storage.get_run_config(project, run_id=run.id)
     return storage.get_run_config(project, run.name)
+
+
+def stores_config() -> bool:
+    """True when this release's store keeps the run's config (its reader ``SQLiteStorage.get_run_config``, 0.4+)."""
+    from trackio.sqlite_storage import SQLiteStorage
+
+    return hasattr(SQLiteStorage, "get_run_config")
+
+
+def reads_trackio_dir() -> bool:
+    """True when this release takes its store from ``TRACKIO_DIR`` (0.5.2+): its ``_get_trackio_dir`` looks the
+    variable up. Before, the store is always ``$HF_HOME/trackio``."""
+    import trackio.utils
+
+    locate = getattr(trackio.utils, "_get_trackio_dir", None)
+    return "TRACKIO_DIR" in getattr(getattr(locate, "__code__", None), "co_consts", ())
+
+
+def store_setting(storage_dir: Path) -> str:
+    """The environment setting that makes a new process of this release (``trackio show``, its reader) use
+    ``storage_dir``: ``TRACKIO_DIR``, or ``HF_HOME`` for a release that ignores it (the store is then
+    ``$HF_HOME/trackio``, and the tracker's is ``<logging_dir>/trackio``)."""
+    if reads_trackio_dir() or storage_dir.name != "trackio":
+        return f"TRACKIO_DIR={shlex.quote(str(storage_dir))}"
+    return f"HF_HOME={shlex.quote(str(storage_dir.parent))}"
+
+
+RGBA_NOTE = "this trackio release stores every image as RGBA (trackio 0.3.4 keeps the file): an opaque alpha is added"
+
+
+def made_rgba(image: Any, source: str) -> bool:
+    """True when this ``trackio.Image`` of the file ``source`` was converted to RGBA, which the file is not
+    (0.2.8 to 0.3.3 convert every image when it is made, a file's too; later releases copy a file)."""
+    converted = getattr(image, "_pil", None)
+    if getattr(converted, "mode", None) != "RGBA":
+        return False
+    from PIL import Image
+
+    with Image.open(source) as original:
+        return bool(original.mode != "RGBA")
 
 
 def table(trackio: Any, columns: list[str], rows: list[list[Any]]) -> Any:

@@ -52,7 +52,7 @@ from tracking_core.kit.sdk import per_rank, rank_name, sdk_object
 from tracking_core.notices import logger, notice, warn_once
 from tracking_core.paths import check_optional_name
 
-from . import legacy
+from . import early, legacy, store
 
 #: Trackio's module constants that hold its storage location, and where each lives under the storage dir.
 _LOCATION_ATTRIBUTES = {"TRACKIO_DIR": None, "MEDIA_DIR": "media", "ARTIFACTS_DIR": "artifacts"}
@@ -89,12 +89,15 @@ def _silence_sdk_banner() -> None:
 
 def _point_sdk_at(directory: Path) -> None:
     """Set Trackio's location constants in every loaded trackio module (they are copied by ``from ... import``)."""
-    for name, module in list(sys.modules.items()):
+    # a copy taken in one step: another thread's import changes sys.modules while a list is being built from it
+    for name, module in sys.modules.copy().items():
         if module is None or not (name == "trackio" or name.startswith("trackio.")):
             continue
         for attribute, child in _LOCATION_ATTRIBUTES.items():
-            if isinstance(vars(module).get(attribute), Path):
-                setattr(module, attribute, directory / child if child else directory)
+            value = vars(module).get(attribute)
+            if isinstance(value, (Path, str)):  # a path string before trackio 0.0.20
+                location = directory / child if child else directory
+                setattr(module, attribute, location if isinstance(value, Path) else str(location))
 
 
 def _claim_storage(wanted: Path | None, backend: str) -> Path:
@@ -214,6 +217,7 @@ class TrackioTracker(GeneralTracker):
         self._finished = False
         self._context: contextvars.Context | None = None
         self._config_pending = False
+        self._writer: early.StepKeepingWriter | None = None  # trackio 0.0.x: rows written with their steps
         self._last_step: int | None = None
         self._seen_sdk_failures: set[str] = set()
         self._resumed = False
@@ -240,7 +244,7 @@ class TrackioTracker(GeneralTracker):
             if no_group := legacy.drop_group(trackio.init, kwargs):
                 warn_once(self.name, "group", no_group, reason="no-groups")
                 self.add_note(no_group)
-            module_config = trackio.config  # init() rebinds the module-global; keep the caller's
+            module_config = getattr(trackio, "config", None)  # init() rebinds the module-global; keep the caller's
             try:
                 with legacy.in_process_dashboard(trackio, self._context):  # trackio < 0.18: no web server
                     if saved is not None:  # the saved run's name already says which rank it is
@@ -249,12 +253,15 @@ class TrackioTracker(GeneralTracker):
                         self._run = self._in_context(trackio.init, project=self.run_name, **kwargs)
             finally:
                 trackio.config = module_config
+            if not early.logs_steps(self._run):
+                self._writer = self._step_keeping_writer()
         except BaseException:
             _release_storage(self.storage_dir)
             raise
         # `trackio show` in a new shell looks in TRACKIO_DIR or its default: say which dir when it is neither.
-        in_default = os.environ.get("TRACKIO_DIR") or self.storage_dir == _sdk_default_dir
-        view = "" if in_default else f"TRACKIO_DIR={shlex.quote(str(self.storage_dir))} "
+        from_env = bool(os.environ.get("TRACKIO_DIR")) and legacy.reads_trackio_dir()  # before 0.5.2 it is ignored
+        in_default = from_env or self.storage_dir == _sdk_default_dir
+        view = "" if in_default else legacy.store_setting(self.storage_dir) + " "
         what = "resumed run" if self._resumed else "run"
         remote = legacy.remote_url(self._run)  # a Space or server the user chose (kwargs or TRACKIO_* env)
         if remote:
@@ -262,6 +269,16 @@ class TrackioTracker(GeneralTracker):
         else:
             command = f"{view}trackio show --project {shlex.quote(self.run_name)}"
             notice(f"trackio: {what} {self._run.name!r} in {self.storage_dir} (view: {command})")
+
+    def _step_keeping_writer(self) -> early.StepKeepingWriter:
+        """Trackio 0.0.17 to 0.0.20: ``Run.log`` takes no step, so rows go through its storage class with theirs."""
+        if not early.can_keep_steps():
+            self._run.finish()
+            raise RuntimeError(
+                "this trackio release can store no step with a row (Run.log takes none and its SQLiteStorage "
+                "has no bulk_log): tracking-trackio needs trackio 0.0.17 or later"
+            )
+        return early.StepKeepingWriter(self._run, self.run_name)
 
     def _name_rank(self, kwargs: dict[str, Any]) -> None:
         """Per-rank mode: this rank's run joins the job's Trackio group, named after its rank."""
@@ -312,8 +329,8 @@ class TrackioTracker(GeneralTracker):
 
     def _restore_config(self, run: Any) -> None:
         """Trackio's resume starts from an empty config and would overwrite the stored one: start from the stored one."""
-        if not getattr(run, "_is_local", True):
-            return  # a Space or server holds the config; nothing to read locally
+        if not getattr(run, "_is_local", True) or not legacy.stores_config():
+            return  # a Space or server holds the config, or the release keeps none
         from trackio.sqlite_storage import SQLiteStorage
 
         try:
@@ -334,8 +351,14 @@ class TrackioTracker(GeneralTracker):
     def store_init_configuration(self, values: dict[str, Any]) -> None:
         """Merged into the run's config dict; called again later (``log_config``), changed values win.
 
-        Trackio writes the config with the run's next metrics row (INSERT OR REPLACE).
+        Trackio writes the config with the run's next metrics row (INSERT OR REPLACE). Releases before 0.4
+        keep no run config at all: the config is then kept in memory only, with one warning and a note.
         """
+        if not legacy.stores_config():
+            self._missing("config", "this trackio release keeps no run config (added in trackio 0.4): not stored")
+            self._config = merge_config(self._config, values)
+            self._run.config.update({key: self._config[key] for key in values})
+            return
         if getattr(self._run, "_config_logged", False):
             # Already sent with an earlier row: send the merged config with the next row. Trackio keeps the
             # first config of each write batch, so the queued rows carrying the old one are written first.
@@ -346,7 +369,7 @@ class TrackioTracker(GeneralTracker):
         self._config_pending = True
 
     def log(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:
-        self._run.log(values, step=step, **kwargs)
+        (self._writer or self._run).log(values, step=step, **kwargs)
         self._config_pending = False
         self._last_step = step if step is not None else getattr(self._run, "_next_step", 1) - 1
 
@@ -359,21 +382,35 @@ class TrackioTracker(GeneralTracker):
             return "_" + key.lstrip("_")
         return f"{key}_" if key in reserved else key
 
+    def _missing(self, feature: str, message: str) -> None:
+        """What this trackio release lacks: one warning per feature and process, one line in the finish report."""
+        warn_once(self.name, feature, message, reason=f"no-{feature}")
+        self.add_note(message)
+
+    def _has(self, trackio: Any, kind: str, since: str) -> bool:
+        if hasattr(trackio, kind):
+            return True
+        self._missing(kind, f"this trackio release has no trackio.{kind} (added in trackio {since}): nothing stored")
+        return False
+
     # -- media -----------------------------------------------------------------------------------
     def log_images(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:
         """One ``trackio.Image`` per image (``caption=`` in ``kwargs`` is each one's caption); a list under
         ``key`` is stored as ``key``, ``key/1``, ``key/2``, ..."""
         import trackio
 
+        if not self._has(trackio, "Image", "0.2.8"):
+            return
         with tempfile.TemporaryDirectory(prefix="tracking-trackio-") as folder:
             payload, written = {}, 0
             for key, images in values.items():
                 for index, image in enumerate(image_list(images)):
                     path = _write_png(image, folder, written)
                     written += 1
-                    payload[key if index == 0 else f"{key}/{index}"] = trackio.Image(
-                        path, caption=kwargs.get("caption")
-                    )
+                    made = trackio.Image(path, caption=kwargs.get("caption"))
+                    if legacy.made_rgba(made, path):
+                        self._missing("rgba", legacy.RGBA_NOTE)
+                    payload[key if index == 0 else f"{key}/{index}"] = made
             self._run.log(payload, step=step)  # Trackio copies the files into its media folder here
 
     def log_table(
@@ -388,12 +425,16 @@ class TrackioTracker(GeneralTracker):
         import trackio
 
         columns, rows = table_rows(columns, data, dataframe)
+        if not self._has(trackio, "Table", "0.3.2"):
+            return
         self._run.log({table_name: legacy.table(trackio, columns, rows)}, step=step)
 
     def log_figure(self, figure: Any, name: str, step: int | None = None, **kwargs: Any) -> None:
         """The figure rendered to PNG (``kwargs`` go to ``savefig``), stored as a ``trackio.Image``."""
         import trackio
 
+        if not self._has(trackio, "Image", "0.2.8"):
+            return
         with tempfile.TemporaryDirectory(prefix="tracking-trackio-") as folder:
             path = _write_png_bytes(figure_to_png(figure, **kwargs), folder, 0)
             self._run.log({name: trackio.Image(path)}, step=step)
@@ -444,7 +485,7 @@ class TrackioTracker(GeneralTracker):
         if run is None or self._finished:
             return
         # Trackio has no public flush; its background thread does exactly this under the same lock.
-        if not legacy.flush_queued_rows(run):
+        if self._writer is None and not legacy.flush_queued_rows(run):  # the writer writes at once
             warn_once(
                 self.name,
                 "*",
@@ -518,7 +559,7 @@ class TrackioTracker(GeneralTracker):
             in_row = {key for key, item in metrics.items() if _is_image(item)}
             for key, item in metrics.items():
                 if _is_image(item):
-                    with Image.open(cast(Path, self.storage_dir) / "media" / item["file_path"]) as stored:
+                    with Image.open(store.media_file(cast(Path, self.storage_dir), item["file_path"])) as stored:
                         images.setdefault(_list_key(key, in_row), []).append((step, to_hwc_uint8(stored)))
         return images
 
@@ -532,25 +573,5 @@ class TrackioTracker(GeneralTracker):
 
     def _rows(self) -> list[tuple[int, dict[str, Any]]]:
         """``(step, metrics)`` of this run's rows in Trackio's project database, decoded by Trackio."""
-        import json
-        import sqlite3
-
-        from trackio.sqlite_storage import SQLiteStorage
-        from trackio.utils import deserialize_values
-
-        database = cast(Path, self.storage_dir) / SQLiteStorage.get_project_db_filename(self.run_name)
-        run_id, name = self.store_run
-        column, value = ("run_id", run_id) if run_id else ("run_name", name)
-        if not database.is_file():
-            return []  # Trackio makes its database at its first write: until then the run holds nothing
-        with sqlite3.connect(database) as connection:
-            try:
-                rows = connection.execute(
-                    f"SELECT step, metrics FROM metrics WHERE {column} = ? ORDER BY id", (value,)
-                ).fetchall()
-            except sqlite3.OperationalError as error:
-                if "no such table" not in str(error):
-                    raise
-                rows = []  # a database another run made before writing any metrics
-        connection.close()
-        return [(step, deserialize_values(json.loads(metrics))) for step, metrics in rows]
+        storage_dir = cast(Path, self.storage_dir)  # set by start()
+        return store.run_rows(store.project_database(storage_dir, self.run_name), *self.store_run)

@@ -566,41 +566,51 @@ def write_swanlab(root: Path) -> SdkRun:
 # -- Trackio --------------------------------------------------------------------------------------
 
 _TRACKIO = """
-import inspect, json, sys
+import inspect, json, os, sys
 import numpy as np
-import trackio
+import trackio, trackio.utils
 from trackio.sqlite_storage import SQLiteStorage
 
 STEPS, CONFIG = {steps}, {config}
 QUIET = {{key: False for key in ("auto_log_cpu", "auto_log_gpu") if key in inspect.signature(trackio.init).parameters}}
+# trackio before 0.2 numbers the rows itself (0, 1, ...: the same steps here but for the second run's 7)
+AT = (lambda step: {{"step": step}}) if "step" in inspect.signature(trackio.log).parameters else (lambda step: {{}})
+os.makedirs(trackio.utils.TRACKIO_DIR, exist_ok=True)  # trackio 0.0.17 writes there without making it
 trackio.init(project="imports", name="sdk-run", config=CONFIG, **QUIET)
 for step in range(STEPS):
-    trackio.log({{"train/loss": 1.0 / (step + 1), "acc": step / STEPS, "phase": f"p{{step % 2}}"}}, step=step)
+    trackio.log({{"train/loss": 1.0 / (step + 1), "acc": step / STEPS, "phase": f"p{{step % 2}}"}}, **AT(step))
 pixels = np.arange(4 * 6 * 3, dtype=np.uint8).reshape(4, 6, 3)
-trackio.log({{
-    "sample": trackio.Image(pixels, caption="first"),
-    "preds": trackio.Table(columns=["id", "label"], data=[[0, "cat"], [1, "dog"]]),
-}}, step=STEPS)
+media = {{}}
+if hasattr(trackio, "Image"):  # 0.2.8+
+    media["sample"] = trackio.Image(pixels, caption="first")
+if hasattr(trackio, "Table"):  # 0.3.2+
+    media["preds"] = trackio.Table(columns=["id", "label"], data=[[0, "cat"], [1, "dog"]])
+if media:
+    trackio.log(media, **AT(STEPS))
 trackio.finish()
 trackio.init(project="imports", name="second", **QUIET)
-trackio.log({{"train/loss": 3.0}}, step=7)
+trackio.log({{"train/loss": 3.0}}, **AT(7))
 trackio.finish()
-logs = {{name: SQLiteStorage.get_logs("imports", name) for name in ("sdk-run", "second")}}
+read = getattr(SQLiteStorage, "get_logs", None) or SQLiteStorage.get_metrics  # before 0.2.9: get_metrics
+logs = {{name: read("imports", name) for name in ("sdk-run", "second")}}
 print(json.dumps(logs, default=str))
 """
 
 
 def write_trackio(root: Path) -> SdkRun:
-    """Two runs of one project in the store trackio wrote at ``root/store`` (its ``TRACKIO_DIR``):
-    ``sdk-run`` (numbers, strings, an image, a table) and ``second`` (one point). ``info["logs"]`` holds
-    the rows of each as Trackio's own reader gives them; the rest describes ``sdk-run``."""
-    store = root / "store"
+    """Two runs of one project in the store trackio wrote at ``root/trackio`` (its ``TRACKIO_DIR``, and
+    ``$HF_HOME/trackio`` for a release before 0.5.2, which ignores ``TRACKIO_DIR``): ``sdk-run`` (numbers,
+    strings, an image, a table) and ``second`` (one point). ``info["logs"]`` holds the rows of each as
+    Trackio's own reader gives them; the rest describes ``sdk-run`` as a release with config, images and
+    tables (0.4+) stores it."""
+    store = root / "trackio"
     (root / "home").mkdir(exist_ok=True)
     env = {
         "HOME": str(root / "home"),
         "MPLCONFIGDIR": str(root / "mpl"),
         "PYTHONDONTWRITEBYTECODE": "1",
         "TRACKIO_DIR": str(store),
+        "HF_HOME": str(root),
         "HF_HUB_OFFLINE": "1",
     }
     script = textwrap.dedent(_TRACKIO).format(steps=STEPS, config=repr(NESTED_CONFIG))
