@@ -40,6 +40,11 @@ def checkout(tmp_path, monkeypatch):
 
 
 # -- per backend: where the reproducibility fields are, read with the SDK's own reader --------------
+def manifest_context(run: Any) -> dict[str, Any]:
+    context: dict[str, Any] = json.loads((Path(run.run_dir) / "run.json").read_text())["context"]
+    return context
+
+
 def _jsonl(run: Any, tracker: Any) -> dict[str, str]:
     from tracking_core.journal import read_journal
 
@@ -89,9 +94,27 @@ def _from_config(config: dict[str, Any]) -> dict[str, str]:
 
 
 def _wandb(run: Any, tracker: Any) -> dict[str, str]:
+    from tracking_wandb.run_metadata import read_metadata
     from tracking_wandb.transaction_log import read_run
 
-    return _from_config(read_run(tracker.run_dir).user_config())
+    metadata = read_metadata(tracker.run_dir)  # W&B's own message: the run's metadata as `wandb sync` uploads it
+    assert metadata is not None and metadata.git.commit, "no git commit in W&B's run metadata"
+    assert metadata.host == manifest_context(run)["platform"]["host"]
+    assert (Path(tracker.run_dir) / "files" / "diff.patch").is_file()
+    assert _from_config(read_run(tracker.run_dir).user_config())["commit"] == metadata.git.commit  # config kept
+    return {"commit": metadata.git.commit, "remote": metadata.git.remote_url}
+
+
+def _comet_ml(run: Any, tracker: Any) -> dict[str, str]:
+    from comet_ml.messages import GitMetadataMessage
+    from comet_ml.schemas import get_git_metadata_msg_validator
+    from tracking_comet_ml.archive import read_archive_messages
+
+    (payload,) = read_archive_messages(tracker.archive_path, "git_metadata")
+    get_git_metadata_msg_validator().validate(payload)  # what `comet upload` checks before sending it
+    git = GitMetadataMessage.from_db_message_dict(payload).git_metadata
+    assert git["branch"] == "refs/heads/main"
+    return {"commit": git["parent"], "remote": git["origin"]}
 
 
 def _trackio(run: Any, tracker: Any) -> dict[str, str]:
@@ -135,7 +158,8 @@ READERS = {
     "tensorboard": _tensorboard,
     "mlflow": _mlflow,
     "aim": _aim,
-    "wandb": _wandb,  # as config
+    "wandb": _wandb,
+    "comet_ml": _comet_ml,
     "trackio": _trackio,  # as config
     "dvclive": _dvclive,  # as params
     "swanlab": _swanlab,  # as config
@@ -159,8 +183,7 @@ def test_system_series_and_run_context_are_read_back(checkout, tmp_path):
         assert series.get(key), f"{name} not stored (keys: {sorted(series)})"
         assert all(0 <= step <= 4 for step in series[key])  # at the training step current when sampled
     assert sorted(series[tracker.sanitize_key("loss")]) == [0, 1, 2, 3, 4]
-    manifest = json.loads((Path(run.run_dir) / "run.json").read_text())
-    assert manifest["context"]["git"]["dirty"] is True
+    assert manifest_context(run)["git"]["dirty"] is True
     if CELL not in READERS:
         return
     stored = READERS[CELL](run, tracker)

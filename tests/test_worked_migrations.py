@@ -1,8 +1,8 @@
 """The worked migrations of docs/moving-runs.md, run as printed there, on runs written with the source's SDK
 directly, and read back with the target's own reader.
 
-Each needs two backends' SDKs, so it runs in the all-backends environment and skips elsewhere:
-``hatch env run -e all -- pytest tests/test_worked_migrations.py``.
+Each needs two backends' SDKs, so it runs in the every-backend ``migrate`` environment with
+tests/test_migrations.py (``hatch run migrate:run``, a step of ``.ci/run``) and skips elsewhere.
 """
 
 from __future__ import annotations
@@ -49,7 +49,10 @@ def test_wandb_offline_runs_into_mlflow(tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.setenv("WANDB_SILENT", "true")
     monkeypatch.chdir(tmp_path)
     for seed in range(2):  # the way a training script writes them: W&B's own SDK, offline
-        run = wandb.init(project="demo", dir=str(tmp_path), config={"lr": 0.1 * (seed + 1), "seed": seed})
+        # mode given as well: a process that used W&B before keeps the settings it read then (not WANDB_MODE)
+        run = wandb.init(
+            project="demo", dir=str(tmp_path), mode="offline", config={"lr": 0.1 * (seed + 1), "seed": seed}
+        )
         for step in range(20):
             run.log({"train/loss": loss(step, seed), "acc": step / 20}, step=step)
         run.finish()

@@ -1,18 +1,25 @@
 """MLflow's sqlite store: points/s written four ways, each into a fresh store made by MLflow.
 
 * ``sqlite3, one transaction``: the same rows inserted with ``sqlite3`` into ``metrics`` in a single
-  transaction, and the latest point per key into ``latest_metrics``: the storage's physical limit;
+  transaction (1,000 rows per statement), and the latest point per key into ``latest_metrics``: the
+  storage's physical limit;
 * ``tracking_mlflow (fast store)``: ``tracking_mlflow.fast_store.MetricWriter``, in chunks of
   ``--chunk`` points (default: a dispatcher batch of 1,000 records of ``--keys`` metrics), one
   transaction each, as the MLflow backend writes to a local store;
 * ``MlflowClient.log_batch``: MLflow's own batch call, 1,000 metrics per call (its limit);
 * ``MlflowClient.log_batch`` is slow enough that it runs on ``--client-points`` points only.
 
+``--beside-a-loop`` adds what threads delivery meets: the fast store writing from a thread while this
+process's main thread runs a pure-Python loop (the GIL almost always taken), once with its INSERT of
+many rows per statement and once with one row per statement. Printed: the points the writer stored
+while the loop ran, and the loop's time against the same loop alone.
+
 Then the store is read back with ``MlflowClient``: every key's ``get_metric_history`` and the run's
 latest metrics are compared with what was written.
 
     python tools/bench_mlflow_store.py                          # 1,000,000 points: 100 keys x 10,000 steps
     python tools/bench_mlflow_store.py --keys 8 --steps 125000  # the loop benchmark's 8 scalars
+    python tools/bench_mlflow_store.py --keys 8 --steps 12500 --beside-a-loop
 """
 
 from __future__ import annotations
@@ -67,9 +74,17 @@ def by_sqlite(folder: Path, data: list) -> float:
     rows = [(key, *stored_value(value)[:1], timestamp, run_id, step, False) for key, value, timestamp, step in data]
     latest = {key: (key, value, timestamp, run_id, step, False) for key, value, timestamp, step in data}
     connection.execute("BEGIN IMMEDIATE")
+    per = 1000  # rows per statement: fewer statement steps than one row each (see fast_store.ROWS_PER_STATEMENT)
+    insert = "INSERT INTO metrics (key, value, timestamp, run_uuid, step, is_nan) VALUES "
+    whole = len(rows) - len(rows) % per
     connection.executemany(
-        "INSERT INTO metrics (key, value, timestamp, run_uuid, step, is_nan) VALUES (?,?,?,?,?,?)", rows
+        insert + ",".join(["(?,?,?,?,?,?)"] * per),
+        ([field for row in rows[index : index + per] for field in row] for index in range(0, whole, per)),
     )
+    if whole < len(rows):
+        connection.execute(
+            insert + ",".join(["(?,?,?,?,?,?)"] * (len(rows) - whole)), [field for row in rows[whole:] for field in row]
+        )
     connection.executemany(
         "INSERT INTO latest_metrics (key, value, timestamp, run_uuid, step, is_nan) VALUES (?,?,?,?,?,?)",
         list(latest.values()),
@@ -105,6 +120,68 @@ def by_client(folder: Path, data: list) -> Clock:
     return clock
 
 
+def busy(units: int) -> int:
+    total = 0
+    for index in range(units):
+        total += index * index % 7
+    return total
+
+
+def beside_a_loop(folder: Path, data: list, chunk: int, rows_per_statement: int, loop_units: int) -> tuple[int, float]:
+    """Points the fast store wrote from a thread while the main thread ran ``busy(loop_units)``, and the
+    loop's seconds."""
+    import threading
+
+    from tracking_mlflow import fast_store
+
+    _, run_id, store = new_run(folder)
+    writer = fast_store.MetricWriter.open(store, run_id)
+    assert writer is not None
+    writer._rows_per_statement = rows_per_statement
+    stop, written = threading.Event(), [0]
+
+    def write() -> None:
+        for index in range(0, len(data), chunk):
+            if stop.is_set():
+                return
+            assert writer.write(data[index : index + chunk])
+            written[0] += len(data[index : index + chunk])
+
+    thread = threading.Thread(target=write)
+    started = time.perf_counter()
+    thread.start()
+    busy(loop_units)
+    took = time.perf_counter() - started
+    count = written[0]
+    stop.set()
+    thread.join()
+    writer.close()
+    return count, took
+
+
+def loop_report(tmp: str, data: list, chunk: int) -> None:
+    started = time.perf_counter()
+    busy(2_000_000)
+    units = int(2_000_000 * 5.0 / (time.perf_counter() - started))  # a ~5 s loop
+    alone = []
+    for _ in range(2):
+        started = time.perf_counter()
+        busy(units)
+        alone.append(time.perf_counter() - started)
+    print(
+        f"beside a pure-Python loop of {min(alone):.2f} s alone ({len(data):,} points offered, {chunk:,} a transaction):"
+    )
+    from tracking_mlflow.fast_store import ROWS_PER_STATEMENT
+
+    for label, per in ((f"{ROWS_PER_STATEMENT:,} rows per INSERT", ROWS_PER_STATEMENT), ("1 row per INSERT", 1)):
+        folder = Path(tmp, f"loop-{per}")
+        folder.mkdir()
+        count, took = beside_a_loop(folder, data, chunk, per, units)
+        print(
+            f"  {label:>22}: {count:>9,} points stored while the loop ran; loop {took:.2f} s ({took / min(alone):.2f}x alone)"
+        )
+
+
 def read_back(uri: str, run_id: str, data: list) -> str:
     """Every point once in ``get_metric_history``, and the latest metrics right: 'ok', or what differs."""
     from mlflow import MlflowClient
@@ -133,6 +210,7 @@ def main(argv: list[str] | None = None) -> int:
         "--chunk", type=int, default=None, help="points per fast-store transaction (default 1,000 x keys)"
     )
     parser.add_argument("--client-points", type=int, default=50_000)
+    parser.add_argument("--beside-a-loop", action="store_true", help="also the fast store beside a busy loop")
     args = parser.parse_args(argv)
     data = points(args.keys, args.steps, int(time.time() * 1000))
     chunk = args.chunk or 1000 * args.keys
@@ -146,6 +224,8 @@ def main(argv: list[str] | None = None) -> int:
         few = data[: args.client_points]
         rows.append(("MlflowClient.log_batch, 1,000 a call", len(few), by_client(Path(tmp, "client"), few)))
         checked = read_back(uri, run_id, data)
+        if args.beside_a_loop:
+            loop_report(tmp, data, chunk)
     import mlflow
 
     print(f"MLflow {mlflow.__version__}, sqlite {sqlite3.sqlite_version}, {args.keys} keys x {args.steps:,} steps")

@@ -4,7 +4,7 @@
 #
 #   bash tools/run.sh demo     # the main job: `tracking demo` with every backend, embedded defaults
 #   bash tools/run.sh run CMD  # CMD in the all-backends environment: `run tracking show runs/demo/<run>`, `run mlflow ui ...`
-#   bash tools/run.sh test     # lint, types, core alone, one cell per backend, shared tests, oldest SDKs, framework integrations, launchers, packages, docs (= .ci/run)
+#   bash tools/run.sh test     # lint, types, core alone, one cell per backend, shared tests, oldest SDKs, SDK paths between floor and newest, framework integrations, launchers, packages, docs (= .ci/run)
 #   bash tools/run.sh launch   # real launchers (torchrun, accelerate launch, simulated srun/mpirun) over CPU torch
 #   bash tools/run.sh bench    # tools/bench.py in the all-backends environment
 #   bash tools/run.sh lint     # ruff and actionlint (what pre-commit runs)
@@ -42,6 +42,11 @@ backends() {
 oldest_cells() {
   # backends with an `oldest.<backend>` cell: their package tests against the oldest supported SDK
   "$hatch" env show --json | python3 -c 'import json, sys; print(*[n[7:] for n in json.load(sys.stdin) if n.startswith("oldest.")])'
+}
+
+sdk_path_cells() {
+  # `sdk-path.<backend>-<release>`: a release between a backend's floor and its newest that takes paths neither end takes
+  "$hatch" env show --json | python3 -c 'import json, sys; print(*[n[9:] for n in json.load(sys.stdin) if n.startswith("sdk-path.")])'
 }
 
 framework_cells() {
@@ -110,6 +115,10 @@ run_tests() {
   for backend in $(oldest_cells); do
     step "$backend oldest SDK" "$hatch" run "oldest.$backend:unit" --junitxml="$reports/$backend-oldest.xml"
   done
+  for cell in $(sdk_path_cells); do
+    step "$cell (SDK paths between floor and newest)" "$hatch" run "sdk-path.$cell:unit" --junitxml="$reports/sdk-path-$cell.xml"
+  done
+  step migrations "$hatch" run migrate:run --junitxml="$reports/migrations.xml"
   # torch (CPU) is a wheel for CPython 3.11 on this machine's disk; without a 3.11 the cells cannot install it
   if command -v python3.11 >/dev/null 2>&1; then
     for framework in $(framework_cells); do

@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pytest
 from tracking_aim.importer import read_runs
+from tracking_core.testing.sdk_runs import NESTED_CONFIG as CONFIG
+from tracking_core.testing.sdk_runs import STEPS, write_aim
 from tracking_core.transfer.model import SourceError
-
-STEPS = 20
-CONFIG = {"lr": 0.1, "optimizer": {"name": "adam", "betas": [0.9, 0.999]}, "scheduler": None}
 
 
 def _tree(root: Path) -> dict[str, str]:
@@ -25,32 +24,8 @@ def _tree(root: Path) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, dict[str, list[float]]]:
     """A repo with one run the aim SDK wrote (metrics in two contexts, text, images, a distribution)."""
-    import numpy as np
-    from aim import Distribution, Image, Run, Text
-
-    root = tmp_path_factory.mktemp("aim-import")
-    run = Run(
-        repo=str(root),
-        experiment="imports",
-        capture_terminal_logs=False,
-        system_tracking_interval=None,
-        log_system_params=False,
-    )
-    run.name = "sdk-run"
-    run["hparams"] = CONFIG
-    run["dataset"] = "mnist"
-    run.add_tag("baseline")
-    for step in range(STEPS):
-        run.track(1.0 / (step + 1), name="loss", step=step)
-        run.track(step / STEPS, name="acc", step=step, context={"subset": "val"}, epoch=step // 10)
-    run.track(Text("a note"), name="note", step=3)
-    pixels = np.arange(4 * 6 * 3, dtype=np.uint8).reshape(4, 6, 3)
-    run.track(Image(pixels, caption="first"), name="sample", step=STEPS)
-    run.track([Image(pixels), Image(255 - pixels)], name="pair", step=STEPS)
-    run.track(Distribution(hist=[1, 2, 3], bin_range=(0, 3)), name="weights", step=STEPS)
-    run_hash = run.hash
-    run.close()
-    return root, run_hash, {}
+    sdk_run = write_aim(tmp_path_factory.mktemp("aim-import"))
+    return sdk_run.source, sdk_run.info["run_hash"], {}
 
 
 def test_every_point_config_media_and_what_is_not_carried(written: tuple[Path, str, dict]) -> None:

@@ -3,42 +3,14 @@
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 import shutil
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 from tracking_clearml.importer import read_runs
 from tracking_clearml.session import OfflineSession
+from tracking_core.testing.sdk_runs import STEPS, write_clearml
 from tracking_core.transfer.model import SourceError
-
-STEPS = 20
-WRITE = """
-import json, sys
-import numpy as np
-from clearml import Task
-
-STEPS = {steps}
-Task.set_offline(offline_mode=True)
-task = Task.init(project_name="imports", task_name="sdk-run", auto_connect_frameworks={{"detect_repository": False}},
-                 auto_resource_monitoring=False, auto_connect_streams=False, auto_connect_arg_parser=False)
-task.connect({{"lr": 0.1, "optimizer": {{"name": "adam", "eps": 1e-8}}, "steps": 20, "amp": True}})
-task.add_tags(["baseline"])
-logger = task.get_logger()
-for step in range(STEPS):
-    logger.report_scalar("loss", "train", 1.0 / (step + 1), iteration=step)
-    logger.report_scalar("acc", "val", step / STEPS, iteration=step)
-pixels = np.arange(4 * 6 * 3, dtype=np.uint8).reshape(4, 6, 3)
-logger.report_image("sample", "rgb", iteration=STEPS, image=pixels)
-logger.report_single_value("best", 0.9)
-folder = str(task.get_offline_mode_folder())
-task.close()
-print(json.dumps({{"folder": folder}}))
-"""
 
 
 def _tree(root: Path) -> dict[str, str]:
@@ -50,28 +22,7 @@ def _tree(root: Path) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The offline session folder clearml wrote (its zip beside it)."""
-    root = tmp_path_factory.mktemp("clearml-import")
-    (root / "clearml.conf").write_text("sdk.development.report_use_subprocess: false\n")
-    # TRAINS_/CLEARML_PROC_MASTER_ID, left by a task an earlier test made in this process, would make the
-    # child's Task.init a stand-in of that task
-    env = {key: value for key, value in os.environ.items() if not key.startswith(("CLEARML_", "TRAINS_"))}
-    env.update(
-        HOME=str(root / "home"),
-        CLEARML_OFFLINE_MODE="1",
-        CLEARML_CACHE_DIR=str(root / "cache"),
-        CLEARML_CONFIG_FILE=str(root / "clearml.conf"),
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(WRITE).format(steps=STEPS)],
-        env=env,
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return Path(json.loads(done.stdout.strip().splitlines()[-1])["folder"])
+    return write_clearml(tmp_path_factory.mktemp("clearml-import")).source
 
 
 @pytest.mark.parametrize("form", ["zip", "folder"])
@@ -100,9 +51,11 @@ def test_every_point_config_media_and_what_is_not_carried(written: Path, form: s
     }
     assert all(p.time == stamps[("loss", "train", p.step)] for p in points if p.key == "loss")
 
-    [image] = media
-    assert (image.kind, image.key, image.step) == ("image", "sample/rgb", STEPS)
-    assert image.data.startswith(b"\xff\xd8")  # ClearML stores debug images as JPEG
+    jpeg, png = sorted(media, key=lambda item: item.key != "sample/rgb")
+    assert (jpeg.kind, jpeg.key, jpeg.step) == ("image", "sample/rgb", STEPS)
+    assert jpeg.data.startswith(b"\xff\xd8")  # ClearML stores an array as JPEG
+    assert (png.kind, png.key, png.step) == ("image", "chart/png", STEPS)
+    assert png.data.startswith(b"\x89PNG")  # and a file as it is
     assert run.not_carried == ["single value 'best', 1 time(s)", "the console log (log.jsonl)"]
 
 

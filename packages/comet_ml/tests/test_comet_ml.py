@@ -27,8 +27,8 @@ from tracking_core.png import decode_png
 FAKE_KEY = "fakefakefakefakefakefake1"  # syntactically a Comet key; no server knows it
 
 
-def start_run(tmp_path: Path, project: str = "comet", **kwargs) -> Dispatcher:
-    dispatcher = Dispatcher(log_with="comet_ml", logging_dir=tmp_path / "logs", on_error="raise")
+def start_run(tmp_path: Path, project: str = "comet", context: bool | None = None, **kwargs) -> Dispatcher:
+    dispatcher = Dispatcher(log_with="comet_ml", logging_dir=tmp_path / "logs", on_error="raise", context=context)
     dispatcher.init_trackers(project, config=kwargs.pop("config", None), init_kwargs={"comet_ml": kwargs})
     return dispatcher
 
@@ -186,7 +186,7 @@ def test_images_figures_tables_artifacts(tmp_path, monkeypatch, comet_archive):
 
 def test_quiet_defaults_record_only_what_was_logged(tmp_path, monkeypatch, comet_archive):
     monkeypatch.chdir(tmp_path)
-    run = start_run(tmp_path)
+    run = start_run(tmp_path, context=False)  # Comet's own probes; the run context's panels: test_context_panels.py
     print("this line belongs to the training script")  # must not be captured
     run.log({"loss": 1.0}, step=0)
     finish(run)

@@ -3,46 +3,15 @@
 from __future__ import annotations
 
 import hashlib
-import json
-import os
-import subprocess
-import sys
-import textwrap
 import zipfile
 from pathlib import Path
 
 import pytest
 from tracking_comet_ml.archive import read_archive_history
 from tracking_comet_ml.importer import read_runs
+from tracking_core.testing.sdk_runs import NESTED_CONFIG as CONFIG
+from tracking_core.testing.sdk_runs import STEPS, write_comet_ml
 from tracking_core.transfer.model import SourceError
-
-STEPS = 20
-CONFIG = {"lr": 0.1, "optimizer": {"name": "adam", "betas": [0.9, 0.999]}, "scheduler": None}
-WRITE = """
-import io, json, sys
-import numpy as np
-from PIL import Image
-import comet_ml
-
-STEPS, CONFIG, folder = {steps}, {config}, sys.argv[1]
-quiet = dict(auto_output_logging=False, auto_param_logging=False, auto_metric_logging=False, log_env_details=False,
-             log_git_metadata=False, log_git_patch=False, log_env_gpu=False, log_env_host=False, log_env_cpu=False,
-             log_code=False, display_summary_level=0)
-experiment = comet_ml.OfflineExperiment(project_name="imports", offline_directory=folder, **quiet)
-experiment.set_name("sdk-run")
-experiment.add_tag("baseline")
-experiment.log_parameters(CONFIG)
-experiment.log_other("dataset", "mnist")
-for step in range(STEPS):
-    experiment.log_metrics({{"train/loss": 1.0 / (step + 1), "acc": step / STEPS}}, step=step)
-pixels = np.arange(4 * 6 * 3, dtype=np.uint8).reshape(4, 6, 3)
-experiment.log_image(Image.fromarray(pixels), name="sample", step=STEPS)
-experiment.log_text("a note", step=STEPS)
-experiment.log_histogram_3d([1.0, 2.0, 2.0, 3.0], name="weights", step=STEPS)
-experiment.log_table("preds.csv", tabular_data=[[0, "cat"], [1, "dog"]], headers=["id", "label"])
-experiment.end()
-print(json.dumps({{"key": experiment.id}}))
-"""
 
 
 def _tree(root: Path) -> dict[str, str]:
@@ -54,28 +23,7 @@ def _tree(root: Path) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The offline archive comet_ml wrote."""
-    root = tmp_path_factory.mktemp("comet-import")
-    env = {key: value for key, value in os.environ.items() if not key.startswith("COMET_")}
-    env.update(
-        HOME=str(root / "home"),
-        MPLCONFIGDIR=str(root / "mpl"),
-        COMET_DISABLE_ANNOUNCEMENT="1",
-        COMET_API_KEY="",
-        COMET_ERROR_TRACKING_ENABLE="false",
-    )
-    script = textwrap.dedent(WRITE).format(steps=STEPS, config=repr(CONFIG))
-    done = subprocess.run(
-        [sys.executable, "-c", script, str(root / "offline")],
-        env=env,
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    key = json.loads(done.stdout.strip().splitlines()[-1])["key"]
-    return root / "offline" / f"{key}.zip"
+    return write_comet_ml(tmp_path_factory.mktemp("comet-import")).source
 
 
 def test_every_point_config_media_and_what_is_not_carried(written: Path) -> None:
@@ -114,7 +62,13 @@ def test_every_point_config_media_and_what_is_not_carried(written: Path) -> None
     assert sum(histogram.data["counts"]) == 4 and len(histogram.data["edges"]) == len(histogram.data["counts"]) + 1
     [table] = [item for item in media if item.kind == "artifact"]
     assert Path(table.data).read_text().splitlines() == ["id,label", "0,cat", "1,dog"]
-    assert all("auto-logged parameter" in note for note in run.not_carried), run.not_carried
+    counters = [note for note in run.not_carried if "the step or epoch counter" in note]
+    assert sorted(counters) == [
+        "Comet's curr_epoch parameter (the step or epoch counter), 1 time(s)",
+        "Comet's curr_step parameter (the step or epoch counter), 1 time(s)",
+    ]  # set_step and set_epoch: listed, not put in the config
+    others = [note for note in run.not_carried if note not in counters]  # Comet's own, and epochs after set_epoch
+    assert all("auto-logged parameter" in note or note.startswith("the epoch of each point") for note in others), others
 
 
 def test_a_damaged_archive_names_the_file(written: Path, tmp_path: Path) -> None:

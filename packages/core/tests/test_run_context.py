@@ -477,3 +477,29 @@ def test_the_package_list_read_from_folder_names_is_what_importlib_metadata_repo
         reported.setdefault(re.sub(r"[-_.]+", "-", name).lower(), distribution.version)
     assert installed_packages() == reported
     assert "pytest" in reported
+
+
+def test_a_replay_into_a_new_run_gives_the_context_to_the_backends_own_place(tmp_path, monkeypatch):
+    """A replay (and a spill) merges the run's config records into one: the context still reaches
+    ``log_run_context``, and only the rest of the config is stored as config."""
+    from tracking_core import register_tracker_class
+    from tracking_core.cli.replay import replay
+    from tracking_core.testing import MemoryTracker
+
+    class Native(MemoryTracker):
+        name = "native-context"
+        contexts: list[dict] = []
+
+        def log_run_context(self, context):
+            Native.contexts.append(context)
+
+    register_tracker_class(Native)
+    monkeypatch.chdir(tmp_path)
+    run = init("p", logging_dir=tmp_path, config={"lr": 0.1}, system_metrics=False, context=True)
+    run.log({"loss": 1.0}, step=0)
+    run.finish()
+    replayed = replay(run.run_dir, "native-context", logging_dir=tmp_path / "copy", progress=False, new_run=True)
+    assert replayed.ok, str(replayed)
+    (context,) = Native.contexts
+    assert context["format"] == "tracking-run-context" and context["command"]["argv"]
+    assert MemoryTracker.runs[-1].config == {"lr": 0.1}  # the context is not stored as config beside it

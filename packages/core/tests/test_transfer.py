@@ -13,9 +13,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tracking_core import GeneralTracker, register_tracker_class
 from tracking_core.cli import main
 from tracking_core.journal import JournalSummary, read_journal
 from tracking_core.png import encode_png
+from tracking_core.testing import MemoryTracker
 from tracking_core.transfer.importing import import_runs, register_importer
 from tracking_core.transfer.model import Media, Point, SourceError, SourceRun
 
@@ -129,6 +131,32 @@ def test_import_copies_media_and_lists_what_it_could_not_carry(fake):
     assert manifest["imported_from"]["not_carried"] == run.not_carried
 
 
+def test_images_a_source_keeps_as_a_list_at_one_step_stay_one_list(tmp_path, memory):
+    """W&B, Aim and SwanLab keep a list of images under one key at one step. Replayed as separate records,
+    a target that keeps one value per key and step (W&B merges a step's values into one row) kept the last."""
+    first, second = (encode_png(np.full((2, 3, 3), value, dtype=np.uint8)) for value in (10, 250))
+
+    def read_runs(source: str, *, options=None):
+        media = [Media("image", "pair", 3, first), Media("image", "pair", 3, second), Media("image", "one", 3, first)]
+        yield SourceRun(
+            backend="fake", source_id="lists", project="proj", points=[Point("loss", 3, 0.5, T0)], media=media
+        )
+
+    register_importer("fake", read_runs)
+    (run,) = import_runs("fake", "src", logging_dir=tmp_path / "runs", progress=False).runs
+    records = [r for r in read_journal(run.run_dir) if r["type"] == "images"]
+    assert [(r["step"], {key: len(files) for key, files in r["images"].items()}) for r in records] == [
+        (3, {"pair": 2}),
+        (3, {"one": 1}),
+    ]
+    assert main(["replay", str(run.run_dir), "--to", "memory", "--new-run", "--quiet"]) == 0
+    delivered = [
+        (step, {key: [int(np.asarray(image)[0, 0, 0]) for image in items] for key, items in values.items()})
+        for step, values in memory.runs[-1].images
+    ]
+    assert delivered == [(3, {"pair": [10, 250]}), (3, {"one": [10]})]
+
+
 def test_importing_the_same_runs_twice_keeps_one_run_each(fake):
     import_runs("fake", "src", logging_dir=fake / "runs", progress=False)
     register_importer("fake", _source_runs(fake, lr=0.2))  # the source changed since
@@ -171,6 +199,33 @@ def test_an_imported_run_replays_into_a_new_run_with_every_point_once(fake, caps
     assert replayed.metrics == original.metrics and replayed.config == original.config
     times = sorted(r["time"] for r in read_journal(copy) if r["type"] == "metrics")
     assert times == sorted(r["time"] for r in read_journal(source) if r["type"] == "metrics")
+
+
+class _MetricsOnly(MemoryTracker):
+    """A backend with metrics and config but no images, tables or artifacts (DVCLive has no tables)."""
+
+    name = "metricsonly"
+    log_images = GeneralTracker.log_images
+    log_table = GeneralTracker.log_table
+    log_artifact = GeneralTracker.log_artifact
+
+
+def test_replaying_into_the_run_skips_what_the_backend_has_no_method_for_and_says_so(fake, capsys):
+    """A live run never queues a table for a backend without ``log_table``; a journal replayed into the
+    run (or caught up from on resume) holds every kind, so the catch-up skips those the same way."""
+    register_tracker_class(_MetricsOnly)
+    run_dir = import_runs("fake", "src", logging_dir=fake / "runs", progress=False).runs[0].run_dir
+    code = main(["replay", str(run_dir), "--to", "metricsonly", "--quiet"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "metricsonly  finished" in out and "spilled" not in out.split("metricsonly", 2)[-1]
+    assert "metricsonly: 2 tables skipped: metricsonly has no log_table" in out  # the table and the text
+    assert "metricsonly: 2 images skipped: metricsonly has no log_images" in out
+    assert "metricsonly: 1 artifacts skipped: metricsonly has no log_artifact" in out
+    assert MemoryTracker.runs[-1].series("loss") == {step: 1.0 / (step + 1) for step in range(0, 20, 2)}
+    assert not (run_dir / "spill-metricsonly.jsonl").exists()
+    assert main(["replay", str(run_dir), "--to", "metricsonly", "--quiet"]) == 0  # nothing is owed
+    assert MemoryTracker.runs[-1].metrics == []
 
 
 # -- export ------------------------------------------------------------------------------------------

@@ -8,41 +8,19 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from unittest import mock
 
-import numpy as np
 import pytest
 from tracking_core.cli import main
 from tracking_core.journal import read_journal
+from tracking_core.testing.sdk_runs import write_dvclive
 from tracking_core.testing.transfer import (
     CANONICAL_CONFIG,
-    CANONICAL_POINTS,
     canonical_journal,
-    canonical_time,
     check_imported,
     check_points,
 )
 from tracking_core.transfer.importing import import_runs
 from tracking_core.transfer.model import SourceError
-
-
-def _write_sdk_run(folder: Path) -> None:
-    """The canonical content through ``dvclive.Live`` itself, timestamps on (DVCLive's ``timestamp=True``)."""
-    from dvclive import Live
-
-    clock = {"now": 0.0}
-    with mock.patch("time.time", lambda: clock["now"]), Live(str(folder), save_dvc_exp=False, dvcyaml=None) as live:
-        live.log_params(CANONICAL_CONFIG)
-        for step in sorted({s for points in CANONICAL_POINTS.values() for s in points}):
-            live.step = step
-            clock["now"] = canonical_time(step)
-            for key, points in CANONICAL_POINTS.items():
-                if step in points:
-                    live.log_metric(key, points[step], timestamp=True)
-            if step == 6:
-                live.log_image("samples/6.png", np.full((3, 4, 3), 120, dtype=np.uint8))
-        (folder / "artifacts").mkdir(exist_ok=True)
-        (folder / "artifacts" / "model.txt").write_text("weights", encoding="utf-8")
 
 
 def _digest(root: Path) -> dict[str, str]:
@@ -52,7 +30,7 @@ def _digest(root: Path) -> dict[str, str]:
 def test_an_sdk_written_folder_imports_with_steps_times_params_images_artifacts(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     source = tmp_path / "exp" / "dvclive"
-    _write_sdk_run(source)
+    write_dvclive(source)
     before = _digest(tmp_path / "exp")
     assert main(["import", "dvclive", str(tmp_path / "exp"), "--logging-dir", str(tmp_path / "runs"), "--quiet"]) == 0
     capsys.readouterr()
@@ -72,7 +50,7 @@ def test_an_sdk_written_folder_imports_with_steps_times_params_images_artifacts(
 
 def test_a_cut_off_metric_file_is_a_clear_error_naming_it(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    _write_sdk_run(tmp_path / "dvclive")
+    write_dvclive(tmp_path / "dvclive")
     damaged = tmp_path / "dvclive" / "plots" / "metrics" / "train" / "loss.tsv"
     damaged.write_text(damaged.read_text()[:-12], encoding="utf-8")
     with pytest.raises(SourceError, match="damaged") as error:
@@ -82,7 +60,7 @@ def test_a_cut_off_metric_file_is_a_clear_error_naming_it(tmp_path, capsys, monk
 
 def test_an_imported_run_replays_into_jsonl_and_dvclive_with_every_point_once(tmp_path, monkeypatch, dvclive_files):
     monkeypatch.chdir(tmp_path)
-    _write_sdk_run(tmp_path / "exp" / "dvclive")
+    write_dvclive(tmp_path / "exp" / "dvclive")
     (imported,) = import_runs("dvclive", str(tmp_path / "exp"), logging_dir=tmp_path / "runs", progress=False).runs
     assert (
         main(

@@ -12,12 +12,11 @@ from pathlib import Path
 import pytest
 from tracking_core.cli import main
 from tracking_core.journal import JournalSummary, read_journal
+from tracking_core.testing.sdk_runs import write_mlflow
 from tracking_core.testing.transfer import (
     CANONICAL_CONFIG,
     CANONICAL_POINTS,
-    T0,
     canonical_journal,
-    canonical_time,
     check_imported,
     check_points,
 )
@@ -27,31 +26,7 @@ from tracking_core.transfer.model import SourceError
 
 def _write_sdk_runs(uri: str, tmp: Path) -> list[str]:
     """Two runs in one experiment, written with MlflowClient directly (not through this library)."""
-    from mlflow import MlflowClient
-    from mlflow.entities import Metric, Param, RunTag
-
-    if uri.startswith("sqlite:///"):  # start from the migrated empty store the cell caches (saves the migrations)
-        from tracking_mlflow.schema_cache import seed_store
-
-        seed_store(Path(uri[len("sqlite:///") :]))
-    client = MlflowClient(tracking_uri=uri)
-    experiment = client.create_experiment("sdk-exp")
-    artifact = tmp / "notes.txt"
-    artifact.write_text("trained on CPU", encoding="utf-8")
-    ids = []
-    for index in range(2):
-        run = client.create_run(experiment, start_time=int(T0 * 1000), run_name=f"sdk-run-{index}")
-        metrics = [
-            Metric(key, value, round(canonical_time(step) * 1000), step)
-            for key, points in CANONICAL_POINTS.items()
-            for step, value in points.items()
-        ]
-        params = [Param(key, str(value)) for key, value in CANONICAL_CONFIG.items()]
-        client.log_batch(run.info.run_id, metrics=metrics, params=params, tags=[RunTag("team", "vision")])
-        client.log_artifact(run.info.run_id, str(artifact), "docs")
-        client.set_terminated(run.info.run_id, end_time=int(canonical_time(57) * 1000))
-        ids.append(run.info.run_id)
-    return ids
+    return write_mlflow(uri, tmp).info["run_ids"]
 
 
 @pytest.fixture(autouse=True)

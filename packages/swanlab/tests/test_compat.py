@@ -1,4 +1,7 @@
-"""SwanLab release differences (``tracking_swanlab.compat``): the floor cell runs these against 0.8.0."""
+"""SwanLab 0.8+ release differences (``tracking_swanlab.compat``): the ``sdk-path.swanlab-0.8.0`` cell runs these at 0.8.0.
+
+The floor cell (0.6.2, the earlier SDK line) runs only the last one: its run starts off the main thread too.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +11,9 @@ import threading
 from pathlib import Path
 
 import pytest
-from tracking_swanlab import compat
+from tracking_swanlab import compat, earlier
+
+only_sdk_line = pytest.mark.skipif(earlier.in_use(), reason="tracking_swanlab.compat is for SwanLab 0.8 and later")
 
 
 @pytest.fixture(autouse=True)
@@ -21,11 +26,13 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SWANLAB_ROOT", str(tmp_path / "home" / ".swanlab"))
 
 
+@only_sdk_line
 def test_release_is_read_from_the_installed_distribution() -> None:
     found = compat.release()
     assert len(found) >= 3 and found >= (0, 8, 0), found
 
 
+@only_sdk_line
 def test_older_releases_get_signal_handlers_on_the_main_thread_only() -> None:
     from swanlab.sdk.internal import run as run_module
 

@@ -46,4 +46,8 @@ class TestSwanLabContract(TrackerContract):
         return images
 
     def read_tables(self, run):
+        import swanlab
+
+        if not hasattr(swanlab.echarts, "Table"):  # SwanLab 0.6.2-0.6.4 have none: test_earlier.py checks the note
+            raise NotImplementedError("this SwanLab release has no tables")
         return self._data(run).tables()

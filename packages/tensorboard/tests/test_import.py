@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from tracking_core.cli import main
 from tracking_core.journal import JournalSummary, read_journal
-from tracking_core.png import encode_png
+from tracking_core.testing.sdk_runs import write_tensorboard
 from tracking_core.testing.transfer import (
     CANONICAL_CONFIG,
     CANONICAL_POINTS,
@@ -27,73 +27,6 @@ from tracking_core.transfer.importing import import_runs
 from tracking_core.transfer.model import SourceError
 
 
-def _write_sdk_run(log_dir: Path) -> None:
-    """A run as torch.utils.tensorboard writes one (legacy values) plus tf.summary-style tensors."""
-    from tensorboard.compat.proto import event_pb2, summary_pb2
-    from tensorboard.plugins.hparams import plugin_data_pb2
-    from tensorboard.plugins.scalar import metadata as scalar_metadata
-    from tensorboard.plugins.text import metadata as text_metadata
-    from tensorboard.summary.writer.event_file_writer import EventFileWriter
-    from tensorboard.util import tensor_util
-
-    writer = EventFileWriter(str(log_dir))
-    Value = summary_pb2.Summary.Value
-
-    def emit(step: int, *values: Value, wall_time: float | None = None) -> None:
-        event = event_pb2.Event(step=step, wall_time=wall_time or canonical_time(step))
-        event.summary.value.extend(values)
-        writer.add_event(event)
-
-    start = plugin_data_pb2.SessionStartInfo(start_time_secs=canonical_time(0))
-    start.hparams["lr"].number_value = CANONICAL_CONFIG["lr"]
-    start.hparams["batch_size"].number_value = CANONICAL_CONFIG["batch_size"]
-    start.hparams["optimizer"].string_value = CANONICAL_CONFIG["optimizer"]
-    content = plugin_data_pb2.HParamsPluginData(session_start_info=start, version=0).SerializeToString()
-    hparams_meta = summary_pb2.SummaryMetadata(
-        plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="hparams", content=content)
-    )
-    emit(
-        0,
-        Value(
-            tag="_hparams_/session_start_info",
-            metadata=hparams_meta,
-            tensor=tensor_util.make_tensor_proto([], dtype=np.float32),
-        ),
-    )
-    for step, value in CANONICAL_POINTS["train/loss"].items():  # torch: simple_value (float32)
-        emit(step, Value(tag="train/loss", simple_value=value))
-    first = True
-    for step, value in CANONICAL_POINTS["val/acc"].items():  # tf.summary: a tensor, metadata on the first only
-        metadata = scalar_metadata.create_summary_metadata(display_name="", description="") if first else None
-        tensor = tensor_util.make_tensor_proto(np.float64(value))
-        emit(
-            step,
-            Value(tag="val/acc", metadata=metadata, tensor=tensor) if metadata else Value(tag="val/acc", tensor=tensor),
-        )
-        first = False
-    png = encode_png(np.full((3, 4, 3), 90, dtype=np.uint8))
-    emit(
-        3,
-        Value(
-            tag="samples", image=summary_pb2.Summary.Image(height=3, width=4, colorspace=3, encoded_image_string=png)
-        ),
-    )
-    text_meta = text_metadata.create_summary_metadata(display_name="", description="")
-    emit(6, Value(tag="notes", metadata=text_meta, tensor=tensor_util.make_tensor_proto("hello **world**")))
-    histo = summary_pb2.HistogramProto(
-        min=0.5,
-        max=2.5,
-        num=4,
-        sum=6,
-        sum_squares=11,
-        bucket_limit=[1.0, 2.0, 1.7976931348623157e308],
-        bucket=[1, 2, 1],
-    )
-    emit(9, Value(tag="weights", histo=histo))
-    emit(12, Value(tag="speech", audio=summary_pb2.Summary.Audio(sample_rate=8000, encoded_audio_string=b"RIFF")))
-    writer.close()
-
-
 def _digest(root: Path) -> dict[str, str]:
     return {
         str(path.relative_to(root)): hashlib.sha256(path.read_bytes()).hexdigest()
@@ -104,7 +37,7 @@ def _digest(root: Path) -> dict[str, str]:
 
 def test_an_sdk_written_run_imports_with_steps_times_media_and_hparams(tmp_path, capsys):
     source = tmp_path / "tb" / "exp1"
-    _write_sdk_run(source)
+    write_tensorboard(source)
     before = _digest(tmp_path / "tb")
     assert (
         main(["import", "tensorboard", str(tmp_path / "tb"), "--logging-dir", str(tmp_path / "runs"), "--quiet"]) == 0
@@ -152,8 +85,8 @@ def test_a_run_this_library_wrote_keeps_its_exact_config(tmp_path):
 
 
 def test_a_truncated_event_file_is_a_clear_error_naming_it(tmp_path, capsys):
-    _write_sdk_run(tmp_path / "tb" / "a")
-    _write_sdk_run(tmp_path / "tb" / "b")
+    write_tensorboard(tmp_path / "tb" / "a")
+    write_tensorboard(tmp_path / "tb" / "b")
     (damaged,) = (tmp_path / "tb" / "b").glob("events*")
     damaged.write_bytes(damaged.read_bytes()[:-7])
     with pytest.raises(SourceError, match="truncated") as error:
@@ -172,7 +105,7 @@ def test_a_truncated_event_file_is_a_clear_error_naming_it(tmp_path, capsys):
 
 
 def test_an_imported_run_replays_into_jsonl_and_tensorboard_with_every_point_once(tmp_path, event_reader):
-    _write_sdk_run(tmp_path / "tb" / "exp1")
+    write_tensorboard(tmp_path / "tb" / "exp1")
     (imported,) = import_runs("tensorboard", str(tmp_path / "tb"), logging_dir=tmp_path / "runs", progress=False).runs
     code = main(
         ["replay", str(imported.run_dir), "--to", "jsonl", "--new-run", "--logging-dir", str(tmp_path / "j"), "--quiet"]

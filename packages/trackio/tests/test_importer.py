@@ -3,43 +3,16 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import shutil
 from datetime import datetime
 from importlib.metadata import version
 from pathlib import Path
 
 import pytest
+from tracking_core.testing.sdk_runs import NESTED_CONFIG as CONFIG
+from tracking_core.testing.sdk_runs import STEPS, write_trackio
 from tracking_core.transfer.model import SourceError
 from tracking_trackio.importer import read_runs
-
-from .test_contract import run_python
-
-STEPS = 20
-CONFIG = {"lr": 0.1, "optimizer": {"name": "adam", "betas": [0.9, 0.999]}, "scheduler": None}
-WRITE = """
-import inspect, json, sys
-import numpy as np
-import trackio
-from trackio.sqlite_storage import SQLiteStorage
-
-STEPS, CONFIG = {steps}, {config}
-QUIET = {{key: False for key in ("auto_log_cpu", "auto_log_gpu") if key in inspect.signature(trackio.init).parameters}}
-trackio.init(project="imports", name="sdk-run", config=CONFIG, **QUIET)
-for step in range(STEPS):
-    trackio.log({{"train/loss": 1.0 / (step + 1), "acc": step / STEPS, "phase": f"p{{step % 2}}"}}, step=step)
-pixels = np.arange(4 * 6 * 3, dtype=np.uint8).reshape(4, 6, 3)
-trackio.log({{
-    "sample": trackio.Image(pixels, caption="first"),
-    "preds": trackio.Table(columns=["id", "label"], data=[[0, "cat"], [1, "dog"]]),
-}}, step=STEPS)
-trackio.finish()
-trackio.init(project="imports", name="second", **QUIET)
-trackio.log({{"train/loss": 3.0}}, step=7)
-trackio.finish()
-logs = {{name: SQLiteStorage.get_logs("imports", name) for name in ("sdk-run", "second")}}
-print(json.dumps(logs, default=str))
-"""
 
 
 def _tree(root: Path) -> dict[str, str]:
@@ -53,10 +26,8 @@ def _tree(root: Path) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     """The store trackio wrote (two runs of one project), and its rows as Trackio's own reader gives them."""
-    root = tmp_path_factory.mktemp("trackio-import")
-    store = root / "store"
-    done = run_python(WRITE.format(steps=STEPS, config=repr(CONFIG)), root, TRACKIO_DIR=str(store), HF_HUB_OFFLINE="1")
-    return store, json.loads(done.stdout.strip().splitlines()[-1])
+    sdk_run = write_trackio(tmp_path_factory.mktemp("trackio-import"))
+    return sdk_run.source, sdk_run.info["logs"]
 
 
 def test_every_point_config_media_and_what_is_not_carried(written: tuple[Path, dict]) -> None:

@@ -7,48 +7,14 @@ empty HOME; every test reads it through :func:`tracking_wandb.importer.read_runs
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 import shutil
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
+from tracking_core.testing.sdk_runs import STEPS, write_wandb
 from tracking_core.transfer.model import SourceError
 from tracking_wandb.importer import read_runs
 from tracking_wandb.transaction_log import read_run
-
-STEPS = 20
-WRITE = """
-import json, os, sys, time
-import numpy as np
-import wandb
-
-root = sys.argv[1]
-run = wandb.init(
-    project="imports", name="sdk-run", dir=root, mode="offline",
-    config={"lr": 0.1, "optimizer": {"name": "adam", "betas": [0.9, 0.999]}, "scheduler": None},
-    tags=["baseline", "small"], group="sweep-1", notes="written by wandb itself",
-    settings=wandb.Settings(x_disable_stats=True, console="off", disable_git=True),
-)
-for step in range(STEPS):
-    run.log({"train/loss": 1.0 / (step + 1), "acc": step / STEPS, "phase": f"p{step % 2}"}, step=step)
-run.log({"eval": {"loss": 0.5, "acc": 0.75}}, step=STEPS - 1)
-pixels = np.arange(4 * 6 * 3, dtype=np.uint8).reshape(4, 6, 3)
-run.log({
-    "sample": wandb.Image(pixels),
-    "pair": [wandb.Image(pixels), wandb.Image(255 - pixels)],
-    "weights": wandb.Histogram(np_histogram=([1, 2, 3], [0.0, 1.0, 2.0, 3.0])),
-    "preds": wandb.Table(columns=["id", "label"], data=[[0, "cat"], [1, "dog"]]),
-}, step=STEPS)
-run.summary["best_acc"] = 0.95
-run.save(os.path.join(root, "notes.txt"), base_path=root, policy="now")
-folder = os.path.dirname(run.dir)
-run.finish()
-print(json.dumps({"folder": folder}))
-"""
 
 
 def _tree(root: Path) -> dict[str, str]:
@@ -62,28 +28,7 @@ def _tree(root: Path) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The offline run folder the wandb SDK wrote."""
-    root = tmp_path_factory.mktemp("wandb-import")
-    (root / "notes.txt").write_text("kept as a file\n")
-    env = {key: value for key, value in os.environ.items() if not key.startswith("WANDB_")}
-    env.update(
-        HOME=str(root / "home"),
-        WANDB_SILENT="true",
-        WANDB_CACHE_DIR=str(root / "cache"),
-        WANDB_DATA_DIR=str(root / "data"),
-        WANDB_CONFIG_DIR=str(root / "config"),
-    )
-    script = f"STEPS = {STEPS}\n" + textwrap.dedent(WRITE)
-    done = subprocess.run(
-        [sys.executable, "-c", script, str(root)],
-        env=env,
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        stdin=subprocess.DEVNULL,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return Path(json.loads(done.stdout.strip().splitlines()[-1])["folder"])
+    return write_wandb(tmp_path_factory.mktemp("wandb-import")).source
 
 
 def test_every_point_config_media_and_what_is_not_carried(written: Path) -> None:

@@ -30,6 +30,15 @@ def read_archive_history(path: str | os.PathLike[str]) -> dict[str, list[tuple[i
     return history
 
 
+def read_archive_messages(path: str | os.PathLike[str], kind: str) -> list[dict[str, Any]]:
+    """The payloads of an offline archive's messages of type ``kind`` (``"git_metadata"``, ``"system_info"``,
+    ``"log_dependency"``, ...), in message order."""
+    with zipfile.ZipFile(path) as archive:
+        lines = archive.read("messages.json").decode("utf-8").splitlines()
+    messages = (json.loads(line) for line in lines if line.strip())
+    return [message.get("payload") or {} for message in messages if message.get("type") == kind]
+
+
 def read_archive_metrics(path: str | os.PathLike[str]) -> dict[str, dict[int, Any]]:
     """``{name: {step: value}}`` of an offline archive, the last message at a step winning."""
     return {name: dict(points) for name, points in read_archive_history(path).items()}

@@ -119,6 +119,10 @@ def _scan_upload(part: _Part, payload: dict[str, Any], members: set[str]) -> Non
         part.drop(f"{kind} uploads")
 
 
+#: The parameters Comet itself keeps for ``set_step``/``set_epoch``, not part of the run's config.
+_COUNTERS = ("curr_step", "curr_epoch")
+
+
 def _scan_parameter(part: _Part, payload: dict[str, Any]) -> None:
     param = payload.get("param") or payload.get("params") or {}
     name = param.get("paramName")
@@ -126,6 +130,8 @@ def _scan_parameter(part: _Part, payload: dict[str, Any]) -> None:
         return
     if param.get("source") == "auto-logged":
         part.drop(f"Comet's auto-logged parameter {name!r}")
+    elif name in _COUNTERS:  # what set_step/set_epoch record (as "manual" parameters): the points keep their steps
+        part.drop(f"Comet's {name} parameter (the step or epoch counter)")
     else:
         part.params[name] = _value(param.get("paramValue"))
 

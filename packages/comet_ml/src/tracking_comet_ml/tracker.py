@@ -9,6 +9,9 @@ contract                    comet_ml
 ``writer`` / ``tracker``    the experiment (``experiment`` too)
 ``store_init_configuration``  ``log_parameters`` (nested, Comet flattens with ``|``) + ``config.json`` asset
                             (the merged config, rewritten when more config arrives)
+``log_run_context``         Comet's git metadata, system information, file name and installed packages
+                            (:mod:`tracking_comet_ml.context_panels`), the diff, package list and context as
+                            assets under ``run_context/``, and parameters under ``run_context`` as config
 ``log`` / ``log_batch``     ``set_step(step)``; numbers: ``log_metrics(numbers, step=)``; strings:
                             ``log_other(key, text)`` as accelerate, and ``log_text(text, step=,
                             metadata={"key"})`` so every step's text is kept; a dict: ``log_metrics(dict, step=)``
@@ -33,17 +36,20 @@ import io
 import itertools
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, cast
 
 from tracking_core import GeneralTracker, Histogram, notice
 from tracking_core.adapters import figure_to_png, image_list, merge_config, table_rows, to_hwc_uint8
+from tracking_core.context import RUN_CONTEXT_KEY
+from tracking_core.context.native import files as context_files
 from tracking_core.kit.sdk import chosen_instead, not_resumed, per_rank, rank_tags, saved_resume, sdk_object
-from tracking_core.notices import logger
+from tracking_core.notices import logger, warn_once
 from tracking_core.paths import check_name
 from tracking_core.png import encode_png
 
+from . import context_panels
 from .archive import (
     archive_abandoned_data,
     archive_name,
@@ -150,6 +156,7 @@ class CometMLTracker(GeneralTracker):
         self._finished = False
         self._max_key_length = 100
         self._config: dict[str, Any] = {}
+        self._context_sent = False
 
     @property
     def offline_directory(self) -> Path:
@@ -271,6 +278,52 @@ class CometMLTracker(GeneralTracker):
         # Parameters lose the difference between a nested key and a key containing "|"; the asset keeps it exactly.
         text = json.dumps(self._config, sort_keys=True, default=str)
         self._check(experiment.log_asset_data(text, name="config.json", overwrite=True), "config.json")
+
+    # -- run context (docs/run-context.md) ----------------------------------------------------------
+    def log_run_context(self, context: dict[str, Any]) -> None:
+        """Comet's own places (:mod:`tracking_comet_ml.context_panels`): the git metadata (branch, commit,
+        origin), system information, file name and installed packages; the diff, package list and whole
+        context as assets under ``run_context/``; and parameters under ``run_context``, as any config."""
+        self.store_init_configuration({RUN_CONTEXT_KEY: context})
+        self._context_in_panels(context)
+
+    def _context_in_panels(self, context: dict[str, Any]) -> None:
+        """Once per experiment; the parameters keep the context whatever happens here."""
+        experiment = self._experiment
+        if self._context_sent or not experiment.alive:
+            return
+        self._context_sent = True
+        metadata = context_panels.git_metadata(context)
+        if metadata is not None:
+            self._into_panel("git metadata", lambda: context_panels.send_git_metadata(experiment, metadata))
+        entry = (context.get("command") or {}).get("entry_point")
+
+        def system_information() -> None:
+            for key, value in context_panels.system_info(context).items():
+                experiment.log_system_info(key, value)
+            if entry and not entry.startswith("<"):
+                experiment.set_filename(entry)
+
+        def installed_packages() -> None:
+            for name, version in context_panels.installed_packages(context):
+                experiment.log_dependency(name, version)
+
+        self._into_panel("system information", system_information)
+        self._into_panel("installed packages", installed_packages)
+        for path in context_files(context, self.run_dir):
+            self._check(experiment.log_asset(os.fspath(path), file_name=f"run_context/{path.name}"), path.name)
+
+    def _into_panel(self, panel: str, send: Callable[[], None]) -> None:
+        """One of Comet's panels; a Comet release that lacks the call costs one warning and a report note."""
+        try:
+            send()
+        except Exception as error:
+            message = (
+                f"the run context is not in Comet's {panel} ({type(error).__name__}: {error}); "
+                "it is in the parameters (run_context)"
+            )
+            self.add_note(message)
+            warn_once(self.name, f"run-context:{panel}", message, reason="sdk-version")
 
     # -- metrics -----------------------------------------------------------------------------
     def sanitize_key(self, key: str) -> str:

@@ -37,6 +37,9 @@ class BackendReport:
         self.start_seconds: float | None = None
         #: ``time.monotonic()`` when the backend was ready to take records.
         self.ready_at: float | None = None
+        #: Seconds the training loop's ``log()`` calls waited for room in this backend's queue (for a
+        #: backend in the delivery process: in the queue to that process, which all its backends share).
+        self.loop_waited_seconds = 0.0
 
     def __repr__(self) -> str:
         return (
@@ -58,10 +61,13 @@ class FinishReport:
         backends: dict[str, BackendReport],
         run_dir: str | None = None,
         rejected_values: dict[str, str] | None = None,
+        notes: list[str] | None = None,
     ) -> None:
         self.backends = backends
         self.run_dir = run_dir
         self.rejected_values = rejected_values or {}
+        #: lines about the run as a whole (the loop's waits for the delivery process)
+        self.notes = notes or []
 
     def __repr__(self) -> str:
         return f"FinishReport(ok={self.ok}, backends={list(self.backends.values())!r})"
@@ -125,4 +131,5 @@ class FinishReport:
                 lines.append(f"{backend.name}: {backend.skipped_records.get(kind, 0)} {reason}")
         for key, reason in self.rejected_values.items():
             lines.append(f"all backends: skipped {key!r}: {reason}")
+        lines.extend(self.notes)
         return "\n".join(lines)

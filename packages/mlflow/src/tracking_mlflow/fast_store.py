@@ -37,9 +37,13 @@ _INT64 = 2**63
 _METRICS = {"key": True, "value": True, "timestamp": True, "run_uuid": True, "step": True, "is_nan": True}
 _LATEST = {"key": True, "value": False, "timestamp": False, "run_uuid": True, "step": False, "is_nan": False}
 
-_INSERT_POINT = (
-    "INSERT OR IGNORE INTO metrics (key, value, timestamp, run_uuid, step, is_nan) VALUES (?, ?, ?, ?, ?, ?)"
-)
+_INSERT_POINTS = "INSERT OR IGNORE INTO metrics (key, value, timestamp, run_uuid, step, is_nan) VALUES "
+_ROW = "(?, ?, ?, ?, ?, ?)"
+#: rows per INSERT statement, at most: sqlite3 lets go of the interpreter lock at every statement step and
+#: takes it back after, so ``executemany`` of one row per step makes the worker wait for the lock once a
+#: row while the training loop holds it (a 10,000-point chunk then takes seconds and the loop waits for
+#: queue room); one statement of many rows takes the lock back a few times per chunk
+ROWS_PER_STATEMENT = 2_000
 _UPDATE_LATEST = (
     "INSERT INTO latest_metrics (key, value, timestamp, run_uuid, step, is_nan) VALUES (?, ?, ?, ?, ?, ?) "
     "ON CONFLICT (key, run_uuid) DO UPDATE SET "
@@ -79,6 +83,14 @@ def _mlflow_name_check() -> Callable[[str], bool] | None:
     return accepts
 
 
+def _variable_limit(connection: sqlite3.Connection) -> int:
+    """How many ``?`` one statement may hold in this build of SQLite (999 before 3.32 by default)."""
+    getlimit = getattr(connection, "getlimit", None)  # Python 3.11+
+    if getlimit is not None:
+        return int(getlimit(getattr(sqlite3, "SQLITE_LIMIT_VARIABLE_NUMBER", 9)))  # 9: SQLite's own number for it
+    return 32_766 if sqlite3.sqlite_version_info >= (3, 32, 0) else 999
+
+
 def _columns(connection: sqlite3.Connection, table: str) -> dict[str, bool]:
     return {row[1]: row[5] > 0 for row in connection.execute(f"PRAGMA table_info({table})")}
 
@@ -91,6 +103,8 @@ class MetricWriter:
         self.run_id = run_id
         self._name_ok = name_ok
         self._names: set[str] = set()  # keys MLflow's name check accepted
+        self._rows_per_statement = max(1, min(ROWS_PER_STATEMENT, _variable_limit(connection) // len(_METRICS)))
+        self._statements: dict[int, str] = {}  # rows -> the INSERT of that many rows
 
     @classmethod
     def open(cls, store: Path, run_id: str) -> MetricWriter | None:
@@ -140,7 +154,7 @@ class MetricWriter:
             if stage is None or stage[0] != "active":
                 connection.execute("ROLLBACK")
                 return False
-            connection.executemany(_INSERT_POINT, rows)
+            self._insert(rows)
             connection.executemany(
                 _UPDATE_LATEST,
                 [
@@ -154,6 +168,15 @@ class MetricWriter:
                 connection.execute("ROLLBACK")
             raise
         return True
+
+    def _insert(self, rows: list[tuple[str, float, int, str, int, bool]]) -> None:
+        per, execute = self._rows_per_statement, self._connection.execute
+        for start in range(0, len(rows), per):
+            chunk = rows[start : start + per]
+            statement = self._statements.get(len(chunk))
+            if statement is None:
+                statement = self._statements[len(chunk)] = _INSERT_POINTS + ", ".join([_ROW] * len(chunk))
+            execute(statement, [field for row in chunk for field in row])
 
     def close(self) -> None:
         self._connection.close()

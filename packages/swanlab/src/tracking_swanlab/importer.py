@@ -6,6 +6,9 @@ through ``scan()`` rather than the reader's iterator, which ends quietly at a da
 import must say so. Scalars (with their steps and timestamps) become points; text, image and table
 media (files under ``media/``) become media; the config comes from ``files/config.yaml`` as
 :mod:`tracking_swanlab.reader` reads it. The folders of a resumed run (one id) are read as one run.
+
+A folder of SwanLab 0.6.2 to 0.7.x (``backup.swanlab``, JSON records) is read by
+:mod:`tracking_swanlab.earlier.importer`, with that release's own reader: it needs such a SwanLab installed.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typing import Any
 
 from tracking_core.transfer.model import Media, Point, SourceError, SourceRun
 
-from .reader import _media_file
+from .reader import BACKUP_FILE, _media_file
 
 __all__ = ["read_runs"]
 
@@ -32,8 +35,13 @@ class _Damaged(Exception):
 
 
 def _records(path: Path) -> Iterator[Any]:
-    from swanlab.proto.swanlab.record.v1 import record_pb2
-    from swanlab.sdk.internal.core_python.store import DataStoreReader
+    try:
+        from swanlab.proto.swanlab.record.v1 import record_pb2
+        from swanlab.sdk.internal.core_python.store import DataStoreReader
+    except ImportError as error:
+        raise SourceError(
+            str(path), "written by SwanLab 0.8 or later, whose reader the installed SwanLab does not have"
+        ) from error
 
     if path.stat().st_size == 0:
         return  # SwanLab writes the file unflushed until finish(): a run killed early holds nothing
@@ -169,6 +177,14 @@ def _config(run_dir: Path) -> dict[str, Any]:
     return {key: entry.get("value") if isinstance(entry, dict) else entry for key, entry in stored.items()}
 
 
+def _merged_config(files: list[Path]) -> dict[str, Any]:
+    """The config of a run's folders together, oldest first: a process that resumed the run may store none."""
+    config: dict[str, Any] = {}
+    for path in files:
+        config.update(_config(path.parent))
+    return config
+
+
 def _run_files(root: Path) -> dict[str, list[Path]]:
     """The run files under ``root`` by run id, each run's folders oldest first (their names start with the time)."""
     if root.is_file():
@@ -180,8 +196,15 @@ def _run_files(root: Path) -> dict[str, list[Path]]:
             found.extend(Path(folder) / name for name in names if name.endswith(".swanlab"))
     runs: dict[str, list[Path]] = {}
     for path in sorted(found, key=lambda path: path.parent.name):
-        runs.setdefault(path.stem.removeprefix("run-"), []).append(path)
+        runs.setdefault(_run_id(path), []).append(path)
     return runs
+
+
+def _run_id(path: Path) -> str:
+    """``run-<id>.swanlab`` names its run; a ``backup.swanlab`` is named by its folder, ``run-<time>-<id>``."""
+    if path.name == BACKUP_FILE:
+        return path.parent.name.rsplit("-", 1)[-1]
+    return path.stem.removeprefix("run-")
 
 
 def _tags(start: Any) -> dict[str, str]:
@@ -198,8 +221,14 @@ def read_runs(source: str, *, options: dict[str, str] | None = None) -> Iterator
         raise SourceError(source, "no such file or folder")
     runs = _run_files(root)
     if not runs:
-        raise SourceError(source, "no SwanLab run (run-*.swanlab) found")
+        raise SourceError(source, "no SwanLab run (run-*.swanlab or backup.swanlab) found")
     for run_id, files in runs.items():
+        if files[0].name == BACKUP_FILE:  # SwanLab 0.6.2 to 0.7.x: each folder is a run of its own
+            from .earlier.importer import read_run
+
+            for path in files:
+                yield from read_run(run_id, path, _config(path.parent))
+            continue
         scan = _scan(files)
         if scan.start is None:
             if scan.damage is not None:
@@ -224,7 +253,7 @@ def read_runs(source: str, *, options: dict[str, str] | None = None) -> Iterator
             started=_seconds(start.started_at),
             ended=_seconds(scan.finish.finished_at) if scan.finish is not None else None,
             status=status,
-            config=_config(files[-1].parent),
+            config=_merged_config(files),
             tags=_tags(start),
             points=_points(files, scan.damage[0] if scan.damage else None),
             media=[*scan.media, *scan.saved],

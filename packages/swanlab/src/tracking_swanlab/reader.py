@@ -2,6 +2,8 @@
 
 A run directory (``<log_dir>/run-<time>-<id>``) holds ``run-<id>.swanlab`` -- a log of protobuf
 ``Record`` messages that ``swanlab sync`` uploads -- plus ``media/`` files and ``files/config.yaml``.
+SwanLab 0.6.2 to 0.7.x write ``backup.swanlab`` instead, a log of JSON records that only those releases
+read: :func:`read_run` hands such a folder to :mod:`tracking_swanlab.earlier.store`.
 """
 
 from __future__ import annotations
@@ -21,6 +23,11 @@ class MediaPoint:
     step: int
     kind: str  #: "text", "image", "echarts", ... (SwanLab's column type, lower case)
     files: list[Path]
+    #: What the record holds itself instead of a file (SwanLab before 0.8 keeps a text in its record).
+    contents: list[str] = field(default_factory=list)
+
+    def texts(self) -> list[str]:
+        return list(self.contents) or [file.read_text(encoding="utf-8") for file in self.files]
 
 
 @dataclass
@@ -42,7 +49,7 @@ class SwanLabRunData:
 
     def texts(self) -> dict[str, dict[int, str]]:
         return {
-            key: {point.step: point.files[0].read_text(encoding="utf-8") for point in points}
+            key: {point.step: point.texts()[0] for point in points}
             for key, points in self.media.items()
             if points and points[0].kind == "text"
         }
@@ -61,7 +68,23 @@ class SwanLabRunData:
         return tables
 
 
+#: The run file of the earlier SDK line (0.6.2 to 0.7.x).
+BACKUP_FILE = "backup.swanlab"
+
+
+def is_earlier_folder(run_dir: str | os.PathLike[str]) -> bool:
+    """Whether SwanLab 0.6.2 to 0.7.x wrote this run folder (its run file is ``backup.swanlab``)."""
+    return (Path(run_dir) / BACKUP_FILE).is_file()
+
+
+def holds_records(run_dir: str | os.PathLike[str]) -> bool:
+    """Whether the folder's run file got past its header (SwanLab may not have flushed it yet)."""
+    return find_run_file(run_dir).stat().st_size > _FILE_HEADER_BYTES
+
+
 def find_run_file(run_dir: str | os.PathLike[str]) -> Path:
+    if is_earlier_folder(run_dir):
+        return Path(run_dir) / BACKUP_FILE
     files = sorted(Path(run_dir).glob("run-*.swanlab"))
     if len(files) != 1:
         raise FileNotFoundError(f"expected one run-*.swanlab file in {run_dir}, found {len(files)}")
@@ -69,6 +92,10 @@ def find_run_file(run_dir: str | os.PathLike[str]) -> Path:
 
 
 def read_run(run_dir: str | os.PathLike[str]) -> SwanLabRunData:
+    if is_earlier_folder(run_dir):
+        from .earlier.store import read_folder
+
+        return read_folder(Path(run_dir))
     from swanlab.proto.swanlab.record.v1 import record_pb2
     from swanlab.sdk.internal.core_python.store import DataStoreReader
 
@@ -78,7 +105,7 @@ def read_run(run_dir: str | os.PathLike[str]) -> SwanLabRunData:
     if run_file.stat().st_size < _FILE_HEADER_BYTES:
         # SwanLab 0.10 writes its run file unflushed until finish(): before that (or after a kill) it
         # may hold nothing yet, which is a run with no records, not a damaged one.
-        return _with_config(data)
+        return with_config(data)
     reader = DataStoreReader()
     reader.open(str(run_file))
     try:
@@ -103,10 +130,11 @@ def read_run(run_dir: str | os.PathLike[str]) -> SwanLabRunData:
                 data.finished = True
     finally:
         reader.close()
-    return _with_config(data)
+    return with_config(data)
 
 
-def _with_config(data: SwanLabRunData) -> SwanLabRunData:
+def with_config(data: SwanLabRunData) -> SwanLabRunData:
+    """``data`` with the config of ``files/config.yaml`` (the same file in both SDK lines)."""
     config_file = data.run_dir / "files" / "config.yaml"
     if config_file.exists():
         import yaml

@@ -20,6 +20,12 @@ Resuming offline. SwanLab writes one ``run-<time>-<id>`` folder per process; a r
 same id gets a new folder whose start record asks to resume, and ``swanlab sync`` of each folder (oldest
 first) resumes the same cloud experiment. So the saved state lists every folder and
 ``read_back_history`` reads them all.
+
+SDK lines. The mapping above is written against SwanLab 0.8+ (``swanlab.sdk``). When ``start()`` finds the
+earlier line (0.6.2 to 0.7.x, no ``swanlab.sdk``), :mod:`tracking_swanlab.earlier` starts the run and
+gives its run object the names used here (:class:`~tracking_swanlab.earlier.run.EarlierRun`); what that
+line lacks (tables before 0.6.5, saved files before 0.7.15, continuing a run offline) is one warning
+and a report note.
 """
 
 from __future__ import annotations
@@ -37,13 +43,19 @@ from tracking_core.kit.sdk import chosen_instead, not_resumed, per_rank, rank_na
 from tracking_core.notices import logger
 from tracking_core.paths import check_optional_name
 
-from . import compat
+from . import compat, earlier
+from .earlier.run import EarlierRun
+from .earlier.start import start as earlier_start
+from .earlier.start import upload_commands
 
 #: SwanLab refuses control characters anywhere in a key and '.', '/' or whitespace at either end;
 #: longer keys are cut at 512 characters (``swanlab.sdk.internal.pkg.constraints``).
 _CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f]")
 _EDGE_CHARACTERS = " \t\n\r./"
 _MAX_KEY_LENGTH = 512
+#: The earlier line (0.6.2 to 0.7.x) cuts keys at 255 characters and refuses '.', '/' or whitespace at
+#: either end (``swanlab.formatter.check_key_format``).
+EARLIER_MAX_KEY_LENGTH = 255
 
 #: Settings a library user almost never wants from a tracker started on their behalf: a hardware
 #: sampler thread, a proxy that rewires ``sys.stdout``/``sys.stderr``, and the start-up probes that
@@ -262,6 +274,7 @@ class SwanLabTracker(GeneralTracker):
         self._finished = False
         self._swanlab: Any = None
         self._column_kind: dict[str, str] = {}
+        self._max_key_length = _MAX_KEY_LENGTH  # set by start() for the SwanLab line it finds
         self._last_step: dict[str, int | None] = {}
         #: Local folders of the earlier processes' parts of this run (oldest first), when it was resumed.
         self.earlier_run_dirs: list[Path] = []
@@ -274,8 +287,25 @@ class SwanLabTracker(GeneralTracker):
     def start(self) -> None:
         import swanlab
 
-        compat.main_thread_only_signals()  # SwanLab < 0.9.1 sets a SIGINT handler even off the main thread
         self._swanlab = swanlab
+        if earlier.in_use():  # SwanLab 0.6.2 to 0.7.x: no swanlab.sdk, a backup.swanlab store
+            started = earlier_start(self, swanlab, self.online_check_timeout)
+            self._run, self._project = started.run, started.project
+            self.fallback_reason, self.earlier_run_dirs = started.fallback_reason, started.earlier_run_dirs
+            self._max_key_length = EARLIER_MAX_KEY_LENGTH
+        else:
+            self._start_sdk(swanlab)
+        self.mode = str(self._run.mode)
+        self.run_dir = Path(self._run.dir)
+        self.run_id, self.experiment_name = str(self._run.id), _attribute(self._run, "name")
+        if self.fallback_reason:
+            logger.warning(self._start_notice())
+        else:
+            notice(self._start_notice())
+
+    def _start_sdk(self, swanlab: Any) -> None:
+        """``swanlab.init`` of SwanLab 0.8 and later (the ``swanlab.sdk`` line)."""
+        compat.main_thread_only_signals()  # SwanLab < 0.9.1 sets a SIGINT handler even off the main thread
         kwargs = dict(self.init_kwargs)
         kwargs.setdefault("project", self.run_name)
         user_settings = _as_dict(kwargs.pop("settings", None))
@@ -322,13 +352,6 @@ class SwanLabTracker(GeneralTracker):
                 kwargs["mode"] = "offline"
         if self._run is None:
             self._run = swanlab.init(settings=settings, **kwargs)
-        self.mode = str(self._run.mode)
-        self.run_dir = Path(self._run.dir)
-        self.run_id, self.experiment_name = str(self._run.id), _attribute(self._run, "name")
-        if self.fallback_reason:
-            logger.warning(self._start_notice())
-        else:
-            notice(self._start_notice())
 
     def _name_rank(self, kwargs: dict[str, Any], sources: list[Any]) -> None:
         """Per-rank mode: this rank's run joins the job's SwanLab group, named after its rank."""
@@ -446,7 +469,7 @@ class SwanLabTracker(GeneralTracker):
 
     def sanitize_key(self, key: str) -> str:
         cleaned = _CONTROL_CHARACTERS.sub("_", key).strip(_EDGE_CHARACTERS)
-        cleaned = cleaned[:_MAX_KEY_LENGTH].rstrip(_EDGE_CHARACTERS)
+        cleaned = cleaned[: self._max_key_length].rstrip(_EDGE_CHARACTERS)
         return cleaned or "_"
 
     # -- media --------------------------------------------------------------------------------
@@ -471,6 +494,13 @@ class SwanLabTracker(GeneralTracker):
         **kwargs: Any,
     ) -> None:
         columns, rows = table_rows(columns, data, dataframe)
+        if not hasattr(self._swanlab.echarts, "Table"):  # SwanLab before 0.6.5
+            message = (
+                "this SwanLab release has no tables (swanlab.echarts.Table, added in 0.6.5): log_table stores nothing"
+            )
+            warn_once(self.name, "log_table", message, reason="no-tables")
+            self.add_note(message)
+            return
         if len(set(columns)) != len(columns):
             raise ValueError(f"SwanLab stores table rows as column -> value maps; duplicate column names in {columns}")
         rows = [[_plain(cell) for cell in row] for row in rows]
@@ -509,7 +539,10 @@ class SwanLabTracker(GeneralTracker):
                 reason="artifact_path",
             )
         # "now": a snapshot, like the other backends' artifacts (SwanLab's default "live" keeps watching the file).
-        if not self._run.save(pattern, base_path=str(base), policy="now"):
+        saved = self._run.save(pattern, base_path=str(base), policy="now")
+        if saved is None:  # a SwanLab release without saved files: the run said so (warning, report note)
+            return
+        if not saved:
             raise FileNotFoundError(f"SwanLab saved no file for {pattern}")
 
     # -- flush and finish -----------------------------------------------------------------------
@@ -521,7 +554,9 @@ class SwanLabTracker(GeneralTracker):
             return
         from .durability import wait_until_written
 
-        if not wait_until_written(self._run):
+        run = self._run
+        written = run.wait_until_written() if isinstance(run, EarlierRun) else wait_until_written(run)
+        if not written:
             warn_once(
                 self.name,
                 "flush",
@@ -574,11 +609,11 @@ class SwanLabTracker(GeneralTracker):
         """Every image of this run through SwanLab's own record reader, decoded from its media files."""
         from PIL import Image
 
-        from .reader import find_run_file, read_run
+        from .reader import holds_records, read_run
 
         images: dict[str, list[tuple[int, Any]]] = {}
         for folder in self.run_dirs:
-            if folder != self.run_dir and find_run_file(folder).stat().st_size == 0:
+            if folder != self.run_dir and not holds_records(folder):
                 continue
             for key, points in read_run(folder).media.items():
                 for point in points:
@@ -594,7 +629,10 @@ class SwanLabTracker(GeneralTracker):
         if self.fallback_reason:
             notes.append(f"fell back to an offline run because {self.fallback_reason}")
         if self.mode == "offline" and self.earlier_run_dirs:
-            commands = "; ".join(f"swanlab sync {folder}" for folder in self.run_dirs)
+            if isinstance(self._run, EarlierRun):
+                commands = upload_commands(self._swanlab, cast(str, self.run_id), self.run_dirs)
+            else:
+                commands = "; ".join(f"swanlab sync {folder}" for folder in self.run_dirs)
             notes.append(
                 f"offline run {self.run_id} in {len(self.run_dirs)} folders (upload in this order: {commands})"
             )

@@ -13,6 +13,8 @@ version-free:
   names it for one warning and a finish-report note.
 * Credentials: ``wandb.sdk.lib.wbauth`` (newer releases) or ``wandb.sdk.lib.apikey`` (0.19) looks
   for a key the way ``wandb.init`` would, without prompting.
+* The run metadata message sent after ``init`` (``EnvironmentRecord`` from 0.21, ``MetadataRequest``
+  before): detected in :func:`tracking_wandb.run_metadata.generation`.
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ Contract -> SDK:
                                    with ``run_context.resume``: ``wandb.init(id=<saved id>, resume="allow")``
 * ``resume_state``              -> ``{"id", "project", "entity", "mode", "run_dirs"}`` (every local folder of the run)
 * ``store_init_configuration``  -> ``run.config.update`` (per-run, never the module-global ``wandb.config``)
+* ``log_run_context``           -> W&B's run metadata (:mod:`tracking_wandb.run_metadata`), ``run.save(diff.patch)``,
+                                   and config under ``run_context``
 * ``log`` / ``log_batch``       -> ``run.log(values, step=step)``; strings are W&B history text values
 * ``log_images``                -> ``run.log({key: [wandb.Image, ...]})`` (one call for every key: one step)
 * ``log_table``                 -> ``run.log({name: wandb.Table(...)})``
@@ -33,12 +35,13 @@ from typing import Any
 
 from tracking_core import GeneralTracker, notice, warn_once
 from tracking_core.adapters import figure_to_png, image_list, merge_config, table_rows, to_hwc_uint8
+from tracking_core.context import RUN_CONTEXT_KEY
 from tracking_core.histogram import Histogram
 from tracking_core.kit.sdk import chosen_instead, not_resumed, per_rank, rank_name, saved_resume, sdk_object
 from tracking_core.notices import logger
 from tracking_core.paths import check_optional_name
 
-from . import compat
+from . import compat, run_metadata
 from .transaction_log import read_run, read_runs, wait_for_next_write, wait_until_written
 
 #: Used when neither the user's settings nor ``WANDB_INIT_TIMEOUT`` choose one. W&B waits 90 s (plus a
@@ -241,7 +244,9 @@ class WandBTracker(GeneralTracker):
     Defaults chosen only when the user did not set them (keyword, ``wandb.Settings``, ``WANDB_*``
     variable or W&B settings file): ``dir=logging_dir``, ``console="off"``, ``x_disable_stats=True``,
     ``disable_git=True``, ``save_code=False``, ``silent=True``, ``init_timeout=30``,
-    ``x_transaction_log_flush_interval=0.5``, and ``reinit="create_new"`` when another W&B run is active.
+    ``x_transaction_log_flush_interval=0.5``, ``x_disable_meta=True`` on W&B 0.21+ (the run context's metadata
+    replaces W&B's own: :mod:`tracking_wandb.run_metadata`), and ``reinit="create_new"`` when another W&B run
+    is active.
     ``WANDB_CACHE_DIR`` and ``WANDB_DATA_DIR`` (read by W&B from the environment only) default to
     ``<logging_dir>/wandb/{cache,data}`` when unset and W&B was not yet set up in this process, and so
     does ``WANDB_DISABLE_GIT=true`` unless it is set or the ``settings`` given choose ``disable_git`` (W&B's
@@ -274,6 +279,11 @@ class WandBTracker(GeneralTracker):
         self._finished = False
         #: Local folders of the earlier processes' parts of this run (oldest first), when it was resumed.
         self.earlier_run_dirs: list[Path] = []
+        #: the metadata message the installed W&B takes after init (run_metadata.generation)
+        self._metadata_kind: tuple[str, str] | None = None
+        #: W&B's own metadata is off (x_disable_meta set here): this backend's message is all of it
+        self._replaces_metadata = False
+        self._metadata_sent = False
 
     # -- start ---------------------------------------------------------------------------------
     def start(self) -> None:
@@ -294,6 +304,10 @@ class WandBTracker(GeneralTracker):
                     setattr(settings, field, value)
                 else:
                     self._lacks_setting(field)
+        self._metadata_kind = run_metadata.generation()
+        if self._metadata_kind == run_metadata.ENVIRONMENT and "x_disable_meta" not in chosen:
+            settings.x_disable_meta = True  # the run context's record replaces W&B's own (run_metadata.py)
+            self._replaces_metadata = True
         self._name_rank(kwargs, settings, chosen)
         self._continue_saved_run(kwargs, chosen)
         if "reinit" not in chosen and _another_run_is_active(wandb):
@@ -441,6 +455,45 @@ class WandBTracker(GeneralTracker):
         self._config = merge_config(self._config, values)
         self._run.config.update({key: self._config[key] for key in values}, allow_val_change=True)
         self._dirty = True
+
+    # -- run context (docs/run-context.md) --------------------------------------------------------
+    def log_run_context(self, context: dict[str, Any]) -> None:
+        """W&B's run metadata (git commit and remote, program, arguments, host, Python, OS: what the run's
+        *Overview* shows), the uncommitted diff as the run's ``diff.patch``, and the whole context as
+        config under ``run_context``."""
+        self.store_init_configuration({RUN_CONTEXT_KEY: context})
+        self._context_in_metadata(context)
+
+    def _context_in_metadata(self, context: dict[str, Any]) -> None:
+        """Once per run; the config keeps the context whatever happens here."""
+        if self._metadata_sent or self._run is None or self.mode == "disabled":
+            return
+        self._metadata_sent = True
+        if compat.setting(self._run.settings, "x_disable_meta", False) and not self._replaces_metadata:
+            self.add_note(
+                "x_disable_meta is set: the run context is in the config (run_context), not in W&B's metadata"
+            )
+        elif self._metadata_kind is None:
+            self._metadata_missed(f"wandb {compat.version()} has no metadata message to send after wandb.init")
+        else:
+            fields = run_metadata.metadata_fields(context, with_args=self._replaces_metadata)
+            try:
+                run_metadata.publish(self._run, self._metadata_kind, fields)
+            except Exception as error:  # the SDK's private interface changed
+                self._metadata_missed(f"{type(error).__name__}: {error}")
+        diff = (context.get("git") or {}).get("diff")
+        if diff and Path(diff).is_file():
+            try:
+                self._run.save(diff, base_path=str(Path(diff).parent), policy="now")
+            except Exception as error:
+                message = f"the uncommitted diff was not saved to the W&B run ({type(error).__name__}: {error})"
+                self.add_note(message)
+                warn_once(self.name, "run-context-diff", message, reason="sdk-version")
+
+    def _metadata_missed(self, reason: str) -> None:
+        message = f"the run context is not in W&B's run metadata ({reason}); it is in the config (run_context)"
+        self.add_note(message)
+        warn_once(self.name, "run-metadata", message, reason="sdk-version")
 
     def log(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:
         self._run.log(values, step=step, **kwargs)

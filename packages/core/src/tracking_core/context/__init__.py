@@ -55,6 +55,7 @@ __all__ = [
     "RunContextCapture",
     "context_parts",
     "is_run_context",
+    "split_run_context",
     "system_metrics_interval",
 ]
 
@@ -94,6 +95,17 @@ def context_parts(option: bool | Mapping[str, bool] | None) -> dict[str, bool] |
         parts = {part: bool(option.get(part, True)) for part in PARTS}
         return parts if any(parts.values()) else None
     raise ValueError(f"context must be True, False or {{part: bool}} over {list(PARTS)}, got {option!r}")
+
+
+def split_run_context(payload: Any) -> tuple[dict[str, Any] | None, Any]:
+    """``(the captured context, the rest of the config)`` of a config record's payload; ``(None, payload)``
+    when it holds none. A spill or a replay merges config records into one, the context among them."""
+    if not isinstance(payload, dict):
+        return None, payload
+    context = payload.get(RUN_CONTEXT_KEY)
+    if not (isinstance(context, dict) and context.get("format") == FORMAT):
+        return None, payload
+    return context, {key: value for key, value in payload.items() if key != RUN_CONTEXT_KEY}
 
 
 def is_run_context(payload: Any) -> bool:

@@ -47,6 +47,7 @@ from .ending import Ending
 from .handover import Handover
 from .live import Live
 from .mapping import BackendValues
+from .missing import lacking_kinds
 from .positions import Positions
 from .recovery import (
     CATCHING_UP,
@@ -133,6 +134,8 @@ class Delivery:
         self.abandoned = False
         #: record kinds this backend cannot store (a package they need is missing) -> why
         self.unavailable_kinds: dict[str, str] = {}
+        #: record kinds this backend has no method for -> why; only a journal caught up from holds them
+        self.lacking_kinds = lacking_kinds(tracker)
         self.finished = False
         #: how far the backend got (durable, handed over), and the cursor file that keeps it
         self.positions = Positions(cursor, cursor_step, cursor_file)
@@ -305,6 +308,9 @@ class Delivery:
             self._apply_rewind()  # before this process's first record; the earlier ones caught up first
         if self.mode == LIVE and records[0].kind in self.unavailable_kinds:
             self.live.skip_unavailable(records)  # in order only: while records wait in the spill, these wait too
+            return
+        if self.mode == LIVE and records[0].kind in self.lacking_kinds:
+            self.live.skip_lacking(records)
             return
         if self.mode != LIVE:
             for record in records:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..errors import PartialDelivery
-from ..intake.record import Record, call_kwargs, deliver
+from ..intake.record import KINDS, Record, call_kwargs, deliver
 from ..notices import logger, warn_once
 from .missing import KIND_NAMES, missing_reason
 from .recovery import LIVE, is_refusal
@@ -195,6 +195,19 @@ class Live:
         self.delivery.unavailable_kinds[kind] = reason
         self.delivery.report.skipped_kinds[KIND_NAMES.get(kind, kind)] = reason
         logger.warning("backend %r: %s", self.delivery.name, reason)
+        self.skip_unavailable(records)
+
+    def skip_lacking(self, records: list[Record]) -> None:
+        """Records of a kind the backend has no method for, from a journal it catches up from: skipped,
+        with one warning and a report line, as a live run leaves them out for it."""
+        kind = records[0].kind
+        reason = self.delivery.lacking_kinds[kind]
+        name = KIND_NAMES.get(kind, kind)
+        if name not in self.delivery.report.skipped_kinds:
+            self.delivery.report.skipped_kinds[name] = reason
+            warn_once(
+                self.delivery.name, KINDS[kind].method, f"{reason}; the journal's are left out", reason="capability"
+            )
         self.skip_unavailable(records)
 
     def skip_unavailable(self, records: list[Record]) -> None:

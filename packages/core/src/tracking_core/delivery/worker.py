@@ -22,6 +22,7 @@ from ..intake.record import new_record as as_record
 from ..notices import logger, warn_once
 from ..report import BackendReport
 from .engine import MAX_BATCH, Delivery
+from .pace import THREAD_ADVICE, LoopWaits
 
 LINGER_SECONDS = 0.005
 #: the longest the worker waits on its queue at a time while holding the handover lock
@@ -38,9 +39,9 @@ SPILL_OVER_SECONDS = 5.0
 
 def wait_for_room(
     full: Callable[[], bool], room: threading.Event, give_up: Callable[[], bool], what: Callable[[], str]
-) -> None:
-    """Wait while ``full()`` (until ``give_up()``), woken by ``room``. A loop that stops must say why: after
-    ``ROOM_WARNING_SECONDS`` one warning names ``what()`` it is waiting for."""
+) -> float:
+    """Wait while ``full()`` (until ``give_up()``), woken by ``room``; the seconds waited. A loop that stops
+    must say why: after ``ROOM_WARNING_SECONDS`` one warning names ``what()`` it is waiting for."""
     began, warned = time.monotonic(), False
     while full() and not give_up():
         room.clear()
@@ -54,6 +55,7 @@ def wait_for_room(
                 time.monotonic() - began,
                 what(),
             )
+    return time.monotonic() - began
 
 
 #: the contract's methods a training script may call on a tracker the dispatcher manages
@@ -147,6 +149,7 @@ class BackendWorker(ManagedMixin):
         queue_size: int = 10_000,
         on_full: str = "block",
         blocking: bool = False,
+        in_training_process: bool = True,
     ) -> None:
         self.tracker = tracker
         self.name = tracker.name
@@ -163,6 +166,10 @@ class BackendWorker(ManagedMixin):
         self._thread: threading.Thread | None = None
         self._thread_id: int | None = None
         self._inline = threading.local()  # blocking mode: set while the caller delivers
+        #: how long the caller waited for room in this queue (in the delivery process, its reader did)
+        self.loop_waits = LoopWaits(
+            f"backend {self.name!r}'s queue", f"{self.name!r} {THREAD_ADVICE}", advise=in_training_process
+        )
         self.put = self._make_put()
 
     def inside(self) -> bool:
@@ -219,7 +226,7 @@ class BackendWorker(ManagedMixin):
             # on_full="spill", after SPILL_OVER_SECONDS otherwise) the queue goes to the spill instead.
             spilling, delivery = self._spill_when_full, self.delivery
             while True:
-                self._wait_for_room(0.0 if spilling else SPILL_OVER_SECONDS)
+                self.loop_waits.add(self._wait_for_room(0.0 if spilling else SPILL_OVER_SECONDS))
                 if self._queue.qsize() < self._maxsize or delivery.abandoned or delivery.finished:
                     break
                 if self._spill_over(stuck=not spilling):
@@ -244,10 +251,10 @@ class BackendWorker(ManagedMixin):
         finally:
             delivery.handover.release()
 
-    def _wait_for_room(self, stuck_after: float) -> None:
+    def _wait_for_room(self, stuck_after: float) -> float:
         """Until there is room, or the worker has been inside one SDK call for ``stuck_after`` seconds."""
         delivery = self.delivery
-        wait_for_room(
+        return wait_for_room(
             lambda: self._queue.qsize() >= self._maxsize,
             self._room,
             lambda: (

@@ -87,14 +87,18 @@ def deliver(tracker: GeneralTracker, record: Record, values: dict[str, Any] | No
     if kind == "log":
         tracker.log(payload if values is None else values, step=step, **call_kwargs(tracker, record))
     elif kind == "config":
-        from ..context import RUN_CONTEXT_KEY, is_run_context  # loaded once; config records are few
+        from ..context import split_run_context  # loaded once; config records are few
 
-        if _own_run_context_hook(tracker) and is_run_context(payload):  # context/__init__.py
-            tracker.log_run_context(payload[RUN_CONTEXT_KEY])
-        elif record.seq is not None and getattr(tracker, "wants_record_ids", False):
-            tracker.store_init_configuration(payload, seq=record.seq)  # type: ignore[call-arg]
-        else:
-            tracker.store_init_configuration(payload)
+        # the captured context goes to the backend's own place, also when a spill or a replay merged it
+        # with the rest of the config into one record (context/__init__.py)
+        context, payload = split_run_context(payload) if _own_run_context_hook(tracker) else (None, payload)
+        if payload or context is None:
+            if record.seq is not None and getattr(tracker, "wants_record_ids", False):
+                tracker.store_init_configuration(payload, seq=record.seq)  # type: ignore[call-arg]
+            else:
+                tracker.store_init_configuration(payload)
+        if context is not None:
+            tracker.log_run_context(context)
     elif kind == "images":
         tracker.log_images(payload, step=step, **call_kwargs(tracker, record))
     elif kind == "table":

@@ -126,7 +126,7 @@ class Host:
             )
 
         self.workers[name] = BackendWorker(
-            tracker, delivery_for, queue_size=options.queue_size, on_full=options.on_full
+            tracker, delivery_for, queue_size=options.queue_size, on_full=options.on_full, in_training_process=False
         )
 
     def _started(self, tracker: GeneralTracker, report: BackendReport) -> None:

@@ -26,6 +26,7 @@ from multiprocessing.connection import Connection
 from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
+from ..delivery.pace import PROCESS_ADVICE, LoopWaits
 from ..delivery.worker import START_WAIT_SECONDS, wait_for_room
 from ..intake.record import CONTROL_KINDS, Record
 from ..intake.record import new_record as as_record
@@ -66,6 +67,7 @@ class DeliveryLink:
         self._on_full = on_full
         #: per backend, records dropped because that queue was full (on_full="drop")
         self._dropped_full: collections.Counter[str] = collections.Counter()
+        self.loop_waits = LoopWaits("the queue to the delivery process", f"a backend there {PROCESS_ADVICE}")
         self._room = threading.Event()
         self._retained: collections.deque[tuple[Record, tuple[str, ...] | None]] = collections.deque()
         self._retained_lock = threading.Lock()
@@ -107,7 +109,7 @@ class DeliveryLink:
             if self._on_full == "drop":
                 self._dropped_full.update(targets or tuple(self.workers))
                 return
-            wait_for_room(
+            waited = wait_for_room(
                 lambda: self._queue.qsize() >= self._maxsize,
                 self._room,
                 lambda: self.dead,
@@ -116,6 +118,7 @@ class DeliveryLink:
                     "taking records (see its warnings)"
                 ),
             )
+            self.loop_waits.add(waited)
         self._queue.put((record, targets))
 
     def put_all(self, record: Any) -> None:

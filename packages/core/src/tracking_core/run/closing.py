@@ -48,6 +48,7 @@ def finish(run: Dispatcher, timeout: float | None) -> FinishReport:
         backends={worker.name: worker.report for worker in run._all_workers},
         run_dir=str(run.run_dir) if run.run_dir else None,
         rejected_values=dict(run._rejected),
+        notes=_loop_waits(run),
     )
     if not run._report.ok and run._at_exit:  # nobody holds the report: the whole table
         logger.warning("not everything was delivered\n%s", run._report)
@@ -56,6 +57,23 @@ def finish(run: Dispatcher, timeout: float | None) -> FinishReport:
     if run._pending_error is not None:
         run._raise_pending()
     return run._report
+
+
+def _loop_waits(run: Dispatcher) -> list[str]:
+    """What full queues cost the loop, into each backend's report: a note for a backend whose own queue it
+    waited on (threads), one for the run when it waited on the queue to the delivery process."""
+    shared = run._link.loop_waits if run._link is not None else None
+    for worker in run._all_workers:
+        own = getattr(worker, "loop_waits", None)  # a backend in this process (threads, or taken over)
+        waits = own if own is not None else shared
+        if waits is None:
+            continue
+        worker.report.loop_waited_seconds = waits.seconds
+        note = waits.note() if own is not None else None
+        if note is not None:
+            worker.report.notes.append(note)
+    note = shared.note() if shared is not None else None
+    return [note] if note is not None else []
 
 
 def flush_workers(run: Dispatcher, workers: list[ManagedMixin], timeout: float | None) -> bool:

@@ -162,10 +162,35 @@ def _image_suffix(data: bytes) -> str | None:
     return None
 
 
+class _ImageList:
+    """The images record being built: the images a source keeps under one key at one step, as one list
+    (W&B merges a step's values into one row, so separate records would leave it the last image only)."""
+
+    def __init__(self, sink: _Sink) -> None:
+        self.sink = sink
+        self.record: dict[str, Any] | None = None
+
+    def add(self, key: str, step: int | None, path: str) -> None:
+        record = self.record
+        if record is not None and record["step"] == step and key in record["images"]:
+            record["images"][key].append(path)
+            return
+        self.close()
+        self.record = {"type": "images", "step": step, "images": {key: [path]}}
+
+    def close(self) -> None:
+        if self.record is not None:
+            self.sink.write(self.record)
+            self.record = None
+
+
 def _write_media(sink: _Sink, run_dir: Path, media: Iterable[Media]) -> None:
     result = sink.result
     counters: Counter[str] = Counter()  # per file name: two keys may make the same one ("a/b", "a_b")
+    images = _ImageList(sink)
     for kind, key, step, data, _moment in sorted(media, key=lambda item: (item.step is None, item.step or 0)):
+        if kind != "image":
+            images.close()
         if kind == "image":
             raw = Path(data).read_bytes() if isinstance(data, (str, os.PathLike)) else bytes(data)
             suffix = _image_suffix(raw)
@@ -178,7 +203,7 @@ def _write_media(sink: _Sink, run_dir: Path, media: Iterable[Media]) -> None:
             relative = Path("media", "images", _file_name(key, step, index, suffix))
             (run_dir / relative).parent.mkdir(parents=True, exist_ok=True)
             (run_dir / relative).write_bytes(raw)
-            sink.write({"type": "images", "step": step, "images": {key: [relative.as_posix()]}})
+            images.add(key, step, relative.as_posix())
         elif kind == "table":
             sink.write(
                 {"type": "table", "name": key, "step": step, "columns": data.get("columns"), "data": data.get("data")}
@@ -218,6 +243,7 @@ def _write_media(sink: _Sink, run_dir: Path, media: Iterable[Media]) -> None:
             result.not_carried.append(f"{kind} {key!r} at step {step}: no journal record for this kind")
             continue
         result.media[kind] += 1
+    images.close()
 
 
 def _finite(value: float | None) -> float | None:

@@ -1,0 +1,92 @@
+"""The earlier line's SwanLab run behind the names the tracker calls on a 0.8+ ``Run``.
+
+The tracker's mapping (``run.log``, ``run.config.update``, ``run.save``, ``run.finish``, ``run.alive``,
+``run.dir``, ``run.id``, ``run.name``, ``run.mode``) is written once, against 0.8's run object. This
+class gives the earlier line's ``SwanLabRun`` those names, and everything else passes through to it,
+so ``tracker.run`` still offers what a user of that release knows (``run.public``, ``run.state``, ...).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from tracking_core import warn_once
+
+#: The process environment SwanLab's ``init`` writes its log folder into (and reads it back from).
+LOG_DIR_VARIABLE = "SWANLAB_LOG_DIR"
+
+
+class EarlierRun:
+    """A started run of SwanLab 0.6.2 to 0.7.x, as the tracker uses a 0.8+ ``Run``."""
+
+    def __init__(self, swanlab: Any, run: Any, *, name: str | None, owner: Any, log_dir_before: str | None) -> None:
+        self._swanlab = swanlab
+        self._run = run
+        self._owner = owner  # the tracker: warnings and report notes are its own
+        self._log_dir_before = log_dir_before
+        public = run.public
+        self.dir = str(public.run_dir)
+        #: This folder's own SwanLab run id, and the id of the run it is part of (the same unless it continues one).
+        self.part_id = Path(self.dir).name.rsplit("-", 1)[-1]  # run-<time>-<id>, in every release of the line
+        self.id = self.part_id
+        self.name = name
+        self.mode = "online" if run.mode == "cloud" else str(run.mode)
+        self.url: str | None = None
+        if self.mode == "online":
+            self.url = public.cloud.experiment_url
+
+    def continues(self, run_id: str) -> None:
+        """This run is a later part of ``run_id`` (offline, this line writes each part as its own run)."""
+        self.id = run_id
+
+    @property
+    def sdk_run(self) -> Any:
+        """SwanLab's own ``SwanLabRun``."""
+        return self._run
+
+    @property
+    def config(self) -> Any:
+        return self._run.config
+
+    @property
+    def alive(self) -> bool:
+        return bool(self._run.running)
+
+    def log(self, data: dict[str, Any], step: int | None = None) -> Any:
+        return self._run.log(data, step=step)
+
+    def save(self, pattern: str, base_path: str, policy: str) -> list[str] | None:
+        """``swanlab.save`` where the release has it (0.7.15 on); ``None`` (one warning, a report note) before."""
+        save = getattr(self._swanlab, "save", None)
+        if save is None:
+            message = "this SwanLab release has no saved files (swanlab.save, added in 0.7.15): log_artifact(s) stores nothing"
+            warn_once(self._owner.name, "log_artifact", message, reason="no-save")
+            self._owner.add_note(message)
+            return None
+        saved: list[str] = save(pattern, base_path=base_path, policy=policy)
+        return saved
+
+    def finish(self) -> None:
+        try:
+            self._run.finish()
+        finally:
+            # swanlab.init put its log folder into the process environment, where the next run of this
+            # process (and this backend's own check for a chosen folder) would take it for the user's.
+            if self._log_dir_before is None:
+                os.environ.pop(LOG_DIR_VARIABLE, None)
+            else:
+                os.environ[LOG_DIR_VARIABLE] = self._log_dir_before
+
+    def wait_until_written(self) -> bool:
+        from .durability import wait_until_written
+
+        return wait_until_written(self._run)
+
+    @property
+    def run_dir(self) -> Path:
+        return Path(self.dir)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._run, name)
