@@ -23,7 +23,13 @@ if ! "$hatch" --version >/dev/null 2>&1; then
     && "$tools_venv/bin/python" -m pip install -q --disable-pip-version-check 'hatch>=1.18,<1.19' 2>&1 | grep -v '^WARNING: Location' >&2
   "$hatch" --version >/dev/null 2>&1 || { echo "could not install hatch" >&2; exit 1; }
 fi
-export HATCH_VERBOSE=0 PYTHONDONTWRITEBYTECODE=1
+export HATCH_VERBOSE=0
+# Bytecode goes to one folder of this checkout (git ignores it), not beside the sources: uv and pip (with
+# PIP_NO_COMPILE, see pyproject.toml) install the SDKs without it, and a process that may not write it
+# compiles every module it imports from source, every time: in CI, hundreds of processes importing MLflow,
+# torch and the rest. The first import of a module writes it here; the others read it.
+unset PYTHONDONTWRITEBYTECODE
+export PYTHONPYCACHEPREFIX="${TRACKING_PYCACHE:-$root/.pycache}"
 
 backends() {
   # every backend package in the tree is a matrix cell

@@ -40,6 +40,28 @@ def schema_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("schema-cache")
 
 
+@pytest.fixture(scope="session")
+def _session_server(tmp_path_factory: pytest.TempPathFactory, schema_cache_dir: Path):
+    """One real `mlflow server` for every test that neither kills nor restarts it (each start costs 20-60 s
+    on a busy machine). Tests keep apart by experiment name; a test that kills the server starts its own."""
+    pytest.importorskip("flask", reason="`mlflow server` needs full mlflow (pip install mlflow)")
+    from .mlflow_server import MlflowServer
+
+    server = MlflowServer(tmp_path_factory.mktemp("shared-server"))
+    with pytest.MonkeyPatch.context() as patch:  # the session's schema cache, as clean_mlflow_env sets it per test
+        patch.setenv("TRACKING_CACHE_DIR", str(schema_cache_dir))
+        server.start(timeout=240)  # its imports and store take a while on a loaded machine
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def mlflow_server(_session_server):
+    """The session's `mlflow server`, answering: started again if an earlier test left it down."""
+    _session_server.ensure_answering(timeout=240)
+    return _session_server
+
+
 @pytest.fixture(autouse=True)
 def clean_mlflow_env(monkeypatch: pytest.MonkeyPatch, schema_cache_dir: Path):
     for variable in _MLFLOW_ENV:

@@ -15,8 +15,6 @@ from tracking_core.errors import PartialDelivery
 from tracking_mlflow import MLflowTracker, fast_store
 from tracking_mlflow.fast_store import MetricWriter
 
-from .mlflow_server import MlflowServer
-
 INF = float("inf")
 NAN = float("nan")
 
@@ -193,32 +191,28 @@ def test_a_failing_chunk_reports_the_entries_stored_before_it(tmp_path, monkeypa
 
 
 @pytest.mark.mlflow_server
-def test_mlflows_rest_api_serves_what_the_fast_path_stored(tmp_path):
-    pytest.importorskip("flask", reason="`mlflow server` needs full mlflow (pip install mlflow)")
+def test_mlflows_rest_api_serves_what_the_fast_path_stored(tmp_path, mlflow_server):
+    """The run writes into the running server's own sqlite store (the session's server, conftest.py), and
+    MLflow's REST API then serves those points as it serves what it stored itself."""
     steps = 300
     run = tracking_core.init(
         "served", log_with="mlflow", logging_dir=tmp_path / "logs", on_error="raise",
-        init_kwargs={"mlflow": {"tracking_uri": f"sqlite:///{(tmp_path / 'server.db').as_posix()}"}},
+        init_kwargs={"mlflow": {"tracking_uri": f"sqlite:///{mlflow_server.store.as_posix()}"}},
     )  # fmt: skip
     for step in range(steps):
         run.log({"train/loss": 1.0 / (step + 1), "lr": 1e-3, "bad": NAN if step % 100 == 0 else 1.0}, step=step)
     assert run.finish().ok
     run_id = run.get_tracker("mlflow").active_run_id
-    server = MlflowServer(tmp_path)  # over the store the run wrote (tmp_path/server.db)
-    url = server.start(timeout=180)  # a loaded CI machine
-    try:
 
-        def get(path: str, **query: object) -> dict:
-            with urllib.request.urlopen(
-                f"{url}/api/2.0/mlflow/{path}?{urllib.parse.urlencode(query)}", timeout=60
-            ) as r:
-                return json.loads(r.read())
+    def get(path: str, **query: object) -> dict:
+        with urllib.request.urlopen(
+            f"{mlflow_server.url}/api/2.0/mlflow/{path}?{urllib.parse.urlencode(query)}", timeout=60
+        ) as r:
+            return json.loads(r.read())
 
-        history = get("metrics/get-history", run_id=run_id, metric_key="train/loss", max_results=10_000)["metrics"]
-        latest = {m["key"]: m for m in get("runs/get", run_id=run_id)["run"]["data"]["metrics"]}
-        bad = get("metrics/get-history", run_id=run_id, metric_key="bad", max_results=10_000)["metrics"]
-    finally:
-        server.stop()
+    history = get("metrics/get-history", run_id=run_id, metric_key="train/loss", max_results=10_000)["metrics"]
+    latest = {m["key"]: m for m in get("runs/get", run_id=run_id)["run"]["data"]["metrics"]}
+    bad = get("metrics/get-history", run_id=run_id, metric_key="bad", max_results=10_000)["metrics"]
     assert sorted((m["step"], m["value"]) for m in history) == [(step, 1.0 / (step + 1)) for step in range(steps)]
     assert latest["train/loss"]["step"] == steps - 1 and latest["train/loss"]["value"] == 1.0 / steps
     assert latest["lr"]["value"] == 1e-3 and len(bad) == steps

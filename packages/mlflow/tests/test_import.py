@@ -188,24 +188,15 @@ def test_the_canonical_journal_replays_into_mlflow(tmp_path):
 
 
 @pytest.mark.mlflow_server
-def test_runs_on_a_tracking_server_import_page_by_page(tmp_path, monkeypatch):
-    pytest.importorskip("flask", reason="`mlflow server` needs full mlflow (pip install mlflow)")
+def test_runs_on_a_tracking_server_import_page_by_page(tmp_path, monkeypatch, mlflow_server):
     import tracking_mlflow.importer as importer
 
-    from .mlflow_server import MlflowServer
-
-    server = MlflowServer(tmp_path / "server")
-    (tmp_path / "server").mkdir()
-    server.start(timeout=240)  # its migrations and gunicorn workers take a while on a busy machine
-    try:
-        with importer._global_tracking_uri(server.url):  # MLflow 2.x logs server artifacts by the global URI
-            ids = _write_sdk_runs(server.url, tmp_path)
-        monkeypatch.setattr(importer, "PAGE_SIZE", 1)  # one run per page: the paging is exercised
-        report = import_runs(
-            "mlflow", server.url, logging_dir=tmp_path / "runs", options={"experiment": "sdk-exp"}, progress=False
-        )
-    finally:
-        server.stop()
+    with importer._global_tracking_uri(mlflow_server.url):  # MLflow 2.x logs server artifacts by the global URI
+        ids = _write_sdk_runs(mlflow_server.url, tmp_path)
+    monkeypatch.setattr(importer, "PAGE_SIZE", 1)  # one run per page: the paging is exercised
+    report = import_runs(
+        "mlflow", mlflow_server.url, logging_dir=tmp_path / "runs", options={"experiment": "sdk-exp"}, progress=False
+    )
     assert report.ok and sorted(run.source_id for run in report.runs) == sorted(ids)
     for run in report.runs:
         check_imported(run.run_dir)

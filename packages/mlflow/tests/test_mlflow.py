@@ -21,7 +21,7 @@ from tracking_core import TrackingWarning
 from tracking_mlflow import MLflowTracker
 from tracking_mlflow.tracker import _sdk_image_separator
 
-from .mlflow_server import MlflowServer, free_port
+from .mlflow_server import free_port
 
 
 def _started(tmp_path: Path, *args, **kwargs) -> MLflowTracker:
@@ -439,21 +439,10 @@ def test_unreachable_server_fails_fast_and_spills(tmp_path, monkeypatch):
     assert os.environ["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] == "2"  # the bounded default was applied
 
 
-@pytest.fixture
-def mlflow_server(tmp_path):
-    """A real `mlflow server` on 127.0.0.1 with a sqlite store in tmp; stopped at teardown."""
-    pytest.importorskip("flask", reason="`mlflow server` needs full mlflow (pip install mlflow)")
-    server = MlflowServer(tmp_path)
-    try:
-        yield server.start()
-    finally:
-        server.stop()
-
-
 @pytest.mark.mlflow_server
 def test_remote_tracking_server(tmp_path, monkeypatch, mlflow_server, reader_of):
     np = pytest.importorskip("numpy")
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server.url)  # the session's server (conftest.py)
     run = tracking_core.init(
         "remote",
         log_with="mlflow",
@@ -469,7 +458,7 @@ def test_remote_tracking_server(tmp_path, monkeypatch, mlflow_server, reader_of)
     report = run.finish()
     assert report.ok, str(report)
     tracker = run.trackers[0]
-    assert tracker.tracking_uri == mlflow_server and not (tmp_path / "logs" / "mlflow.db").exists()
+    assert tracker.tracking_uri == mlflow_server.url and not (tmp_path / "logs" / "mlflow.db").exists()
     reader = reader_of(tracker)
     assert reader.metrics()["loss"] == {step: 1 / (step + 1) for step in range(30)}
     assert reader.run.data.params["model/depth"] == "4" and reader.json("config.json")["lr"] == 0.01
@@ -477,7 +466,10 @@ def test_remote_tracking_server(tmp_path, monkeypatch, mlflow_server, reader_of)
     if _sdk_image_separator() == "+":
         assert reader.images() == {"img": [29]}
     assert reader.tables() == {"t": [[1]]}
-    assert any((tmp_path / "served").rglob("config.json")), "artifacts did not go through the server"
+    served = [
+        path for path in (mlflow_server.folder / "served").rglob("config.json") if tracker.active_run_id in path.parts
+    ]
+    assert served, "artifacts did not go through the server"
 
 
 def test_metric_timestamps_are_when_log_was_called(tmp_path, reader_of):

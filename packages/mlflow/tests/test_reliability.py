@@ -29,7 +29,7 @@ def test_a_server_killed_and_restarted_gets_every_point_in_the_original_run(tmp_
         server.kill()
         outage["killed"] = time.monotonic()
         time.sleep(10)
-        server.start()
+        server.start(timeout=180)  # a loaded machine
         outage["back"] = time.monotonic()
 
     run = tracking_core.init(
@@ -44,17 +44,14 @@ def test_a_server_killed_and_restarted_gets_every_point_in_the_original_run(tmp_
             time.sleep(0.006)
         restarter.join()
         report = run.finish(timeout=180)
-    finally:
-        server.stop()
-        server.start()  # read back from the store the run wrote to
-    backend = report.backends["mlflow"]
-    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "60")  # reading 3000 points back on a loaded machine
-    try:  # the server is stopped even when the read-back fails
+        # read back through the restarted server, from the store the run wrote to
+        monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "60")  # reading 3000 points back on a loaded machine
         reader = reader_of(run.get_tracker("mlflow"))
         history = reader.client.get_metric_history(reader.run_id, "train/loss")
-        figures = tally("mlflow server killed 10 s", "mlflow", range(STEPS), [point.step for point in history])
     finally:
         server.stop()
+    backend = report.backends["mlflow"]
+    figures = tally("mlflow server killed 10 s", "mlflow", range(STEPS), [point.step for point in history])
     assert figures["lost"] == 0 and figures["duplicated"] == 0, (figures, str(report))
     assert backend.state == "finished" and backend.spilled == 0 and backend.recovered > 0, str(report)
     assert backend.errors >= 1 and any("recovered" in note for note in backend.notes), str(report)
@@ -62,16 +59,15 @@ def test_a_server_killed_and_restarted_gets_every_point_in_the_original_run(tmp_
     print(f"outage {outage['back'] - outage['killed']:.1f} s; {backend.recovered} records recovered from the spill")
 
 
-def test_a_server_that_hangs_does_not_hold_up_the_loop(tmp_path, monkeypatch, reader_of):
+def test_a_server_that_hangs_does_not_hold_up_the_loop(tmp_path, monkeypatch, reader_of, mlflow_server):
     """The server stops answering (SIGSTOP) while the loop logs 30x the queue: MLflow's request hangs, the
     queue goes to the spill instead of log() waiting, and once the server answers again (SIGCONT) the
-    original run gets every point once."""
-    pytest.importorskip("flask", reason="`mlflow server` needs full mlflow (pip install mlflow)")
+    original run gets every point once. The server is the session's (conftest.py): frozen, never killed."""
     from tracking_core import worker
 
     monkeypatch.setattr(worker, "SPILL_OVER_SECONDS", 1.0)
-    server = MlflowServer(tmp_path)
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", server.start())
+    server = mlflow_server
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", server.url)
     monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
     monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "120")  # a hung request waits, it does not fail
     run = tracking_core.init("hung", log_with=["mlflow", "jsonl"], logging_dir=tmp_path / "logs", queue_size=100)
@@ -95,7 +91,6 @@ def test_a_server_that_hangs_does_not_hold_up_the_loop(tmp_path, monkeypatch, re
         history = reader.client.get_metric_history(reader.run_id, "train/loss")
     finally:
         server.thaw()
-        server.stop()
     backend = report.backends["mlflow"]
     figures = tally("mlflow server hangs (SIGSTOP)", "mlflow", range(steps), [point.step for point in history])
     assert figures["lost"] == 0 and figures["duplicated"] == 0, (figures, str(report))

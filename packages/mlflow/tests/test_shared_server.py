@@ -3,7 +3,8 @@ same time, the four ranks of a job in per-rank mode. Each process logs values th
 each run must hold exactly its own points, none lost, none twice, none of another process's.
 
 The jobs are plain processes (rank variables set as torchrun would): concurrency on the server is what is
-tested here, not a launcher (tests/launchers does that, with torch).
+tested here, not a launcher (tests/launchers does that, with torch). The server is the session's
+(conftest.py); the experiments here are this module's own.
 """
 
 from __future__ import annotations
@@ -39,15 +40,6 @@ print(json.dumps({"writer": writer, "ok": report.ok, "run_id": run.get_tracker("
                   "errors": backend.errors, "recovered": backend.recovered, "spilled": backend.spilled,
                   "seconds": round(time.monotonic() - started, 2)}))
 """
-
-
-@pytest.fixture
-def server(tmp_path):
-    pytest.importorskip("flask", reason="`mlflow server` needs full mlflow (pip install mlflow)")
-    running = MlflowServer(tmp_path)
-    running.start()
-    yield running
-    running.stop()
 
 
 def _writers(server: MlflowServer, cwd, writers: list[tuple[str, bool, dict]]) -> list[dict]:
@@ -100,16 +92,16 @@ def _check(server: MlflowServer, experiment: str, results: list[dict], scenario:
     print(f"{scenario}: " + "; ".join(f"writer {r['writer']}: {r['errors']} errors, {r['seconds']} s" for r in results))
 
 
-def test_two_jobs_and_a_per_rank_job_at_once_on_one_server(server, tmp_path):
+def test_two_jobs_and_a_per_rank_job_at_once_on_one_server(mlflow_server, tmp_path):
     """Two jobs started together in one experiment (they race to create it, then interleave their batches),
     and at the same time the four ranks of a per-rank job (RANK/WORLD_SIZE as torchrun sets them)."""
     job = {"WORLD_SIZE": "4", "MASTER_PORT": str(free_port())}  # MASTER_PORT tells this job from others
     writers = [("two-jobs", False, {}), ("two-jobs", False, {})]
     writers += [("per-rank", True, {**job, "RANK": str(rank)}) for rank in range(4)]
-    results = _writers(server, tmp_path, writers)
+    results = _writers(mlflow_server, tmp_path, writers)
     assert len({result["run_id"] for result in results}) == 6
-    _check(server, "two-jobs", results[:2], "2 jobs, one server")
-    _check(server, "per-rank", results[2:], "4 ranks per-rank, one server")
+    _check(mlflow_server, "two-jobs", results[:2], "2 jobs, one server")
+    _check(mlflow_server, "per-rank", results[2:], "4 ranks per-rank, one server")
     # Bounded retries: nothing needed one here; a failing request would show in errors/spilled.
     assert all(result["errors"] == 0 and result["spilled"] == 0 for result in results), results
 
