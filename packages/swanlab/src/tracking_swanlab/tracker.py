@@ -287,7 +287,10 @@ class SwanLabTracker(GeneralTracker):
 
     # -- start ---------------------------------------------------------------------------------
     def start(self) -> None:
-        import swanlab
+        try:
+            import swanlab
+        except FileExistsError:  # SwanLab before 0.6.2 makes ~/.swanlab at import, racing another process
+            import swanlab
 
         self._swanlab = swanlab
         if earlier.in_use():  # SwanLab 0.5.8 to 0.7.x: no swanlab.sdk, flat settings
@@ -631,7 +634,8 @@ class SwanLabTracker(GeneralTracker):
     def report_notes(self) -> list[str]:
         notes = super().report_notes()
         if self.fallback_reason:
-            notes.append(f"fell back to an offline run because {self.fallback_reason}")
+            written = "a local" if self.mode == "local" else "an offline"  # local: SwanLab before 0.6.2
+            notes.append(f"fell back to {written} run because {self.fallback_reason}")
         if self.mode == "offline" and self.earlier_run_dirs:
             if isinstance(self._run, EarlierRun):
                 commands = upload_commands(self._swanlab, cast(str, self.run_id), self.run_dirs)

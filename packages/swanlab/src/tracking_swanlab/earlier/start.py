@@ -69,22 +69,18 @@ class Started:
     name_chosen: bool = False
 
 
-def _nothing_to_prepare() -> None:
-    return None
-
-
 def start(
     tracker: Any,
     swanlab: Any,
     online_check_timeout: float,
     *,
     without_account: str = "offline",
-    prepare_local: Callable[[], None] = _nothing_to_prepare,
+    around_local_init: Callable[[str | None], contextlib.AbstractContextManager[None]] | None = None,
     run_class: type[EarlierRun] = EarlierRun,
 ) -> Started:
     """Start the run; ``without_account`` is the mode that writes it locally (``"local"`` before 0.6.2, see
-    :mod:`tracking_swanlab.local`), ``prepare_local`` runs before a start in that mode (it raises when the
-    mode's own packages are missing), and ``run_class`` wraps the started run."""
+    :mod:`tracking_swanlab.local`), ``around_local_init(logdir)`` is entered around a start in that mode (it
+    raises when the mode's own packages are missing), and ``run_class`` wraps the started run."""
     kwargs = dict(tracker.init_kwargs)
     kwargs.setdefault("project", tracker.run_name)
     if "log_dir" in kwargs and "logdir" not in kwargs:
@@ -142,9 +138,10 @@ def start(
     if run is None:
         if kwargs.get("mode", wanted) != "cloud":
             _drop_cloud_only_choices(tracker, kwargs)
-        if kwargs.get("mode", wanted) == without_account:
-            prepare_local()
-        with fieldwise_merge(), forget_a_failed_start(swanlab), kept_process_hooks(swanlab):
+        local_init: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
+        if around_local_init is not None and kwargs.get("mode", wanted) == without_account:
+            local_init = around_local_init(kwargs.get("logdir"))
+        with local_init, fieldwise_merge(), forget_a_failed_start(swanlab), kept_process_hooks(swanlab):
             run = swanlab.init(settings=settings, **kwargs)
     started = run_class(swanlab, run, name=_run_name(run), owner=tracker, environment_before=environment_before)
     _note_ungrouped(tracker, swanlab, started)

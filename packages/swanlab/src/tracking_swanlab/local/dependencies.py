@@ -10,6 +10,7 @@ both, as the error says: ``pip install 'swanboard==0.1.8b1' 'peewee<4'``.
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from importlib import metadata
 
@@ -28,7 +29,11 @@ def _version(distribution: str) -> str | None:
 
 def wanted_swanboard() -> str:
     """The swanboard release the installed SwanLab asks for (``swanboard==<v>; extra == "dashboard"``)."""
-    for requirement in metadata.requires("swanlab") or []:
+    try:
+        requirements = metadata.requires("swanlab") or []
+    except metadata.PackageNotFoundError:  # reading a store where SwanLab itself is not installed
+        requirements = []
+    for requirement in requirements:
         found = re.match(r"\s*swanboard\s*==\s*([\w.]+)", requirement)
         if found:
             return found.group(1)
@@ -39,6 +44,13 @@ def install_command() -> str:
     return f"pip install 'swanboard=={wanted_swanboard()}' 'peewee<{PEEWEE_BREAKS_AT}'"
 
 
+def _importable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # ValueError: blocked (None in sys.modules)
+        return False
+
+
 def _major(version: str) -> int:
     found = re.match(r"(\d+)", version)
     return int(found.group(1)) if found else 0
@@ -47,7 +59,7 @@ def _major(version: str) -> int:
 def problem() -> tuple[str, str] | None:
     """What keeps SwanLab's local mode from writing here (and the package to blame), or ``None``."""
     wanted, swanboard, peewee = wanted_swanboard(), _version("swanboard"), _version("peewee")
-    if swanboard is None:
+    if swanboard is None or not _importable("swanboard"):
         return f"swanboard is not installed (SwanLab asks for swanboard {wanted})", "swanboard"
     if swanboard != wanted:
         return f"swanboard {swanboard} is installed, and SwanLab accepts only {wanted}", "swanboard"

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from tracking_core import warn_once
 
 from ..earlier.run import EarlierRun
+from .concurrency import store_lock
 from .durability import written_files
 
 
@@ -59,16 +61,27 @@ class _Config:
         return getattr(self._config, name)
 
 
-def stored_name(run: Any) -> str | None:
-    """The experiment name swanboard's store gave the run (it renames a name the project already has)."""
+def _stored_experiment(run: Any) -> Any:
+    """swanboard's ``Experiment`` row of the run (its local-mode callback keeps it as ``board.exp``), or ``None``."""
     operator = getattr(run, "_SwanLabRun__operator", None)
     callbacks = getattr(operator, "callbacks", None) or {}
     for callback in callbacks.values() if isinstance(callbacks, dict) else callbacks:
         experiment = getattr(getattr(callback, "board", None), "exp", None)
-        name = getattr(experiment, "name", None)
-        if isinstance(name, str) and name:
-            return name
+        if experiment is not None:
+            return experiment
     return None
+
+
+def stored_name_and_project(run: Any) -> tuple[str | None, str | None]:
+    """The experiment name swanboard's store gave the run (it renames a name the project already has), and
+    the project it is in (the store's one project, whatever project the run asked for)."""
+    experiment = _stored_experiment(run)
+    name = getattr(experiment, "name", None)
+    try:
+        project = experiment.project_id.name  # the foreign key, read on SwanLab's own connection
+    except Exception:
+        project = None
+    return (name if isinstance(name, str) and name else None), (project if isinstance(project, str) else None)
 
 
 class LocalRun(EarlierRun):
@@ -79,10 +92,25 @@ class LocalRun(EarlierRun):
         self, swanlab: Any, run: Any, *, name: str | None, owner: Any, environment_before: dict[str, str | None]
     ) -> None:
         super().__init__(swanlab, run, name=name, owner=owner, environment_before=environment_before)
-        #: The experiment name in ``runs.swanlab``; ``name`` stays the one asked for (and kept for a resume).
-        self.stored_name = stored_name(run) if self.mode == "local" else None
+        #: The experiment name and project in ``runs.swanlab``; ``name`` stays the one asked for (kept for a resume).
+        stored = stored_name_and_project(run) if self.mode == "local" else (None, None)
+        self.stored_name, self.stored_project = stored
         self._written = written_files(run) if self.mode == "local" else None
         self.booleans_noted = False
+        self._lock_dir = Path(self.dir).parent if self.mode == "local" else None
+
+    def log(self, data: dict[str, Any], step: int | None = None) -> Any:
+        if self._lock_dir is None:
+            return super().log(data, step=step)
+        with store_lock(self._lock_dir):  # a new column creates rows another rank's process may create too
+            return super().log(data, step=step)
+
+    def finish(self) -> None:
+        if self._lock_dir is None:
+            super().finish()
+            return
+        with store_lock(self._lock_dir):
+            super().finish()
 
     @property
     def owner(self) -> Any:

@@ -4,10 +4,12 @@ Everything :mod:`tracking_swanlab.earlier.start` does holds here (the quiet defa
 ``logdir``, the online check and the fallback, per-rank names, a resume as a new SwanLab run under the
 saved name); on top:
 
-* before a local start, swanboard and peewee are checked (:mod:`.dependencies`);
+* before a local start, swanboard and peewee are checked (:mod:`.dependencies`), and the start holds the
+  store's lock (:mod:`.concurrency`);
 * ``mode="offline"`` (which these releases refuse) is taken as local mode;
-* swanboard keeps one experiment of each name per project, and SwanLab's local store holds one project per
-  log folder: a name already there is stored as ``<name>-1`` (``-2``, ...). For a name that was chosen --
+* SwanLab's local store holds one project per log folder (the first run's): a run of another project is
+  stored in it, with one warning and a report note;
+* swanboard keeps one experiment of each name per project, and so per log folder: a name already there is stored as ``<name>-1`` (``-2``, ...). For a name that was chosen --
   the saved name of a resumed run, the user's, a rank's -- one warning and a report note say so (the
   tracker keeps the chosen name, which a later resume asks for again); a name SwanLab made up (it picks
   one of a short list) is simply the stored one.
@@ -15,6 +17,8 @@ saved name); on top:
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +27,16 @@ from tracking_core import warn_once
 from ..earlier.start import Started
 from ..earlier.start import start as earlier_start
 from . import DATABASE, dependencies
+from .concurrency import log_dir_for_init, store_lock
 from .run import LocalRun
+
+
+@contextlib.contextmanager
+def _local_init(logdir: str | None) -> Iterator[None]:
+    """Around a local-mode ``swanlab.init``: its packages checked, the store to itself."""
+    dependencies.check()
+    with store_lock(log_dir_for_init(logdir)):
+        yield
 
 
 def start(tracker: Any, swanlab: Any, online_check_timeout: float) -> Started:
@@ -32,17 +45,27 @@ def start(tracker: Any, swanlab: Any, online_check_timeout: float) -> Started:
         swanlab,
         online_check_timeout,
         without_account="local",
-        prepare_local=dependencies.check,
+        around_local_init=_local_init,
         run_class=LocalRun,
     )
     run = started.run
-    if isinstance(run, LocalRun) and run.stored_name and run.stored_name != run.name:
+    if not isinstance(run, LocalRun):
+        return started
+    database = Path(run.dir).parent / DATABASE
+    if run.stored_project is not None and started.project and run.stored_project != started.project:
+        message = (
+            f"SwanLab's local store holds one project per log folder: this run of project {started.project!r} is "
+            f"stored in project {run.stored_project!r} of {database} (give each project its own logging_dir)"
+        )
+        warn_once(tracker.name, "project", message, reason="one-project")
+        tracker.add_note(message)
+    if run.stored_name and run.stored_name != run.name:
         if not started.name_chosen:  # a name SwanLab made up (often taken: it picks one of a short list)
             run.name = run.stored_name
             return started
         message = (
             f"SwanLab's local store keeps one experiment of each name: this run is stored as {run.stored_name!r} "
-            f"({run.name!r} is taken in {Path(run.dir).parent / DATABASE})"
+            f"({run.name!r} is taken in {database})"
         )
         warn_once(tracker.name, "name", message, reason="renamed")
         tracker.add_note(message)

@@ -50,8 +50,14 @@ def database_of(run_dir: Path) -> Path:
 
 
 def is_local_folder(run_dir: Path) -> bool:
-    """A run folder of this line: a ``runs.swanlab`` beside it and no run file of the other lines in it."""
-    return run_dir.is_dir() and database_of(run_dir).is_file() and not any(run_dir.glob("*.swanlab"))
+    """A run folder of this line: ``run-<time>-<id>`` with a ``runs.swanlab`` beside it and no run file of the
+    other lines in it."""
+    return (
+        run_dir.name.startswith("run-")
+        and run_dir.is_dir()
+        and database_of(run_dir).is_file()
+        and not any(run_dir.glob("*.swanlab"))
+    )
 
 
 @contextlib.contextmanager
@@ -152,11 +158,11 @@ def points(run_dir: Path, column: Column) -> tuple[list[dict[str, Any]], Damaged
         file = folder / name
         try:
             found.extend(tag.read_tag_data(str(file)))
-        except ValueError:  # json.JSONDecodeError: keep the lines before it, as far as they parse
-            for number, line in enumerate(file.read_text(encoding="utf-8").splitlines(), 1):
+        except ValueError:  # a line that is not JSON, or not UTF-8: keep the lines before it
+            for number, line in enumerate(file.read_bytes().splitlines(), 1):
                 try:
-                    found.append(json.loads(line))
-                except ValueError as error:
+                    found.append(json.loads(line.decode("utf-8")))
+                except ValueError as error:  # UnicodeDecodeError is one too
                     return found, Damaged(file, number, str(error))
     return found, None
 
