@@ -100,7 +100,7 @@ def test_not_a_run(tmp_path: Path) -> None:
         (folder / "logs").mkdir()
     else:
         (folder / ("backup.swanlab" if earlier.in_use() else "run-x.swanlab")).write_bytes(b"not a SwanLab run file")
-    with pytest.raises(SourceError, match="not a SwanLab (run file|local store)"):
+    with pytest.raises(SourceError, match=r"not a SwanLab (run file|local store)"):
         list(read_runs(str(tmp_path)))
     (tmp_path / "empty").mkdir()
     with pytest.raises(SourceError, match="no SwanLab run"):

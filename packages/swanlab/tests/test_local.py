@@ -86,7 +86,9 @@ def test_peewee_4_is_named_before_swanboard_fails_on_it(monkeypatch: pytest.Monk
     (checked by hand with peewee 4.5.3); the check names it first."""
     versions = {"swanboard": dependencies.wanted_swanboard(), "peewee": "4.5.3", "swanlab": "0.5.8"}
     monkeypatch.setattr(dependencies, "_version", versions.get)
-    with pytest.raises(ImportError, match=r"peewee 4\.5\.3 is installed.*pip install 'swanboard==0\.1\.8b1' 'peewee<4'"):
+    with pytest.raises(
+        ImportError, match=r"peewee 4\.5\.3 is installed.*pip install 'swanboard==0\.1\.8b1' 'peewee<4'"
+    ):
         dependencies.check()
 
 

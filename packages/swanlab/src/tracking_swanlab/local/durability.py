@@ -36,7 +36,7 @@ def _paths(metric: Any) -> list[str]:
     paths = [path for path in (metric.metric_file_path, metric.summary_file_path) if path]
     media_dir, names = getattr(metric, "swanlab_media_dir", None), (metric.metric or {}).get("data")
     for index, buffer in enumerate(getattr(metric, "metric_buffers", None) or []):
-        if buffer is not None and media_dir and isinstance(names, list):
+        if buffer is not None and media_dir and column is not None and isinstance(names, list):
             paths.append(os.path.join(media_dir, column.kid, names[index]))
     return paths
 

@@ -38,7 +38,7 @@ def stores(root: Path) -> list[tuple[Path, Path | None]]:
         return [(root, None)] if root.name == DATABASE else []
     if store.is_local_folder(root) and not (root / DATABASE).is_file():
         return [(store.database_of(root), root)]
-    found = []
+    found: list[tuple[Path, Path | None]] = []
     for folder, dirs, names in os.walk(root):
         dirs.sort()
         if DATABASE in names:
@@ -107,9 +107,7 @@ def _read(run_dir: Path, experiment: store.Experiment, config: dict[str, Any]) -
         )
 
 
-def read_store(
-    database: Path, only: Path | None, config_of: Callable[[Path], dict[str, Any]]
-) -> Iterator[SourceRun]:
+def read_store(database: Path, only: Path | None, config_of: Callable[[Path], dict[str, Any]]) -> Iterator[SourceRun]:
     """Each run of the store (or only the folder ``only``) whose folder is there and holds no other line's run file."""
     try:
         listed = store.experiments(database)
