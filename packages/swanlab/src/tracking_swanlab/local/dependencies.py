@@ -40,8 +40,9 @@ def wanted_swanboard() -> str:
     return SWANBOARD
 
 
-def install_command() -> str:
-    return f"pip install 'swanboard=={wanted_swanboard()}' 'peewee<{PEEWEE_BREAKS_AT}'"
+def install_command(swanboard: str | None = None) -> str:
+    """The command that installs local mode's packages: the swanboard the installed SwanLab asks for, or ``swanboard``."""
+    return f"pip install 'swanboard=={swanboard or wanted_swanboard()}' 'peewee<{PEEWEE_BREAKS_AT}'"
 
 
 def _importable(module: str) -> bool:

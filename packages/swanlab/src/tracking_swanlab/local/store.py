@@ -40,7 +40,8 @@ def _swanboard() -> Any:
     except ImportError as error:
         raise NoReader(
             "this folder is a local-mode run of SwanLab 0.5.8 to 0.6.1, which swanboard stores and reads; "
-            f"it cannot be read here ({type(error).__name__}: {error}): {dependencies.install_command()}"
+            f"it cannot be read here ({type(error).__name__}: {error}): "
+            f"{dependencies.install_command(dependencies.SWANBOARD)}"  # the release whose tables those runs hold
         ) from error
     return SqliteDatabase, tag, Experiment, Project, Tag
 
