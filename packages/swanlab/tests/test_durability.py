@@ -10,7 +10,7 @@ import pytest
 from tracking_core import TrackingWarning
 from tracking_core.notices import reset_warnings
 from tracking_core.testing.resume import log_loss, loss, started_tracker, state_of_a_killed_run
-from tracking_swanlab import SwanLabTracker, durability, earlier
+from tracking_swanlab import SwanLabTracker, durability, earlier, local
 from tracking_swanlab.reader import read_run
 
 
@@ -67,7 +67,11 @@ def test_a_writer_that_ended_fails_the_flush_instead_of_confirming(tmp_path: Pat
 
 
 def test_a_release_without_the_writer_hooks_warns_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    if earlier.in_use():
+    if local.in_use():
+        from tracking_swanlab.local import durability as local_durability
+
+        monkeypatch.setattr(local_durability, "_local_callback", lambda run: None)
+    elif earlier.in_use():
         from tracking_swanlab.earlier import durability as earlier_durability
 
         monkeypatch.setattr(earlier_durability, "writer_of", lambda run: None)

@@ -1,7 +1,9 @@
-"""What only SwanLab 0.6.2 to 0.7.x (the earlier SDK line, no ``swanlab.sdk``) does: the floor cell runs these.
+"""What only SwanLab 0.5.8 to 0.7.x (the earlier SDK line, no ``swanlab.sdk``) does: the ``sdk-path.swanlab-0.6.2``
+and ``-0.7.20`` cells run these, the floor cell (0.5.8) those not about offline mode.
 
-Its run folder holds ``backup.swanlab`` (JSON records), read back with that release's own ``DataStore``.
-The rest of the package's tests run on this line too; here is what it lacks or spells differently.
+From 0.6.2 its run folder holds ``backup.swanlab`` (JSON records), read back with that release's own
+``DataStore``; before, a run is written in local mode (test_local.py). The rest of the package's tests run
+on this line too; here is what it lacks or spells differently.
 """
 
 from __future__ import annotations
@@ -15,10 +17,13 @@ import pytest
 from tracking_core import TrackingWarning
 from tracking_core.notices import reset_warnings
 from tracking_core.testing.resume import finished_run, log_loss, loss, started_tracker
-from tracking_swanlab import SwanLabTracker, earlier
+from tracking_swanlab import SwanLabTracker, earlier, local
 from tracking_swanlab.reader import read_run
 
 pytestmark = pytest.mark.skipif(not earlier.in_use(), reason="SwanLab 0.8+ is installed: not the earlier SDK line")
+#: SwanLab 0.5.8 to 0.6.1 have no offline mode (test_local.py has what they do instead).
+LOCAL = local.in_use()
+offline_only = pytest.mark.skipif(LOCAL, reason="SwanLab before 0.6.2 has no offline mode: test_local.py")
 
 
 @pytest.fixture(autouse=True)
@@ -32,6 +37,7 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
+@offline_only
 def test_the_run_file_is_read_with_swanlabs_own_datastore(tmp_path: Path) -> None:
     from tracking_swanlab.earlier import store
 
@@ -51,11 +57,14 @@ def test_the_quiet_defaults_keep_what_the_user_and_merge_settings_chose(tmp_path
     import swanlab
     from swanlab.swanlab_settings import get_settings
 
-    swanlab.merge_settings(swanlab.Settings(log_proxy_type="stderr"))
+    # max_log_length: a field every release of the line has (log_proxy_type, the first choice, comes in 0.5.9)
+    merged = "log_proxy_type" if "log_proxy_type" in swanlab.Settings.model_fields else "max_log_length"
+    value = {"log_proxy_type": "stderr", "max_log_length": 600}[merged]
+    swanlab.merge_settings(swanlab.Settings(**{merged: value}))
     tracker = started_tracker(SwanLabTracker, tmp_path / "logs", settings=swanlab.Settings(hardware_monitor=True))
     try:
         used = get_settings()
-        assert (used.log_proxy_type, used.hardware_monitor) == ("stderr", True)  # theirs
+        assert (getattr(used, merged), used.hardware_monitor) == (value, True)  # theirs
         assert not (used.collect_hardware or used.collect_runtime or used.requirements_collect or used.conda_collect)
     finally:
         tracker.finish()
@@ -78,10 +87,11 @@ def test_a_start_off_the_main_thread_asks_nothing_and_writes_offline(tmp_path: P
     worker.start()
     worker.join(60)
     tracker, refused = outcome
-    assert tracker.mode == "offline" and tracker.run_dir.parent == tmp_path / "logs" / "swanlog"
+    assert tracker.mode == ("local" if LOCAL else "offline") and tracker.run_dir.parent == tmp_path / "logs" / "swanlog"
     assert isinstance(refused, RuntimeError) and "no API key" in str(refused)
 
 
+@offline_only
 def test_an_offline_resume_is_a_new_part_under_the_saved_name_with_a_note(tmp_path: Path) -> None:
     from tracking_swanlab.earlier import store
 
@@ -112,7 +122,8 @@ def test_an_offline_resume_is_a_new_part_under_the_saved_name_with_a_note(tmp_pa
 def test_a_release_without_tables_or_saved_files_says_so_once(tmp_path: Path) -> None:
     import swanlab
 
-    if hasattr(swanlab.echarts, "Table") and hasattr(swanlab, "save"):
+    has_tables = getattr(getattr(swanlab, "echarts", None), "Table", None) is not None
+    if has_tables and hasattr(swanlab, "save"):
         pytest.skip("this release has tables and saved files")
     artifact = tmp_path / "model.txt"
     artifact.write_text("weights")
@@ -125,12 +136,13 @@ def test_a_release_without_tables_or_saved_files_says_so_once(tmp_path: Path) ->
             tracker.log({"loss": loss(step)}, step=step)
     tracker.finish()
     messages = [str(w.message) for w in caught if issubclass(w.category, TrackingWarning)]
-    expected = (not hasattr(swanlab.echarts, "Table")) + (not hasattr(swanlab, "save"))
+    expected = (not has_tables) + (not hasattr(swanlab, "save"))
     assert len(messages) == expected and all("this SwanLab release has no" in m for m in messages), messages
     assert len([note for note in tracker.report_notes() if "this SwanLab release has no" in note]) == expected
     assert tracker.read_back_metrics() == {"loss": {0: loss(0), 1: loss(1)}}  # everything else arrived
 
 
+@offline_only
 def test_a_resumed_part_whose_file_is_still_empty_reads_as_no_records(tmp_path: Path) -> None:
     """Right after a resumed start, the new part's ``backup.swanlab`` holds nothing on disk yet (SwanLab's
     writer buffers even its header): the history is the earlier part's, which is how the dispatcher learns
@@ -166,3 +178,25 @@ def test_a_run_id_chosen_for_an_offline_run_is_not_used_and_said_so(tmp_path: Pa
         "loss": {0: loss(0), 1: loss(1)}
     }
     assert [note for note in tracker.report_notes() if "id='chosen0000000000000000' is not used offline" in note]
+
+
+CRASHING = """
+import tracking_core
+run = tracking_core.init("crash", log_with="swanlab", logging_dir="runs")
+run.log({"a": 1.0}, step=0)
+run.get_tracker("swanlab", unwrap=True)  # SwanLab's run is up (its init set SwanLab's own sys.excepthook)
+raise RuntimeError("the training loop crashed")
+"""
+
+
+def test_an_uncaught_exception_still_marks_the_run_crashed(tmp_path: Path) -> None:
+    """SwanLab 0.5.8 to 0.7.x replace ``sys.excepthook`` at init and reset it to ``sys.__excepthook__`` at
+    finish; the library's own hook, which records ``crashed`` in ``run.json``, must survive both."""
+    import json
+
+    from tracking_core.testing.reliability import run_script
+
+    result = run_script(CRASHING, cwd=tmp_path, timeout=120)
+    assert result.returncode == 1 and "the training loop crashed" in result.stderr, result.stderr[-2000:]
+    (manifest,) = (tmp_path / "runs" / "crash").glob("*/run.json")
+    assert json.loads(manifest.read_text())["status"] == "crashed: RuntimeError"

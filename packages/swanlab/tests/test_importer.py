@@ -1,4 +1,5 @@
-"""Importing SwanLab runs from their offline folders: a run written with the swanlab SDK directly, read back whole."""
+"""Importing SwanLab runs from their offline folders (local mode before 0.6.2): a run written with the swanlab SDK
+directly, read back whole."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 from tracking_core.testing.sdk_runs import STEPS, write_swanlab
 from tracking_core.testing.sdk_runs import SWANLAB_CONFIG as CONFIG
 from tracking_core.transfer.model import SourceError
-from tracking_swanlab import earlier
+from tracking_swanlab import earlier, local
 from tracking_swanlab.importer import read_runs
 from tracking_swanlab.reader import read_run
 
@@ -67,9 +68,14 @@ def test_every_point_config_media_and_what_is_not_carried(written: Path) -> None
 def test_a_damaged_run_file_yields_the_run_up_to_there_then_names_the_file(
     written: Path, tmp_path: Path, damage: str
 ) -> None:
-    copy = tmp_path / written.name
-    shutil.copytree(written, copy)
-    [run_file] = [*copy.glob("run-*.swanlab"), *copy.glob("backup.swanlab")]
+    if local.in_use():  # the run folder and the store beside it; the damage goes into a column's log file
+        shutil.copytree(written.parent, tmp_path / "swanlog")
+        copy = tmp_path / "swanlog" / written.name
+        [run_file] = [path for path in copy.glob("logs/*/*.log") if len(path.read_text().splitlines()) == STEPS][:1]
+    else:
+        copy = tmp_path / written.name
+        shutil.copytree(written, copy)
+        [run_file] = [*copy.glob("run-*.swanlab"), *copy.glob("backup.swanlab")]
     data = bytearray(run_file.read_bytes())
     if damage == "truncated":
         data = data[: len(data) // 2]
@@ -89,8 +95,12 @@ def test_a_damaged_run_file_yields_the_run_up_to_there_then_names_the_file(
 def test_not_a_run(tmp_path: Path) -> None:
     folder = tmp_path / "run-20260101_000000-x"
     folder.mkdir()
-    (folder / ("backup.swanlab" if earlier.in_use() else "run-x.swanlab")).write_bytes(b"not a SwanLab run file")
-    with pytest.raises(SourceError, match="not a SwanLab run file"):
+    if local.in_use():  # a local store: the database beside the run folders
+        (tmp_path / "runs.swanlab").write_bytes(b"not a SwanLab run file")
+        (folder / "logs").mkdir()
+    else:
+        (folder / ("backup.swanlab" if earlier.in_use() else "run-x.swanlab")).write_bytes(b"not a SwanLab run file")
+    with pytest.raises(SourceError, match=r"not a SwanLab (run file|local store)"):
         list(read_runs(str(tmp_path)))
     (tmp_path / "empty").mkdir()
     with pytest.raises(SourceError, match="no SwanLab run"):
@@ -110,11 +120,10 @@ def test_a_resumed_run_keeps_the_config_its_first_process_stored(tmp_path: Path)
     assert again.finish().ok
     assert len(list((tmp_path / "swanlog").glob("run-*"))) == 2
     imported = list(read_runs(str(tmp_path / "swanlog")))
-    if earlier.in_use():  # SwanLab 0.6.2-0.7.x write the resumed part as a SwanLab run of its own
-        assert [(run.config, [(p.step, p.value) for p in run.points]) for run in imported] == [
-            (CONFIG, [(0, 1.0)]),
-            ({}, [(1, 0.5)]),
-        ]
+    if earlier.in_use():  # SwanLab 0.5.8-0.7.x write the resumed part as a SwanLab run of its own
+        # (in the order of their folders' names, run-<time>-<random id>: two started within a second come either way)
+        parts = sorted(([(p.step, p.value) for p in run.points], run.config) for run in imported)
+        assert parts == [([(0, 1.0)], CONFIG), ([(1, 0.5)], {})]
         return
     [imported_run] = imported
     assert imported_run.config == CONFIG
@@ -132,3 +141,19 @@ def test_a_store_of_the_other_sdk_line_says_which_swanlab_reads_it(tmp_path: Pat
     with pytest.raises(SourceError, match=message) as caught:
         list(read_runs(str(tmp_path)))
     assert caught.value.path == str(folder / other)
+
+
+def test_a_local_store_is_read_with_swanboard_and_without_it_the_import_says_what_to_install(tmp_path: Path) -> None:
+    """SwanLab 0.5.8 to 0.6.1 local mode: ``runs.swanlab`` (swanboard's database) beside the run folders."""
+    import importlib.util
+
+    folder = tmp_path / "swanlog" / "run-20260101_000000-abcd1234"
+    (folder / "logs" / "0").mkdir(parents=True)
+    (tmp_path / "swanlog" / "runs.swanlab").write_bytes(b"SQLite format 3\x00" + bytes(84))
+    with pytest.raises(SourceError) as caught:
+        list(read_runs(str(folder)))
+    assert caught.value.path == str(tmp_path / "swanlog" / "runs.swanlab")
+    if importlib.util.find_spec("swanboard") is None:
+        assert "pip install 'swanboard==0.1.8b1' 'peewee<4'" in str(caught.value), caught.value
+    else:
+        assert "not a SwanLab local store" in str(caught.value), caught.value

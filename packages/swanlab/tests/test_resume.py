@@ -3,11 +3,13 @@ folder per process, every folder read back with SwanLab's own record reader.
 
 SwanLab 0.6.2 to 0.7.x cannot continue a run offline: there the later folder is a new SwanLab run under
 the same name, the state keeps the first run's id, and the report says so and how to upload both.
+SwanLab 0.5.8 to 0.6.1 write in local mode, whose store renames the later part ``<name>-1``.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -15,9 +17,12 @@ import pytest
 from tracking_core import TrackingWarning
 from tracking_core.notices import reset_warnings
 from tracking_core.testing.resume import finished_run, log_loss, loss, started_tracker, state_of_a_killed_run
-from tracking_swanlab import SwanLabTracker
+from tracking_swanlab import SwanLabTracker, local
 from tracking_swanlab.earlier import in_use as earlier_line
 from tracking_swanlab.reader import read_run
+
+LOCAL = local.in_use()
+WRITTEN = "local" if LOCAL else "offline"
 
 
 @pytest.fixture(autouse=True)
@@ -44,7 +49,7 @@ def test_resume_in_process(tmp_path: Path) -> None:
         "id": first.run_id,
         "project": "resume",
         "name": first.experiment_name,
-        "mode": "offline",
+        "mode": WRITTEN,
         "run_dirs": [str(first.run_dir)],
     }
 
@@ -54,13 +59,23 @@ def test_resume_in_process(tmp_path: Path) -> None:
     assert second.run_dirs == [first.run_dir, second.run_dir] and second.run_dir != first.run_dir
     assert second.resume_state()["run_dirs"] == [str(first.run_dir), str(second.run_dir)]
     earlier, later = read_run(first.run_dir), read_run(second.run_dir)
-    assert (earlier.name, later.name, earlier.project, later.project) == (state["name"],) * 2 + ("resume",) * 2
+    stored_name = state["name"]
+    if LOCAL:  # local mode's store renames a taken name: <name>-1, or -2 when that name is a prefix of another
+        stored_name = later.name
+        assert re.fullmatch(re.escape(state["name"]) + r"-\d+", stored_name), stored_name
+    assert (earlier.name, later.name, earlier.project, later.project) == (state["name"], stored_name) + ("resume",) * 2
     assert earlier.scalars == {"loss": {s: loss(s) for s in range(10)}}
     assert later.scalars == {"loss": {s: loss(s) for s in range(10, 20)}} and later.finished
     assert second.read_back_metrics() == {"loss": {s: loss(s) for s in range(20)}}
     if not earlier_line():
         commands = f"swanlab sync {first.run_dir}; swanlab sync {second.run_dir}"
         assert second.report_notes() == [f"offline run {first.run_id} in 2 folders (upload in this order: {commands})"]
+        return
+    if LOCAL:
+        cannot, renamed, folders = second.report_notes()
+        assert cannot.startswith(f"this SwanLab release cannot continue run {first.run_id} in local mode"), cannot
+        assert f"this run is stored as '{stored_name}'" in renamed, renamed
+        assert folders == f"local run {first.run_id} in 2 folders, oldest first: {first.run_dir}, {second.run_dir}"
         return
     cannot, upload = second.report_notes()
     assert cannot.startswith(f"this SwanLab release cannot continue run {first.run_id} offline"), cannot
@@ -146,7 +161,7 @@ def test_a_run_that_cannot_be_reopened_gets_a_new_run_and_a_note(tmp_path: Path,
     note = tracker.report_notes()[0]
     assert note.startswith("could not resume") and note.endswith("started a new run"), note
     if case == "folders-gone":
-        assert f"SwanLab run {first.run_id} (its offline folders are gone: {first.run_dir})" in note
+        assert f"SwanLab run {first.run_id} (its {WRITTEN} folders are gone: {first.run_dir})" in note
 
 
 @pytest.mark.parametrize(

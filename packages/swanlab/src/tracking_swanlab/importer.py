@@ -9,6 +9,8 @@ media (files under ``media/``) become media; the config comes from ``files/confi
 
 A folder of SwanLab 0.6.2 to 0.7.x (``backup.swanlab``, JSON records) is read by
 :mod:`tracking_swanlab.earlier.importer`, with that release's own reader: it needs such a SwanLab installed.
+A local-mode store of SwanLab 0.5.8 to 0.6.1 (``runs.swanlab`` beside its run folders) is read by
+:mod:`tracking_swanlab.local.importer`, with swanboard.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from typing import Any
 
 from tracking_core.transfer.model import Media, Point, SourceError, SourceRun
 
+from .local import DATABASE as LOCAL_DATABASE
+from .local import importer as local_importer
 from .reader import BACKUP_FILE, _media_file
 
 __all__ = ["read_runs"]
@@ -188,12 +192,12 @@ def _merged_config(files: list[Path]) -> dict[str, Any]:
 def _run_files(root: Path) -> dict[str, list[Path]]:
     """The run files under ``root`` by run id, each run's folders oldest first (their names start with the time)."""
     if root.is_file():
-        found = [root]
+        found = [root] if root.name != LOCAL_DATABASE else []
     else:
         found = []
         for folder, dirs, names in os.walk(root):
             dirs.sort()
-            found.extend(Path(folder) / name for name in names if name.endswith(".swanlab"))
+            found.extend(Path(folder) / name for name in names if name.endswith(".swanlab") and name != LOCAL_DATABASE)
     runs: dict[str, list[Path]] = {}
     for path in sorted(found, key=lambda path: path.parent.name):
         runs.setdefault(_run_id(path), []).append(path)
@@ -220,8 +224,9 @@ def read_runs(source: str, *, options: dict[str, str] | None = None) -> Iterator
     if not root.exists():
         raise SourceError(source, "no such file or folder")
     runs = _run_files(root)
-    if not runs:
-        raise SourceError(source, "no SwanLab run (run-*.swanlab or backup.swanlab) found")
+    local_stores = local_importer.stores(root)
+    if not runs and not local_stores:
+        raise SourceError(source, "no SwanLab run (run-*.swanlab, backup.swanlab or a local runs.swanlab) found")
     for run_id, files in runs.items():
         if files[0].name == BACKUP_FILE:  # SwanLab 0.6.2 to 0.7.x: each folder is a run of its own
             from .earlier.importer import read_run
@@ -265,3 +270,5 @@ def read_runs(source: str, *, options: dict[str, str] | None = None) -> Iterator
             raise SourceError(
                 str(scan.damage[0]), scan.damage[1], imported=f"run {run_id}: {scan.scalars} scalar(s){step}"
             )
+    for database, only in local_stores:  # SwanLab 0.5.8 to 0.6.1 local mode: each experiment is a run
+        yield from local_importer.read_store(database, only, _config)

@@ -3,7 +3,9 @@
 A run directory (``<log_dir>/run-<time>-<id>``) holds ``run-<id>.swanlab`` -- a log of protobuf
 ``Record`` messages that ``swanlab sync`` uploads -- plus ``media/`` files and ``files/config.yaml``.
 SwanLab 0.6.2 to 0.7.x write ``backup.swanlab`` instead, a log of JSON records that only those releases
-read: :func:`read_run` hands such a folder to :mod:`tracking_swanlab.earlier.store`.
+read: :func:`read_run` hands such a folder to :mod:`tracking_swanlab.earlier.store`. A local-mode folder
+of SwanLab 0.5.8 to 0.6.1 (per-column log files, named in the ``runs.swanlab`` database beside it) goes to
+:mod:`tracking_swanlab.local.store`, which reads it with swanboard.
 """
 
 from __future__ import annotations
@@ -78,7 +80,12 @@ def is_earlier_folder(run_dir: str | os.PathLike[str]) -> bool:
 
 
 def holds_records(run_dir: str | os.PathLike[str]) -> bool:
-    """Whether the folder's run file got past its header (SwanLab may not have flushed it yet)."""
+    """Whether the folder's run file got past its header (SwanLab may not have flushed it yet); a local-mode
+    folder of SwanLab 0.5.8 to 0.6.1, whether it holds a log file."""
+    from .local.store import is_local_folder
+
+    if is_local_folder(Path(run_dir)):
+        return any((Path(run_dir) / "logs").glob("*/*.log"))
     return find_run_file(run_dir).stat().st_size > _FILE_HEADER_BYTES
 
 
@@ -92,10 +99,16 @@ def find_run_file(run_dir: str | os.PathLike[str]) -> Path:
 
 
 def read_run(run_dir: str | os.PathLike[str]) -> SwanLabRunData:
+    from .local.store import is_local_folder
+
     if is_earlier_folder(run_dir):
         from .earlier.store import read_folder
 
         return read_folder(Path(run_dir))
+    if is_local_folder(Path(run_dir)):
+        from .local.store import read_folder as read_local_folder
+
+        return read_local_folder(Path(run_dir))
     from swanlab.proto.swanlab.record.v1 import record_pb2
     from swanlab.sdk.internal.core_python.store import DataStoreReader
 

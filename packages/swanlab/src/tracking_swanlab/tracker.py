@@ -25,7 +25,8 @@ SDK lines. The mapping above is written against SwanLab 0.8+ (``swanlab.sdk``). 
 earlier line (0.6.2 to 0.7.x, no ``swanlab.sdk``), :mod:`tracking_swanlab.earlier` starts the run and
 gives its run object the names used here (:class:`~tracking_swanlab.earlier.run.EarlierRun`); what that
 line lacks (tables before 0.6.5, saved files before 0.7.15, continuing a run offline) is one warning
-and a report note.
+and a report note. SwanLab 0.5.8 to 0.6.1 have no offline mode: :mod:`tracking_swanlab.local` starts
+them in local mode (swanboard's store) through the same earlier-line start.
 """
 
 from __future__ import annotations
@@ -43,10 +44,11 @@ from tracking_core.kit.sdk import chosen_instead, not_resumed, per_rank, rank_na
 from tracking_core.notices import logger
 from tracking_core.paths import check_optional_name
 
-from . import compat, earlier
+from . import compat, earlier, local
 from .earlier.run import EarlierRun
 from .earlier.start import start as earlier_start
 from .earlier.start import upload_commands
+from .local.start import start as local_start
 
 #: SwanLab refuses control characters anywhere in a key and '.', '/' or whitespace at either end;
 #: longer keys are cut at 512 characters (``swanlab.sdk.internal.pkg.constraints``).
@@ -285,11 +287,16 @@ class SwanLabTracker(GeneralTracker):
 
     # -- start ---------------------------------------------------------------------------------
     def start(self) -> None:
-        import swanlab
+        try:
+            import swanlab
+        except FileExistsError:  # SwanLab before 0.6.2 makes ~/.swanlab at import, racing another process
+            import swanlab
 
         self._swanlab = swanlab
-        if earlier.in_use():  # SwanLab 0.6.2 to 0.7.x: no swanlab.sdk, a backup.swanlab store
-            started = earlier_start(self, swanlab, self.online_check_timeout)
+        if earlier.in_use():  # SwanLab 0.5.8 to 0.7.x: no swanlab.sdk, flat settings
+            # 0.6.2 on write offline runs (backup.swanlab); before, only local mode writes without an account
+            line_start = local_start if local.in_use() else earlier_start
+            started = line_start(self, swanlab, self.online_check_timeout)
             self._run, self._project = started.run, started.project
             self.fallback_reason, self.earlier_run_dirs = started.fallback_reason, started.earlier_run_dirs
             self._max_key_length = EARLIER_MAX_KEY_LENGTH
@@ -494,7 +501,7 @@ class SwanLabTracker(GeneralTracker):
         **kwargs: Any,
     ) -> None:
         columns, rows = table_rows(columns, data, dataframe)
-        if not hasattr(self._swanlab.echarts, "Table"):  # SwanLab before 0.6.5
+        if getattr(getattr(self._swanlab, "echarts", None), "Table", None) is None:  # SwanLab before 0.6.5
             message = (
                 "this SwanLab release has no tables (swanlab.echarts.Table, added in 0.6.5): log_table stores nothing"
             )
@@ -627,7 +634,8 @@ class SwanLabTracker(GeneralTracker):
     def report_notes(self) -> list[str]:
         notes = super().report_notes()
         if self.fallback_reason:
-            notes.append(f"fell back to an offline run because {self.fallback_reason}")
+            written = "a local" if self.mode == "local" else "an offline"  # local: SwanLab before 0.6.2
+            notes.append(f"fell back to {written} run because {self.fallback_reason}")
         if self.mode == "offline" and self.earlier_run_dirs:
             if isinstance(self._run, EarlierRun):
                 commands = upload_commands(self._swanlab, cast(str, self.run_id), self.run_dirs)
@@ -636,4 +644,7 @@ class SwanLabTracker(GeneralTracker):
             notes.append(
                 f"offline run {self.run_id} in {len(self.run_dirs)} folders (upload in this order: {commands})"
             )
+        if self.mode == "local" and self.earlier_run_dirs:  # SwanLab before 0.6.2: one experiment per folder
+            folders = ", ".join(map(str, self.run_dirs))
+            notes.append(f"local run {self.run_id} in {len(self.run_dirs)} folders, oldest first: {folders}")
         return notes

@@ -534,10 +534,13 @@ if hasattr(S, "Probe"):  # SwanLab 0.8+ (swanlab.sdk): nested settings, log_dir
     swanlab.init(project="imports", experiment_name="sdk-run", config=CONFIG, mode="offline", log_dir=root + "/swanlog",
                  settings=S(probe=S.Probe(monitor=False, git=False, requirements=False, conda=False),
                             terminal=S.Terminal(proxy_type="none")))
-else:  # SwanLab 0.6.2 to 0.7.x: flat settings, logdir
-    swanlab.init(project="imports", experiment_name="sdk-run", config=CONFIG, mode="offline", logdir=root + "/swanlog",
-                 settings=S(collect_hardware=False, hardware_monitor=False, collect_runtime=False,
-                            requirements_collect=False, conda_collect=False, log_proxy_type="none"))
+else:  # SwanLab 0.5.8 to 0.7.x: flat settings, logdir; before 0.6.2 no offline mode, only local (swanboard's store)
+    import importlib.util
+    offline = importlib.util.find_spec("swanlab.data.callbacker.offline") is not None
+    quiet = dict(collect_hardware=False, hardware_monitor=False, collect_runtime=False, requirements_collect=False,
+                 conda_collect=False, log_proxy_type="none")
+    swanlab.init(project="imports", experiment_name="sdk-run", config=CONFIG, mode="offline" if offline else "local",
+                 logdir=root + "/swanlog", settings=S(**{{k: v for k, v in quiet.items() if k in S.model_fields}}))
 for step in range(STEPS):
     swanlab.log({{"train/loss": 1.0 / (step + 1), "acc": step / STEPS}}, step=step)
 pixels = np.arange(4 * 6 * 3, dtype=np.uint8).reshape(4, 6, 3)
@@ -549,7 +552,8 @@ swanlab.finish()
 
 def write_swanlab(root: Path) -> SdkRun:
     """An offline run the swanlab SDK wrote under ``root/swanlog``: scalars, a text and images.
-    ``source`` is the ``run-*`` folder."""
+    ``source`` is the ``run-*`` folder. SwanLab 0.5.8 to 0.6.1 have no offline mode: there it is a local-mode
+    run (``root/swanlog/runs.swanlab`` beside the folder; the swanboard package must be installed)."""
     env = {"HOME": str(root / "home"), "SWANLAB_ROOT": str(root / "swanlab-root"), "SWANLAB_INTERACTIVE": "0"}
     (root / "home").mkdir(exist_ok=True)  # SwanLab before 0.8 refuses to start without the home folder
     script = textwrap.dedent(_SWANLAB).format(steps=STEPS, config=repr(SWANLAB_CONFIG))

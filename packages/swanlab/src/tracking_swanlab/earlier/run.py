@@ -14,18 +14,30 @@ from typing import Any
 
 from tracking_core import warn_once
 
+from .hooks import kept_process_hooks
+
 #: The process environment SwanLab's ``init`` writes its log folder into (and reads it back from).
 LOG_DIR_VARIABLE = "SWANLAB_LOG_DIR"
+#: ``swanlab.init`` also writes the mode it settled on there, where the next start would take it for the user's.
+MODE_VARIABLE = "SWANLAB_MODE"
+#: What ``swanlab.init`` writes into the process environment; the run's finish gives back what was there before.
+INIT_WRITES = (LOG_DIR_VARIABLE, MODE_VARIABLE)
+
+
+def environment_before_init() -> dict[str, str | None]:
+    return {name: os.environ.get(name) for name in INIT_WRITES}
 
 
 class EarlierRun:
     """A started run of SwanLab 0.6.2 to 0.7.x, as the tracker uses a 0.8+ ``Run``."""
 
-    def __init__(self, swanlab: Any, run: Any, *, name: str | None, owner: Any, log_dir_before: str | None) -> None:
+    def __init__(
+        self, swanlab: Any, run: Any, *, name: str | None, owner: Any, environment_before: dict[str, str | None]
+    ) -> None:
         self._swanlab = swanlab
         self._run = run
         self._owner = owner  # the tracker: warnings and report notes are its own
-        self._log_dir_before = log_dir_before
+        self._environment_before = environment_before
         public = run.public
         self.dir = str(public.run_dir)
         #: This folder's own SwanLab run id, and the id of the run it is part of (the same unless it continues one).
@@ -70,14 +82,16 @@ class EarlierRun:
 
     def finish(self) -> None:
         try:
-            self._run.finish()
+            with kept_process_hooks(self._swanlab):  # SwanLab's finish would reset sys.excepthook
+                self._run.finish()
         finally:
-            # swanlab.init put its log folder into the process environment, where the next run of this
-            # process (and this backend's own check for a chosen folder) would take it for the user's.
-            if self._log_dir_before is None:
-                os.environ.pop(LOG_DIR_VARIABLE, None)
-            else:
-                os.environ[LOG_DIR_VARIABLE] = self._log_dir_before
+            # swanlab.init put its log folder and mode into the process environment, where the next run of
+            # this process (and this backend's own check for a chosen folder or mode) would take them for the user's.
+            for name, value in self._environment_before.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
 
     def wait_until_written(self) -> bool:
         from .durability import wait_until_written

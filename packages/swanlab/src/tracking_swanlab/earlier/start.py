@@ -26,7 +26,7 @@ import contextlib
 import inspect
 import os
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,7 +35,8 @@ from tracking_core import warn_once
 from tracking_core.adapters import probe_http
 from tracking_core.kit.sdk import chosen_instead, not_resumed, per_rank, rank_name, saved_resume
 
-from .run import LOG_DIR_VARIABLE, EarlierRun
+from .hooks import kept_process_hooks
+from .run import LOG_DIR_VARIABLE, MODE_VARIABLE, EarlierRun, environment_before_init
 
 #: The settings of this line that the 0.8+ start turns off too: the hardware probe and sampler thread
 #: (``lscpu``/``nvidia-smi``-like tools), the runtime probe (``git`` three times), the requirements
@@ -49,8 +50,8 @@ QUIET_DEFAULTS: dict[str, Any] = {
     "log_proxy_type": "none",
 }
 
-MODE_VARIABLE = "SWANLAB_MODE"
 API_KEY_VARIABLE = "SWANLAB_API_KEY"
+EXPERIMENT_NAME_VARIABLE = "SWANLAB_EXP_NAME"
 API_HOST_VARIABLE = "SWANLAB_API_HOST"
 #: Where this line's cloud API lives unless ``SWANLAB_API_HOST`` says otherwise (``swanlab.env``).
 DEFAULT_API_HOST = "https://api.swanlab.cn/api"
@@ -64,9 +65,22 @@ class Started:
     project: str | None
     fallback_reason: str | None = None
     earlier_run_dirs: list[Path] = field(default_factory=list)
+    #: The experiment name was given to ``swanlab.init`` (by the user, a resume or a rank), not made up by SwanLab.
+    name_chosen: bool = False
 
 
-def start(tracker: Any, swanlab: Any, online_check_timeout: float) -> Started:
+def start(
+    tracker: Any,
+    swanlab: Any,
+    online_check_timeout: float,
+    *,
+    without_account: str = "offline",
+    around_local_init: Callable[[str | None], contextlib.AbstractContextManager[None]] | None = None,
+    run_class: type[EarlierRun] = EarlierRun,
+) -> Started:
+    """Start the run; ``without_account`` is the mode that writes it locally (``"local"`` before 0.6.2, see
+    :mod:`tracking_swanlab.local`), ``around_local_init(logdir)`` is entered around a start in that mode (it
+    raises when the mode's own packages are missing), and ``run_class`` wraps the started run."""
     kwargs = dict(tracker.init_kwargs)
     kwargs.setdefault("project", tracker.run_name)
     if "log_dir" in kwargs and "logdir" not in kwargs:
@@ -84,13 +98,15 @@ def start(tracker: Any, swanlab: Any, online_check_timeout: float) -> Started:
     mode_chosen = "mode" in kwargs or bool(os.environ.get(MODE_VARIABLE)) or _settings_mode(settings) is not None
     credentials = has_credentials()
     if not mode_chosen:
-        kwargs["mode"] = "cloud" if credentials else "offline"
+        kwargs["mode"] = "cloud" if credentials else without_account
     wanted = kwargs.get("mode") or os.environ.get(MODE_VARIABLE) or _settings_mode(settings)
     wanted = "cloud" if wanted == "online" else wanted
+    if wanted == "offline" and without_account != "offline":  # a release without offline mode would refuse it
+        kwargs["mode"] = wanted = without_account
 
     fallback_reason = None
     run = None
-    log_dir_before = os.environ.get(LOG_DIR_VARIABLE)
+    environment_before = environment_before_init()
     if wanted == "cloud":
         if not credentials:
             raise RuntimeError(
@@ -102,7 +118,7 @@ def start(tracker: Any, swanlab: Any, online_check_timeout: float) -> Started:
         problem = probe_http(host, online_check_timeout)
         if problem is None:
             try:
-                with fieldwise_merge(), forget_a_failed_start(swanlab):
+                with fieldwise_merge(), forget_a_failed_start(swanlab), kept_process_hooks(swanlab):
                     if continued_id is not None and _takes(swanlab.init, "resume"):
                         run = swanlab.init(settings=settings, id=continued_id, resume="allow", **kwargs)
                     else:
@@ -118,24 +134,29 @@ def start(tracker: Any, swanlab: Any, online_check_timeout: float) -> Started:
             )
         if run is None:
             fallback_reason = f"SwanLab service at {host}: {problem}"
-            kwargs["mode"] = "offline"
+            kwargs["mode"] = without_account
     if run is None:
         if kwargs.get("mode", wanted) != "cloud":
             _drop_cloud_only_choices(tracker, kwargs)
-        with fieldwise_merge(), forget_a_failed_start(swanlab):
+        local_init: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
+        if around_local_init is not None and kwargs.get("mode", wanted) == without_account:
+            local_init = around_local_init(kwargs.get("logdir"))
+        with local_init, fieldwise_merge(), forget_a_failed_start(swanlab), kept_process_hooks(swanlab):
             run = swanlab.init(settings=settings, **kwargs)
-    started = EarlierRun(swanlab, run, name=_run_name(run), owner=tracker, log_dir_before=log_dir_before)
+    started = run_class(swanlab, run, name=_run_name(run), owner=tracker, environment_before=environment_before)
     _note_ungrouped(tracker, swanlab, started)
     if continued_id is not None:
         started.continues(continued_id)
         if started.mode != "online":
+            where = "offline" if started.mode == "offline" else f"in {started.mode} mode"
             message = (
-                f"this SwanLab release cannot continue run {continued_id} offline (before 0.8 resuming is cloud-only): "
+                f"this SwanLab release cannot continue run {continued_id} {where} (before 0.8 resuming is cloud-only): "
                 f"this process writes it as the new SwanLab run {started.part_id}"
             )
             tracker.add_note(message)
             warn_once(tracker.name, "resume", message, reason="resume")
-    return Started(started, kwargs.get("project"), fallback_reason, earlier_dirs)
+    chosen = bool(kwargs.get("experiment_name") or kwargs.get("name") or os.environ.get(EXPERIMENT_NAME_VARIABLE))
+    return Started(started, kwargs.get("project"), fallback_reason, earlier_dirs, chosen)
 
 
 # -- settings -------------------------------------------------------------------------------------
