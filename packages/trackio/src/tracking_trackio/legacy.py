@@ -31,6 +31,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from . import first, store
+
 #: The first release whose local runs write to SQLite themselves (no dashboard server in between).
 LOCAL_WRITES = (0, 18)
 #: The write-failure key this backend reports for rows the in-process dashboard could not store
@@ -91,8 +93,13 @@ def in_process_dashboard(trackio: Any, context: contextvars.Context) -> Iterator
         yield
         return
     # init() launches the dashboard only when no server is current in its context: name this process. The
-    # variable moved from the package (0.0.16 and older) to trackio.context_vars.
+    # variable moved from the package (0.0.16 and older) to trackio.context_vars; 0.0.3 keeps a flag instead
+    # and has no client at all (its runs write their CSV files themselves).
     holder = getattr(trackio, "context_vars", trackio)
+    if not hasattr(holder, "current_server"):
+        context.run(holder.current_ui.set, True)
+        yield
+        return
     context.run(holder.current_server.set, "in-process")
     with _client_swap:  # trackio.init looks `Client` up in its module when it makes the run's client
         original = trackio.Client
@@ -176,10 +183,9 @@ def stored_config(storage: Any, project: str, run: Any) -> Any:
 
 
 def stores_config() -> bool:
-    """True when this release's store keeps the run's config (its reader ``SQLiteStorage.get_run_config``, 0.4+)."""
-    from trackio.sqlite_storage import SQLiteStorage
-
-    return hasattr(SQLiteStorage, "get_run_config")
+    """True when this release's store keeps the run's config: its reader ``SQLiteStorage.get_run_config``
+    (0.4+), or a storage made with the config (0.0.3 to 0.0.16: :func:`tracking_trackio.first.keeps_config`)."""
+    return hasattr(store.sqlite_storage(), "get_run_config") or first.keeps_config()
 
 
 def reads_trackio_dir() -> bool:
