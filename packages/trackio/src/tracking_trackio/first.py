@@ -32,6 +32,11 @@ STEPS_NOTE = (
 )
 
 
+#: What an import of such a store cannot hand over (a ``not carried`` line).
+NO_STEPS = (
+    "the steps the points were logged at: the trackio release that wrote this store kept none "
+    "(Trackio numbered the rows 0, 1, 2, ...)"
+)
 #: What the start-up notice says instead of a view command where the release has no ``trackio show``.
 NO_VIEW = "this trackio release has no 'trackio show'; its dashboard reads ./.trackio only"
 #: What trackio 0.0.3 imports without declaring it.
@@ -58,6 +63,11 @@ class RowWriter(Protocol):
     def log(self, values: dict[str, Any], step: int | None, **kwargs: Any) -> None: ...
 
     def save_config(self) -> None: ...
+
+
+def numbers_rows() -> bool:
+    """True when this release's store cannot hold the step given with a row (0.0.3 to 0.0.16: no ``bulk_log``)."""
+    return not hasattr(store.sqlite_storage(), "bulk_log")
 
 
 def csv_storage() -> Any:
