@@ -173,3 +173,16 @@ def keeps_config() -> bool:
         return made is not None and "config" in inspect.signature(made).parameters
     except (TypeError, ValueError):
         return False
+
+
+def run_config(project: str, run: str) -> dict[str, Any] | None:
+    """The run's config as this release's own reader finds it (its store location, as in a new process):
+    ``SQLiteStorage.get_run_config`` (0.4+), the first releases' own (:func:`stored_config`); None where the
+    release keeps none (0.0.17 to 0.3)."""
+    import trackio.utils
+
+    storage = store.sqlite_storage()
+    if hasattr(storage, "get_run_config"):
+        found: dict[str, Any] | None = storage.get_run_config(project, run)
+        return found
+    return stored_config(Path(trackio.utils.TRACKIO_DIR), project, run) if keeps_config() else None

@@ -116,8 +116,11 @@ def _reader(name: str, project: str) -> Any:
     storage = sqlite_storage()
     if isinstance(inspect.getattr_static(storage, name), staticmethod):
         return getattr(storage, name)
+    database = project_database(Path(sys.modules[storage.__module__].TRACKIO_DIR), project)
+    if not database.is_file():  # their reader would make an empty database there, then fail on its missing table
+        return lambda *args: []
     reader = storage.__new__(storage)
-    reader.db_path = str(project_database(Path(sys.modules[storage.__module__].TRACKIO_DIR), project))
+    reader.db_path = str(database)
     return getattr(reader, name)
 
 

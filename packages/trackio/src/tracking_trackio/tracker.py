@@ -62,6 +62,9 @@ _FALLBACK_RESERVED_KEYS = ("project", "run", "timestamp", "step", "time", "metri
 #: ``trackio.init`` defaults set here (each overridable): no CPU sampler thread, no dashboard in notebooks.
 _QUIET_INIT_DEFAULTS = {"auto_log_cpu": False, "embed": False}
 
+#: Stands for a trackio without a module-global ``config`` (0.0.3).
+_NO_CONFIG = object()
+
 _storage_lock = threading.Lock()
 _runs_per_dir: Counter[Path] = Counter()
 _sdk_default_dir: Path | None = None
@@ -246,7 +249,9 @@ class TrackioTracker(GeneralTracker):
                 self.add_note(no_group)
             if no_resume := first.drop_resume(trackio.init, kwargs):
                 self._missing("resume", no_resume)
-            module_config = getattr(trackio, "config", None)  # init() rebinds the module-global; keep the caller's
+            module_config = getattr(
+                trackio, "config", _NO_CONFIG
+            )  # init() rebinds the module-global; keep the caller's
             try:
                 with legacy.in_process_dashboard(trackio, self._context):  # trackio < 0.18: no web server
                     if saved is not None:  # the saved run's name already says which rank it is
@@ -255,7 +260,8 @@ class TrackioTracker(GeneralTracker):
                         first.name_run(trackio, kwargs)
                         self._run = self._init(trackio, **kwargs)
             finally:
-                trackio.config = module_config
+                if module_config is not _NO_CONFIG:  # trackio 0.0.3 has none
+                    trackio.config = module_config
             if not early.logs_steps(self._run):
                 self._writer = self._row_writer()
         except BaseException:
