@@ -106,7 +106,7 @@ def test_a_damaged_database_names_the_file(written: tuple[Path, dict], tmp_path:
 
         [database] = list(store.glob("*.db")) or [None]  # imports.db (trackio.db in 0.0.4 to 0.0.10)
         if database is None:
-            pytest.skip("trackio 0.0.3 keeps no database (its CSV files are read by test_first_releases)")
+            pytest.skip("trackio 0.0.3 keeps no database: its CSV files hold nothing to cut off")
         for name in (database.name, database.name + "-wal"):  # SQLite opens the store's files for writing: a copy
             if (store / name).is_file():
                 shutil.copyfile(store / name, tmp_path / f"source-{name}")
