@@ -53,7 +53,7 @@ def import_trackio() -> Any:
             raise
         raise ModuleNotFoundError(
             f"trackio needs {error.name}, which trackio 0.0.3 imports without declaring it: "
-            "pip install 'gradio<6' (it brings pandas)",
+            "pip install gradio (it brings pandas)",
             name=error.name,
         ) from error
     return trackio

@@ -4,7 +4,8 @@
   sends its rows to it through ``gradio_client.Client.predict("/bulk_log", ...)``; the dashboard's handler
   writes them to the same SQLite store. :func:`in_process_dashboard` gives ``trackio.init`` a client that
   calls those handlers in this process instead: the same code writes the same rows, but no web server is
-  started, no port is opened and no HTTP round trip sits between the run and its store.
+  started, no port is opened and no HTTP round trip sits between the run and its store. (0.0.3 has no
+  client: its ``init`` launches the dashboard unless a flag says one runs, and its runs write themselves.)
 * Before 0.24 a run has no ``id`` (its rows are keyed by run name), no public-enough flush hook
   (``_flush_queues_inline``), and ``SQLiteStorage.get_run_config`` takes the run name.
 * Up to at least 0.23, ``trackio.Table(columns=..., data=...)`` ignores ``columns`` (its docstring says so):

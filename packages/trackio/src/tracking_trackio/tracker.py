@@ -18,6 +18,10 @@ Contract -> SDK:
 * ``finish``                   -> ``run.finish()`` (drains the queue and stops Trackio's thread)
 * per-rank runs                -> ``trackio.init(group=<group>, name=<name>-rank<N>)``
 
+Releases before 0.2 take no step in ``Run.log``: 0.0.17 to 0.0.20 get their rows written with their steps
+(:mod:`tracking_trackio.early`), 0.0.3 to 0.0.16, whose store holds no step, through their own storage with the
+run's config (:mod:`tracking_trackio.first`); :mod:`tracking_trackio.legacy` has what else differs.
+
 Images are handed to Trackio as PNG files written from :func:`tracking_core.adapters.to_hwc_uint8`, which
 Trackio copies as they are: given an array or a PIL image it would store every image as RGBA.
 
