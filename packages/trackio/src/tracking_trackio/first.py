@@ -52,7 +52,7 @@ def import_trackio() -> Any:
         if error.name not in UNDECLARED:
             raise
         raise ModuleNotFoundError(
-            f"trackio needs {error.name}, which trackio 0.0.3 imports without declaring it: "
+            f"trackio needs {error.name} (trackio 0.0.3 imports it without declaring it): "
             "pip install gradio (it brings pandas)",
             name=error.name,
         ) from error
@@ -60,6 +60,8 @@ def import_trackio() -> Any:
 
 
 class RowWriter(Protocol):
+    """Writes one run's rows (and its config) into the store of a release whose ``Run.log`` takes no step."""
+
     def log(self, values: dict[str, Any], step: int | None, **kwargs: Any) -> None: ...
 
     def save_config(self) -> None: ...
