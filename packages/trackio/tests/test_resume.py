@@ -10,27 +10,37 @@ from pathlib import Path
 import pytest
 from tracking_core.testing.resume import loss, started_tracker
 from tracking_trackio import TrackioTracker, legacy, store
+from tracking_trackio.first import STEPS_NOTE, numbers_rows, takes_resume
 
-from .test_contract import keeps_no_config, read_config, reader_env, run_python, trackio_db
+from .test_contract import as_stored, keeps_no_config, read_config, read_run_rows, run_python, run_reader, trackio_db
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 
-def read_runs(logging_dir: Path, project: str) -> dict[tuple[str, str], dict[int, float]]:
+def read_runs(logging_dir: Path, project: str) -> dict[tuple[str | None, str], dict[int, float]]:
     """``{(run_id or None, run_name): {step: loss}}`` from the project's store, decoded with Trackio's value decoder."""
-    with sqlite3.connect(trackio_db(logging_dir, project)) as connection:
-        columns = {row[1] for row in connection.execute("PRAGMA table_info(metrics)")}
-        run_id = "run_id" if "run_id" in columns else "NULL"  # Trackio < 0.24 keys rows by run name alone
-        rows = connection.execute(f"SELECT {run_id}, run_name, step, metrics FROM metrics ORDER BY id").fetchall()
-    connection.close()
-    runs: dict[tuple[str, str], dict[int, float]] = {}
-    for run_id, run_name, step, metrics in rows:
+    if numbers_rows():  # trackio 0.0.3 to 0.0.16: no run ids, and the rows numbered by Trackio
+        rows = [(None, name, step, values) for name, step, values in read_run_rows(logging_dir, project)]
+    else:
+        with sqlite3.connect(trackio_db(logging_dir, project)) as connection:
+            columns = {row[1] for row in connection.execute("PRAGMA table_info(metrics)")}
+            run_id = "run_id" if "run_id" in columns else "NULL"  # Trackio < 0.24 keys rows by run name alone
+            stored = connection.execute(f"SELECT {run_id}, run_name, step, metrics FROM metrics ORDER BY id").fetchall()
+        connection.close()
+        rows = [(run_id, name, step, store.decode(json.loads(metrics))) for run_id, name, step, metrics in stored]
+    runs: dict[tuple[str | None, str], dict[int, float]] = {}
+    for run_id, run_name, step, values in rows:
         series = runs.setdefault((run_id, run_name), {})
-        value = store.decode(json.loads(metrics)).get("loss")
+        value = values.get("loss")
         if value is not None:
             assert step not in series, f"step {step} stored twice"
             series[step] = value
     return runs
+
+
+def own_notes() -> list[str]:
+    """The report notes every run of this release has: the steps it cannot keep (0.0.3 to 0.0.16), or none."""
+    return [STEPS_NOTE] if numbers_rows() else []
 
 
 def test_resume_in_process_continues_the_same_run(tmp_path: Path) -> None:
@@ -55,14 +65,15 @@ def test_resume_in_process_continues_the_same_run(tmp_path: Path) -> None:
         second.log({"loss": loss(step)}, step=step)
     second.finish()
 
-    assert second.report_notes() == []
+    assert second.report_notes() == own_notes()
     assert read_runs(logs, "resume") == {(state["id"], state["name"]): {s: loss(s) for s in range(20)}}
     assert second.read_back_metrics() == {"loss": {s: loss(s) for s in range(20)}}
     if keeps_no_config(first.report_notes()):
         return
     config = read_config(logs, "resume")  # exactly one config row: the resumed run did not add or blank one
     assert config["lr"] == 0.1 and config["opt"] == {"name": "adam"}
-    assert config["_Created"] == first.tracker.config["_Created"]  # the run's creation time, not the resume's
+    if "_Created" in first.tracker.config:  # trackio 0.0.3 to 0.0.16 keep no creation time
+        assert config["_Created"] == first.tracker.config["_Created"]  # the run's creation time, not the resume's
 
 
 def test_resume_after_the_first_process_was_killed(tmp_path: Path) -> None:
@@ -86,21 +97,20 @@ def test_resume_after_the_first_process_was_killed(tmp_path: Path) -> None:
     for step in range(10, 20):
         tracker.log({"loss": loss(step)})  # no step: Trackio counts on from the stored run's last step
     tracker.finish()
-    assert tracker.report_notes() == []
+    assert tracker.report_notes() == own_notes()
     assert read_runs(tmp_path / "runs", "killed") == {(state["id"], state["name"]): {s: loss(s) for s in range(20)}}
 
     # Trackio's own API in a fresh process sees one run with all 20 points and its config.
     check = """
         import json, trackio
-        from trackio.sqlite_storage import SQLiteStorage
-        from tracking_trackio import store
-        runs = SQLiteStorage.get_runs("killed")  # Trackio's own storage reader (every release has it)
-        logs = store.run_logs("killed", runs[0])  # its get_logs (get_metrics before 0.2.9)
-        config = SQLiteStorage.get_run_config("killed", runs[0]) if hasattr(SQLiteStorage, "get_run_config") else {}
+        from tracking_trackio import first, store
+        runs = store.run_names("killed")  # Trackio's own SQLiteStorage.get_runs (0.0.3: its dashboard's)
+        logs = store.run_logs("killed", runs[0])  # its get_logs (get_metrics before 0.2.9; 0.0.3: pandas)
+        config = first.run_config("killed", runs[0]) or {}  # get_run_config (0.4+), or as 0.0.3 to 0.0.16 keep it
         print(json.dumps({"runs": runs, "lr": config.get("lr"),
                           "steps": sorted(row["step"] for row in logs if "loss" in row)}))
     """
-    seen = run_python(check, tmp_path, **reader_env(Path(state["storage_dir"])))
+    seen = run_reader(check, tmp_path, Path(state["storage_dir"]))
     assert json.loads(seen.stdout.strip().splitlines()[-1]) == {
         "runs": [state["name"]],
         "lr": 0.1 if legacy.stores_config() else None,  # trackio before 0.4 keeps no run config
@@ -129,7 +139,7 @@ def test_unknown_saved_run_starts_a_new_run_with_a_note(tmp_path: Path, case: st
     tracker.finish()
 
     assert tracker.tracker.name != "ghost" and tracker.store_run[0] != "0" * 32
-    notes = tracker.report_notes()
+    notes = [note for note in tracker.report_notes() if note not in own_notes()]
     assert len(notes) == 1 and notes[0].startswith("could not resume Trackio run"), notes
     assert notes[0].endswith("; started a new run")
     if case != "no-name":
@@ -155,8 +165,12 @@ def test_explicit_choice_in_kwargs_wins_over_the_saved_run(tmp_path: Path, expli
 
     assert second.store_run != first.store_run
     assert second.tracker.name == explicit.get("name", second.tracker.name)
-    assert second.report_notes() == []
+    notes = [note for note in second.report_notes() if note not in own_notes()]
+    if "resume" in explicit and not takes_resume(__import__("trackio").init):  # before 0.0.16: one note says so
+        assert len(notes) == 1 and notes[0].startswith("this trackio release has no resume="), notes
+    else:
+        assert notes == []
     assert read_runs(logs, "choice") == {
         (first.store_run[0], first.tracker.name): {0: loss(0)},
-        (second.store_run[0], second.tracker.name): {1: loss(1)},
+        (second.store_run[0], second.tracker.name): {as_stored([1])[0]: loss(1)},  # the second run's first row
     }

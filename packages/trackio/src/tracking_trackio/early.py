@@ -63,6 +63,4 @@ class StepKeepingWriter:
 
 def can_keep_steps() -> bool:
     """True when this release's storage class writes rows with given steps (``bulk_log``, 0.0.17+)."""
-    from trackio.sqlite_storage import SQLiteStorage
-
-    return hasattr(SQLiteStorage, "bulk_log")
+    return hasattr(store.sqlite_storage(), "bulk_log")

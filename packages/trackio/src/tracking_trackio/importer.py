@@ -1,4 +1,6 @@
-"""Import Trackio runs from its local store: one SQLite database per project (``<TRACKIO_DIR>/<project>.db``).
+"""Import Trackio runs from its local store: one SQLite database per project (``<TRACKIO_DIR>/<project>.db``;
+one ``trackio.db`` for every project in trackio 0.0.4 to 0.0.10, one CSV file per run in 0.0.3: see
+:mod:`tracking_trackio.csv_import`).
 
 Each database is copied (with its ``-wal`` file, whose rows may not be in the database file yet) to a
 temporary folder and the copy is read, so the store is never written, not even by SQLite's shared-memory
@@ -7,6 +9,11 @@ its step, its timestamp (ISO text, kept to the microsecond) and its values; numb
 points, Trackio's images (files under ``media/``), tables, histograms and markdown become media. The run's
 config is Trackio's ``configs`` row without Trackio's own ``_Created``/``_Group``/``_Username`` (the group
 and user become tags). System metrics, alerts, traces and artifacts are listed in ``not_carried``.
+
+A store made by trackio 0.0.4 to 0.0.16 (its ``metrics.timestamp`` a ``DATETIME`` SQLite fills in, UTC, to the
+second) holds no step of the caller's: before 0.0.16 there is no ``step`` column and the rows are numbered
+0, 1, 2, ... as Trackio's dashboard numbers them, and 0.0.16 stored its own numbers. The points keep those
+numbers, and ``not_carried`` says so (:data:`tracking_trackio.first.NO_STEPS`).
 """
 
 from __future__ import annotations
@@ -16,28 +23,37 @@ import shutil
 import sqlite3
 import tempfile
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from tracking_core.transfer.model import Media, Point, SourceError, SourceRun
 
-from . import store
+from . import csv_import, csv_store, first, store
 
 __all__ = ["read_runs"]
 
 _OWN_CONFIG_KEYS = ("_Created", "_Group", "_Username")
+
 #: Tables of a project database the journal has no place for, and how to count a run's share.
 _NOT_CARRIED = {"system_metrics": "system metrics", "alerts": "alerts", "traces": "traces"}
 
 
-def _seconds(timestamp: Any) -> float | None:
+def _seconds(timestamp: Any, utc: bool = False) -> float | None:
+    """Unix seconds of a stored ISO time (local time, or UTC where SQLite filled it in: ``utc``)."""
     if not timestamp:
         return None
     try:
-        return datetime.fromisoformat(str(timestamp)).timestamp()
+        moment = datetime.fromisoformat(str(timestamp))
     except ValueError:
         return None
+    return (moment.replace(tzinfo=timezone.utc) if utc and moment.tzinfo is None else moment).timestamp()
+
+
+def _first_schema(connection: sqlite3.Connection) -> bool:
+    """True for a store made by trackio 0.0.4 to 0.0.16: its rows' time is a ``DATETIME`` SQLite fills in."""
+    declared = {row[1]: str(row[2]).upper() for row in connection.execute("PRAGMA table_info(metrics)")}
+    return declared.get("timestamp") == "DATETIME"
 
 
 def _decode(raw: Any) -> dict[str, Any]:
@@ -53,10 +69,6 @@ def _copy(database: Path, into: Path) -> Path:
     if wal.is_file():
         shutil.copyfile(wal, target.with_name(target.name + "-wal"))
     return target
-
-
-def _columns(connection: sqlite3.Connection, table: str) -> set[str]:
-    return {row[1] for row in connection.execute(f"PRAGMA table_info({table})")}
 
 
 def _tables(connection: sqlite3.Connection) -> set[str]:
@@ -76,19 +88,25 @@ def _table(value: dict[str, Any]) -> dict[str, Any] | None:
 class _Run:
     """One run of a project database: how its rows are selected, and what they hold besides points."""
 
-    def __init__(self, copy: Path, store_dir: Path, column: str, ident: str, name: str) -> None:
+    def __init__(self, copy: Path, store_dir: Path, column: str, ident: str, name: str, project: str | None) -> None:
         self.copy, self.store_dir, self.column, self.ident, self.name = copy, store_dir, column, ident, name
+        self.project = project  # where the rows carry their project (a database of the first releases' layout)
         self.media: list[Media] = []
         self.dropped: dict[str, int] = {}
 
     def rows(self) -> Iterator[tuple[int, float | None, dict[str, Any]]]:
         connection = sqlite3.connect(self.copy)
         try:
+            utc = _first_schema(connection)  # SQLite filled the time in: UTC
+            step = "step" if "step" in store.columns(connection, "metrics") else "NULL"  # none before 0.0.16
+            where, values = f"{self.column} = ?", [self.ident]
+            if self.project is not None:
+                where, values = f"{where} AND project_name = ?", [*values, self.project]
             cursor = connection.execute(
-                f"SELECT step, timestamp, metrics FROM metrics WHERE {self.column} = ? ORDER BY id", (self.ident,)
+                f"SELECT {step}, timestamp, metrics FROM metrics WHERE {where} ORDER BY id", values
             )
-            for step, timestamp, raw in cursor:
-                yield int(step), _seconds(timestamp), _decode(raw)
+            for number, (stored, timestamp, raw) in enumerate(cursor):
+                yield number if stored is None else int(stored), _seconds(timestamp, utc=utc), _decode(raw)
         finally:
             connection.close()
 
@@ -143,53 +161,65 @@ def _guarded(items: Iterator[Any], database: Path, keep: Any) -> Iterator[Any]:
     del keep
 
 
+def _configs(connection: sqlite3.Connection, project: str) -> dict[tuple[str, str], tuple[dict[str, Any], Any]]:
+    """``(project, run id or name) -> (config, created_at)`` of the ``configs`` table (keyed by project in the
+    first releases' layout, whose one database may hold several)."""
+    have = store.columns(connection, "configs")
+    ident = "run_id" if "run_id" in have else "run_name"
+    owner = "project_name" if "project_name" in have else "NULL"
+    rows = connection.execute(f"SELECT {owner}, {ident}, config, created_at FROM configs")
+    return {(owner_of or project, key): (_decode(raw), created) for owner_of, key, raw, created in rows}
+
+
 def _runs_of(database: Path, scratch: tempfile.TemporaryDirectory[str]) -> Iterator[SourceRun]:
     copy = _copy(database, Path(scratch.name))
-    project = database.stem
     connection = sqlite3.connect(copy)
     try:
         tables = _tables(connection)
         if "metrics" not in tables:
             raise SourceError(str(database), "not a Trackio project database (no metrics table)")
-        column = "run_id" if "run_id" in _columns(connection, "metrics") else "run_name"
-        runs = connection.execute(
-            f"SELECT {column}, MAX(run_name) FROM metrics GROUP BY {column} ORDER BY MIN(id)"
-        ).fetchall()
-        configs: dict[str, tuple[dict[str, Any], Any]] = {}
-        if "configs" in tables:
-            config_column = "run_id" if "run_id" in _columns(connection, "configs") else "run_name"
-            for ident, raw, created in connection.execute(f"SELECT {config_column}, config, created_at FROM configs"):
-                configs[ident] = (_decode(raw), created)
-            known = {ident for ident, _name in runs}
-            names = (
-                dict(connection.execute("SELECT run_id, run_name FROM configs")) if config_column == "run_id" else {}
+        have = store.columns(connection, "metrics")
+        column = "run_id" if "run_id" in have else "run_name"
+        # the rows' own project where they carry one (0.0.4 to 0.0.20; one database for all before 0.0.11)
+        owner = "project_name" if "project_name" in have else "NULL"
+        runs = [
+            (project or database.stem, ident, name)
+            for project, ident, name in connection.execute(
+                f"SELECT {owner}, {column}, MAX(run_name) FROM metrics GROUP BY {owner}, {column} ORDER BY MIN(id)"
             )
-            runs += [(ident, names.get(ident, ident)) for ident in configs if ident not in known]  # config only
+        ]
+        configs = _configs(connection, database.stem) if "configs" in tables else {}
+        if configs:
+            known = {(project, ident) for project, ident, _name in runs}
+            names = dict(connection.execute("SELECT run_id, run_name FROM configs")) if column == "run_id" else {}
+            runs += [(p, i, names.get(i, i)) for p, i in configs if (p, i) not in known]  # config only
         counts = {
             table: dict(connection.execute(f"SELECT {column}, COUNT(*) FROM {table} GROUP BY {column}").fetchall())
             for table in _NOT_CARRIED
-            if table in tables and column in _columns(connection, table)
+            if table in tables and column in store.columns(connection, table)
         }
         links: dict[str, int] = {}
         if "run_artifact_links" in tables:
             links = dict(
                 connection.execute(f"SELECT {column}, COUNT(*) FROM run_artifact_links GROUP BY {column}").fetchall()
             )
+        numbered = _first_schema(connection)
     except sqlite3.Error as error:
         raise SourceError(str(database), f"not a readable Trackio database: {error}") from error
     finally:
         connection.close()
-    for ident, name in runs:
-        run = _Run(copy, database.parent, column, ident, name)
+    for project, ident, name in runs:
+        run = _Run(copy, database.parent, column, ident, name, project if owner == "project_name" else None)
         try:
             run.scan_media()
         except (sqlite3.Error, ValueError) as error:
             raise SourceError(str(database), f"cannot read run {name!r}: {error}") from error
-        config, created = configs.get(ident, ({}, None))
+        config, created = configs.get((project, ident), ({}, None))
         tags = {
             tag: str(config[key]) for tag, key in (("group", "_Group"), ("username", "_Username")) if config.get(key)
         }
-        not_carried = [f"{what}, {count} time(s)" for what, count in sorted(run.dropped.items())]
+        not_carried = [first.NO_STEPS] if numbered else []
+        not_carried += [f"{what}, {count} time(s)" for what, count in sorted(run.dropped.items())]
         for table, label in _NOT_CARRIED.items():
             if counts.get(table, {}).get(ident):
                 not_carried.append(f"{label}: {counts[table][ident]} row(s)")
@@ -200,7 +230,7 @@ def _runs_of(database: Path, scratch: tempfile.TemporaryDirectory[str]) -> Itera
             source_id=f"{project}/{ident}",
             name=name,
             project=project,
-            started=_seconds(config.get("_Created") or created),
+            started=_seconds(config.get("_Created") or created, utc=numbered),
             config={key: value for key, value in config.items() if key not in _OWN_CONFIG_KEYS},
             tags=tags,
             points=_guarded(run.points(), database, scratch),
@@ -211,15 +241,23 @@ def _runs_of(database: Path, scratch: tempfile.TemporaryDirectory[str]) -> Itera
 
 
 def read_runs(source: str, *, options: dict[str, str] | None = None) -> Iterator[SourceRun]:
-    """Each run in the Trackio store at ``source``: a project database (``<project>.db``) or a folder of them.
+    """Each run in the Trackio store at ``source``: a project database (``<project>.db``) or a folder of them,
+    or trackio 0.0.3's store (a folder of ``<project>/<run>/run.csv``) or one of its ``run.csv`` files.
 
-    The project's name is the database's file name (Trackio names the file after the project).
+    The project's name is the rows' ``project_name`` where they carry one, else the database's file name
+    (Trackio names the file after the project).
     """
     root = Path(source)
+    if root.is_file() and root.name == csv_store.RUN_FILE:
+        yield from csv_import.read_runs([root.parent])
+        return
     if root.is_file():
         databases = [root]
     elif root.is_dir():
         databases = sorted(root.glob("*.db"))
+        if not databases and (folders := list(csv_store.run_folders(root))):
+            yield from csv_import.read_runs(folders)
+            return
         if not databases:
             raise SourceError(source, "no Trackio project database (*.db) in this folder")
     else:

@@ -4,7 +4,8 @@
   sends its rows to it through ``gradio_client.Client.predict("/bulk_log", ...)``; the dashboard's handler
   writes them to the same SQLite store. :func:`in_process_dashboard` gives ``trackio.init`` a client that
   calls those handlers in this process instead: the same code writes the same rows, but no web server is
-  started, no port is opened and no HTTP round trip sits between the run and its store.
+  started, no port is opened and no HTTP round trip sits between the run and its store. (0.0.3 has no
+  client: its ``init`` launches the dashboard unless a flag says one runs, and its runs write themselves.)
 * Before 0.24 a run has no ``id`` (its rows are keyed by run name), no public-enough flush hook
   (``_flush_queues_inline``), and ``SQLiteStorage.get_run_config`` takes the run name.
 * Up to at least 0.23, ``trackio.Table(columns=..., data=...)`` ignores ``columns`` (its docstring says so):
@@ -30,6 +31,8 @@ from collections.abc import Iterator
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+from . import first, store
 
 #: The first release whose local runs write to SQLite themselves (no dashboard server in between).
 LOCAL_WRITES = (0, 18)
@@ -91,8 +94,13 @@ def in_process_dashboard(trackio: Any, context: contextvars.Context) -> Iterator
         yield
         return
     # init() launches the dashboard only when no server is current in its context: name this process. The
-    # variable moved from the package (0.0.16 and older) to trackio.context_vars.
+    # variable moved from the package (0.0.16 and older) to trackio.context_vars; 0.0.3 keeps a flag instead
+    # and has no client at all (its runs write their CSV files themselves).
     holder = getattr(trackio, "context_vars", trackio)
+    if not hasattr(holder, "current_server"):
+        context.run(holder.current_ui.set, True)
+        yield
+        return
     context.run(holder.current_server.set, "in-process")
     with _client_swap:  # trackio.init looks `Client` up in its module when it makes the run's client
         original = trackio.Client
@@ -176,10 +184,9 @@ def stored_config(storage: Any, project: str, run: Any) -> Any:
 
 
 def stores_config() -> bool:
-    """True when this release's store keeps the run's config (its reader ``SQLiteStorage.get_run_config``, 0.4+)."""
-    from trackio.sqlite_storage import SQLiteStorage
-
-    return hasattr(SQLiteStorage, "get_run_config")
+    """True when this release's store keeps the run's config: its reader ``SQLiteStorage.get_run_config``
+    (0.4+), or a storage made with the config (0.0.3 to 0.0.16: :func:`tracking_trackio.first.keeps_config`)."""
+    return hasattr(store.sqlite_storage(), "get_run_config") or first.keeps_config()
 
 
 def reads_trackio_dir() -> bool:

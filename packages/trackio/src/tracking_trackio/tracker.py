@@ -18,6 +18,10 @@ Contract -> SDK:
 * ``finish``                   -> ``run.finish()`` (drains the queue and stops Trackio's thread)
 * per-rank runs                -> ``trackio.init(group=<group>, name=<name>-rank<N>)``
 
+Releases before 0.2 take no step in ``Run.log``: 0.0.17 to 0.0.20 get their rows written with their steps
+(:mod:`tracking_trackio.early`), 0.0.3 to 0.0.16, whose store holds no step, through their own storage with the
+run's config (:mod:`tracking_trackio.first`); :mod:`tracking_trackio.legacy` has what else differs.
+
 Images are handed to Trackio as PNG files written from :func:`tracking_core.adapters.to_hwc_uint8`, which
 Trackio copies as they are: given an array or a PIL image it would store every image as RGBA.
 
@@ -52,7 +56,7 @@ from tracking_core.kit.sdk import per_rank, rank_name, sdk_object
 from tracking_core.notices import logger, notice, warn_once
 from tracking_core.paths import check_optional_name
 
-from . import early, legacy, store
+from . import csv_store, early, first, legacy, store
 
 #: Trackio's module constants that hold its storage location, and where each lives under the storage dir.
 _LOCATION_ATTRIBUTES = {"TRACKIO_DIR": None, "MEDIA_DIR": "media", "ARTIFACTS_DIR": "artifacts"}
@@ -61,6 +65,9 @@ _FALLBACK_RESERVED_KEYS = ("project", "run", "timestamp", "step", "time", "metri
 
 #: ``trackio.init`` defaults set here (each overridable): no CPU sampler thread, no dashboard in notebooks.
 _QUIET_INIT_DEFAULTS = {"auto_log_cpu": False, "embed": False}
+
+#: Stands for a trackio without a module-global ``config`` (0.0.3).
+_NO_CONFIG = object()
 
 _storage_lock = threading.Lock()
 _runs_per_dir: Counter[Path] = Counter()
@@ -217,7 +224,8 @@ class TrackioTracker(GeneralTracker):
         self._finished = False
         self._context: contextvars.Context | None = None
         self._config_pending = False
-        self._writer: early.StepKeepingWriter | None = None  # trackio 0.0.x: rows written with their steps
+        self._writer: early.StepKeepingWriter | first.RowWriter | None = None  # trackio 0.0.x: rows in this thread
+        self._first_writer: first.RowWriter | None = None  # trackio 0.0.3 to 0.0.16: no steps, config saved at once
         self._last_step: int | None = None
         self._seen_sdk_failures: set[str] = set()
         self._resumed = False
@@ -228,8 +236,7 @@ class TrackioTracker(GeneralTracker):
         return cast(contextvars.Context, self._context).run(function, *args, **kwargs)  # made by start()
 
     def start(self) -> None:
-        import trackio
-
+        trackio = first.import_trackio()
         saved = self._saved_run()
         wanted = self._wanted_dir
         if saved is not None and saved.get("storage_dir") and Path(saved["storage_dir"]).is_dir():
@@ -244,17 +251,23 @@ class TrackioTracker(GeneralTracker):
             if no_group := legacy.drop_group(trackio.init, kwargs):
                 warn_once(self.name, "group", no_group, reason="no-groups")
                 self.add_note(no_group)
-            module_config = getattr(trackio, "config", None)  # init() rebinds the module-global; keep the caller's
+            if no_resume := first.drop_resume(trackio.init, kwargs):
+                self._missing("resume", no_resume)
+            module_config = getattr(
+                trackio, "config", _NO_CONFIG
+            )  # init() rebinds the module-global; keep the caller's
             try:
                 with legacy.in_process_dashboard(trackio, self._context):  # trackio < 0.18: no web server
                     if saved is not None:  # the saved run's name already says which rank it is
                         self._run = self._resume(trackio, {k: v for k, v in kwargs.items() if k != "name"}, saved)
                     if self._run is None:
-                        self._run = self._in_context(trackio.init, project=self.run_name, **kwargs)
+                        first.name_run(trackio, kwargs)
+                        self._run = self._init(trackio, **kwargs)
             finally:
-                trackio.config = module_config
+                if module_config is not _NO_CONFIG:  # trackio 0.0.3 has none
+                    trackio.config = module_config
             if not early.logs_steps(self._run):
-                self._writer = self._step_keeping_writer()
+                self._writer = self._row_writer()
         except BaseException:
             _release_storage(self.storage_dir)
             raise
@@ -266,19 +279,25 @@ class TrackioTracker(GeneralTracker):
         remote = legacy.remote_url(self._run)  # a Space or server the user chose (kwargs or TRACKIO_* env)
         if remote:
             notice(f"trackio: {what} {self._run.name!r} sent to {remote} (local buffer in {self.storage_dir})")
+        elif not hasattr(trackio, "show"):  # 0.0.3 to 0.0.5: no `trackio show`, a dashboard that reads ./.trackio
+            notice(f"trackio: {what} {self._run.name!r} in {self.storage_dir} ({first.NO_VIEW})")
         else:
             command = f"{view}trackio show --project {shlex.quote(self.run_name)}"
             notice(f"trackio: {what} {self._run.name!r} in {self.storage_dir} (view: {command})")
 
-    def _step_keeping_writer(self) -> early.StepKeepingWriter:
-        """Trackio 0.0.17 to 0.0.20: ``Run.log`` takes no step, so rows go through its storage class with theirs."""
-        if not early.can_keep_steps():
-            self._run.finish()
-            raise RuntimeError(
-                "this trackio release can store no step with a row (Run.log takes none and its SQLiteStorage "
-                "has no bulk_log): tracking-trackio needs trackio 0.0.17 or later"
-            )
-        return early.StepKeepingWriter(self._run, self.run_name)
+    def _init(self, trackio: Any, **kwargs: Any) -> Any:
+        """``trackio.init`` in this run's context; its run (0.0.3 to 0.0.5 return none: the context's current one)."""
+        run = self._in_context(trackio.init, project=self.run_name, **kwargs)
+        return run if run is not None else self._in_context(first.current_run(trackio).get)
+
+    def _row_writer(self) -> early.StepKeepingWriter | first.RowWriter:
+        """Trackio before 0.2: ``Run.log`` takes no step. From 0.0.17 the rows go through its storage class with
+        their steps; before, its store numbers them itself (one warning, one note)."""
+        if early.can_keep_steps():
+            return early.StepKeepingWriter(self._run, self.run_name)
+        self._missing("steps", first.STEPS_NOTE)
+        self._first_writer = first.writer(self._run, self.run_name)
+        return self._first_writer
 
     def _name_rank(self, kwargs: dict[str, Any]) -> None:
         """Per-rank mode: this rank's run joins the job's Trackio group, named after its rank."""
@@ -309,7 +328,7 @@ class TrackioTracker(GeneralTracker):
             reason = f"it belongs to project {project!r}, not {self.run_name!r}"
         else:
             try:
-                run = self._in_context(trackio.init, project=self.run_name, name=name, resume="must", **kwargs)
+                run = self._reopen(trackio, name, kwargs)
             except ValueError as error:  # Trackio: "Run '<name>' does not exist in project '<project>'"
                 reason = str(error)
                 store = saved.get("storage_dir")
@@ -327,10 +346,22 @@ class TrackioTracker(GeneralTracker):
         self.add_note(f"could not resume Trackio run {name!r} ({reason}); started a new run")
         return None
 
+    def _reopen(self, trackio: Any, name: str, kwargs: dict[str, Any]) -> Any:
+        """``trackio.init(name=<name>, resume="must")``. A release without ``resume`` (before 0.0.16) gets the same
+        check first, then ``init`` by name: its rows are keyed by run name, so the run's rows continue. The first
+        releases (0.0.3 to 0.0.16) start the run from its stored config, which their storage saves again."""
+        if first.takes_resume(trackio.init):
+            kwargs = {**kwargs, "resume": "must"}
+        elif name not in store.run_names(self.run_name):
+            raise ValueError(f"Run '{name}' does not exist in project '{self.run_name}'")
+        if first.keeps_config():
+            kwargs = {"config": first.stored_config(cast(Path, self.storage_dir), self.run_name, name), **kwargs}
+        return self._init(trackio, name=name, **kwargs)
+
     def _restore_config(self, run: Any) -> None:
         """Trackio's resume starts from an empty config and would overwrite the stored one: start from the stored one."""
-        if not getattr(run, "_is_local", True) or not legacy.stores_config():
-            return  # a Space or server holds the config, or the release keeps none
+        if not getattr(run, "_is_local", True) or not legacy.stores_config() or first.keeps_config():
+            return  # a Space or server holds the config, the release keeps none, or init was given it
         from trackio.sqlite_storage import SQLiteStorage
 
         try:
@@ -351,22 +382,23 @@ class TrackioTracker(GeneralTracker):
     def store_init_configuration(self, values: dict[str, Any]) -> None:
         """Merged into the run's config dict; called again later (``log_config``), changed values win.
 
-        Trackio writes the config with the run's next metrics row (INSERT OR REPLACE). Releases before 0.4
-        keep no run config at all: the config is then kept in memory only, with one warning and a note.
+        Trackio writes the config with the run's next metrics row (INSERT OR REPLACE). 0.0.3 to 0.0.16 save it
+        at once, through their own storage (:mod:`tracking_trackio.first`); 0.0.17 to 0.3 keep no run config at
+        all: the config is then kept in memory only, with one warning and a note.
         """
-        if not legacy.stores_config():
-            self._missing("config", "this trackio release keeps no run config (added in trackio 0.4): not stored")
-            self._config = merge_config(self._config, values)
-            self._run.config.update({key: self._config[key] for key in values})
-            return
-        if getattr(self._run, "_config_logged", False):
+        if self._first_writer is None and not legacy.stores_config():
+            self._missing("config", "this trackio release keeps no run config (0.0.17 to 0.3 have none): not stored")
+        elif self._first_writer is None and getattr(self._run, "_config_logged", False):
             # Already sent with an earlier row: send the merged config with the next row. Trackio keeps the
             # first config of each write batch, so the queued rows carrying the old one are written first.
             self.flush()
             self._run._config_logged = False
         self._config = merge_config(self._config, values)  # nested sections key by key
         self._run.config.update({key: self._config[key] for key in values})
-        self._config_pending = True
+        if self._first_writer is not None:
+            self._first_writer.save_config()
+        elif legacy.stores_config():
+            self._config_pending = True
 
     def log(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:
         (self._writer or self._run).log(values, step=step, **kwargs)
@@ -532,14 +564,22 @@ class TrackioTracker(GeneralTracker):
         }
 
     def read_back_metrics(self) -> dict[str, dict[int, Any]]:
-        """Numeric series of this run per step (the last row at a step wins)."""
-        return {key: dict(points) for key, points in self.read_back_history().items()}
+        """Numeric series of this run per step (the last row at a step wins; trackio 0.0.3 to 0.0.16 number the
+        rows 0, 1, 2, ... themselves)."""
+        return {key: dict(points) for key, points in self._history().items()}
 
     def read_back_history(self) -> dict[str, list[tuple[int, Any]]]:
         """Every numeric point in this run's rows of Trackio's project database, in row order, decoded by Trackio.
 
-        Trackio appends one row per ``log`` call, so a step logged twice shows twice.
+        Trackio appends one row per ``log`` call, so a step logged twice shows twice. A release that numbers
+        the rows itself (0.0.3 to 0.0.16) cannot say at which step a point was logged: a resumed run then
+        does not take its row numbers for steps (it delivers again nothing an earlier process handed over).
         """
+        if self._first_writer is not None:
+            raise RuntimeError(first.STEPS_NOTE)
+        return self._history()
+
+    def _history(self) -> dict[str, list[tuple[int, Any]]]:
         history: dict[str, list[tuple[int, Any]]] = {}
         for step, metrics in self._rows():
             for key, item in metrics.items():
@@ -574,4 +614,7 @@ class TrackioTracker(GeneralTracker):
     def _rows(self) -> list[tuple[int, dict[str, Any]]]:
         """``(step, metrics)`` of this run's rows in Trackio's project database, decoded by Trackio."""
         storage_dir = cast(Path, self.storage_dir)  # set by start()
-        return store.run_rows(store.project_database(storage_dir, self.run_name), *self.store_run)
+        run_id, name = self.store_run
+        if first.csv_storage() is not None:  # trackio 0.0.3
+            return csv_store.run_rows(storage_dir, self.run_name, str(name))
+        return store.run_rows(store.project_database(storage_dir, self.run_name), run_id, name, self.run_name)

@@ -78,7 +78,7 @@ BUILT_INS: tuple[BuiltIn, ...] = (
         "trackio",
         "Trackio store in <logging_dir>/trackio",
         "Trackio",
-        "trackio>=0.24",
+        "trackio>=0.0.3",
         "TrackioTracker",
     ),
     BuiltIn(

@@ -573,40 +573,58 @@ _TRACKIO = """
 import inspect, json, os, sys
 import numpy as np
 import trackio, trackio.utils
-from trackio.sqlite_storage import SQLiteStorage
+from tracking_trackio import store
 
 STEPS, CONFIG = {steps}, {config}
-QUIET = {{key: False for key in ("auto_log_cpu", "auto_log_gpu") if key in inspect.signature(trackio.init).parameters}}
-# trackio before 0.2 numbers the rows itself (0, 1, ...: the same steps here but for the second run's 7)
-AT = (lambda step: {{"step": step}}) if "step" in inspect.signature(trackio.log).parameters else (lambda step: {{}})
-os.makedirs(trackio.utils.TRACKIO_DIR, exist_ok=True)  # trackio 0.0.17 writes there without making it
-trackio.init(project="imports", name="sdk-run", config=CONFIG, **QUIET)
-for step in range(STEPS):
-    trackio.log({{"train/loss": 1.0 / (step + 1), "acc": step / STEPS, "phase": f"p{{step % 2}}"}}, **AT(step))
-pixels = np.arange(4 * 6 * 3, dtype=np.uint8).reshape(4, 6, 3)
-media = {{}}
-if hasattr(trackio, "Image"):  # 0.2.8+
-    media["sample"] = trackio.Image(pixels, caption="first")
-if hasattr(trackio, "Table"):  # 0.3.2+
-    media["preds"] = trackio.Table(columns=["id", "label"], data=[[0, "cat"], [1, "dog"]])
-if media:
-    trackio.log(media, **AT(STEPS))
-trackio.finish()
-trackio.init(project="imports", name="second", **QUIET)
-trackio.log({{"train/loss": 3.0}}, **AT(7))
-trackio.finish()
-read = getattr(SQLiteStorage, "get_logs", None) or SQLiteStorage.get_metrics  # before 0.2.9: get_metrics
-logs = {{name: read("imports", name) for name in ("sdk-run", "second")}}
+Storage = store.sqlite_storage()  # None: trackio 0.0.3, which writes one CSV file per run
+ROWS = [{{"train/loss": 1.0 / (step + 1), "acc": step / STEPS, "phase": f"p{{step % 2}}"}} for step in range(STEPS)]
+os.makedirs(os.environ["TRACKIO_DIR"], exist_ok=True)  # trackio 0.0.17 writes there without making it
+if not os.path.isabs(trackio.utils.TRACKIO_DIR):  # 0.0.3 to 0.0.5 keep their store in ./.trackio
+    os.symlink(os.environ["TRACKIO_DIR"], trackio.utils.TRACKIO_DIR)
+if Storage is None:  # 0.0.3: its own init and log, without the dashboard it would start (and wait on)
+    for name, config, rows in (("sdk-run", CONFIG, ROWS), ("second", None, [{{"train/loss": 3.0}}])):
+        trackio.init(project="imports", name=name, config=config, ui=False)
+        for row in rows:
+            trackio.log(row)
+        trackio.finish()
+elif not hasattr(Storage, "bulk_log"):  # 0.0.4 to 0.0.16: the storage calls of their dashboard's /log handler
+    # (their init starts that dashboard on a local port; 0.0.4 and 0.0.5 wait on it)
+    for name, config, rows in (("sdk-run", CONFIG, ROWS), ("second", {{}}, [{{"train/loss": 3.0}}])):
+        storage = Storage("imports", name, config)
+        for row in rows:
+            storage.log(row)
+else:
+    QUIET = {{key: False for key in ("auto_log_cpu", "auto_log_gpu") if key in inspect.signature(trackio.init).parameters}}
+    # trackio before 0.2 numbers the rows itself (0, 1, ...: the same steps here but for the second run's 7)
+    AT = (lambda step: {{"step": step}}) if "step" in inspect.signature(trackio.log).parameters else (lambda step: {{}})
+    trackio.init(project="imports", name="sdk-run", config=CONFIG, **QUIET)
+    for step, row in enumerate(ROWS):
+        trackio.log(row, **AT(step))
+    pixels = np.arange(4 * 6 * 3, dtype=np.uint8).reshape(4, 6, 3)
+    media = {{}}
+    if hasattr(trackio, "Image"):  # 0.2.8+
+        media["sample"] = trackio.Image(pixels, caption="first")
+    if hasattr(trackio, "Table"):  # 0.3.2+
+        media["preds"] = trackio.Table(columns=["id", "label"], data=[[0, "cat"], [1, "dog"]])
+    if media:
+        trackio.log(media, **AT(STEPS))
+    trackio.finish()
+    trackio.init(project="imports", name="second", **QUIET)
+    trackio.log({{"train/loss": 3.0}}, **AT(7))
+    trackio.finish()
+# Trackio's own reader: get_logs (get_metrics before 0.2.9; 0.0.3: its dashboard's load_run_data)
+logs = {{name: store.run_logs("imports", name) for name in ("sdk-run", "second")}}
 print(json.dumps(logs, default=str))
 """
 
 
 def write_trackio(root: Path) -> SdkRun:
-    """Two runs of one project in the store trackio wrote at ``root/trackio`` (its ``TRACKIO_DIR``, and
-    ``$HF_HOME/trackio`` for a release before 0.5.2, which ignores ``TRACKIO_DIR``): ``sdk-run`` (numbers,
-    strings, an image, a table) and ``second`` (one point). ``info["logs"]`` holds the rows of each as
-    Trackio's own reader gives them; the rest describes ``sdk-run`` as a release with config, images and
-    tables (0.4+) stores it."""
+    """Two runs of one project in the store trackio wrote at ``root/trackio`` (its ``TRACKIO_DIR``,
+    ``$HF_HOME/trackio`` for a release before 0.5.2, which ignores ``TRACKIO_DIR``, and a ``./.trackio`` link to
+    it for 0.0.3 to 0.0.5): ``sdk-run`` (numbers, strings, an image, a table) and ``second`` (one point).
+    ``info["logs"]`` holds the rows of each as Trackio's own reader gives them; the rest describes ``sdk-run``
+    as a release with config, images and tables (0.4+) stores it. Releases before 0.0.17 write with their
+    storage (0.0.3: its ``init`` without the dashboard), their ``init`` starting a dashboard server."""
     store = root / "trackio"
     (root / "home").mkdir(exist_ok=True)
     env = {
