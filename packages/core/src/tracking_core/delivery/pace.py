@@ -23,7 +23,8 @@ REPORTED_FROM_SECONDS = 0.05
 
 THREAD_ADVICE = (
     "with delivery='thread' its SDK's work also holds the interpreter lock the loop runs on: "
-    "delivery='process' (or TRACKING_DELIVERY=process) gives it a process of its own"
+    "delivery='process' (or TRACKING_DELIVERY=process) gives it a process of its own; on_full='spill' lets "
+    "the loop go on while it catches up"
 )
 PROCESS_ADVICE = "on_full='spill' lets the loop go on while it catches up (records wait in memory meanwhile)"
 
