@@ -7,7 +7,6 @@ Everything is read back with SwanLab's own record reader (:mod:`tracking_swanlab
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,8 @@ from tracking_core.testing.accelerate_parity import AccelerateParity
 from tracking_core.tracker import RunContext
 from tracking_swanlab import SwanLabTracker, earlier
 from tracking_swanlab.reader import read_run
+
+from .conftest import isolate
 
 
 class TestSwanLabAccelerateParity(AccelerateParity):
@@ -52,14 +53,7 @@ class TestSwanLabAccelerateParity(AccelerateParity):
 @pytest.fixture(autouse=True)
 def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """CWD, HOME and SwanLab's root inside the test folder; no SwanLab variables from the outside."""
-    for name in list(os.environ):
-        if name.startswith("SWANLAB_"):
-            monkeypatch.delenv(name)
-    (tmp_path / "work").mkdir()
-    monkeypatch.chdir(tmp_path / "work")
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("SWANLAB_ROOT", str(tmp_path / "home" / ".swanlab"))
-    return tmp_path
+    return isolate(monkeypatch, tmp_path, cwd=tmp_path / "work")
 
 
 def test_direct_use_writes_swanlabs_default_folder_and_keeps_the_run(isolated: Path):

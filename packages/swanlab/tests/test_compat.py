@@ -5,7 +5,6 @@ The floor cell (0.6.2, the earlier SDK line) runs only the last one: its run sta
 
 from __future__ import annotations
 
-import os
 import signal
 import threading
 from pathlib import Path
@@ -13,17 +12,14 @@ from pathlib import Path
 import pytest
 from tracking_swanlab import compat, earlier
 
+from .conftest import isolate
+
 only_sdk_line = pytest.mark.skipif(earlier.in_use(), reason="tracking_swanlab.compat is for SwanLab 0.8 and later")
 
 
 @pytest.fixture(autouse=True)
 def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.startswith("SWANLAB_"):
-            monkeypatch.delenv(name)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("SWANLAB_ROOT", str(tmp_path / "home" / ".swanlab"))
+    isolate(monkeypatch, tmp_path)
 
 
 @only_sdk_line

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import warnings
 from pathlib import Path
 
@@ -13,15 +12,12 @@ from tracking_core.testing.resume import log_loss, loss, started_tracker, state_
 from tracking_swanlab import SwanLabTracker, durability, earlier, local
 from tracking_swanlab.reader import read_run
 
+from .conftest import isolate
+
 
 @pytest.fixture(autouse=True)
 def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    for name in list(os.environ):
-        if name.startswith("SWANLAB_"):
-            monkeypatch.delenv(name)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("SWANLAB_ROOT", str(tmp_path / "home" / ".swanlab"))
+    isolate(monkeypatch, tmp_path)
     reset_warnings()
     return tmp_path
 

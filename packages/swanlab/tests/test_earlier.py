@@ -20,6 +20,8 @@ from tracking_core.testing.resume import finished_run, log_loss, loss, started_t
 from tracking_swanlab import SwanLabTracker, earlier, local
 from tracking_swanlab.reader import read_run
 
+from .conftest import isolate
+
 pytestmark = pytest.mark.skipif(not earlier.in_use(), reason="SwanLab 0.8+ is installed: not the earlier SDK line")
 #: SwanLab 0.5.8 to 0.6.1 have no offline mode (test_local.py has what they do instead).
 LOCAL = local.in_use()
@@ -28,11 +30,7 @@ offline_only = pytest.mark.skipif(LOCAL, reason="SwanLab before 0.6.2 has no off
 
 @pytest.fixture(autouse=True)
 def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    for name in list(os.environ):
-        if name.startswith("SWANLAB_"):
-            monkeypatch.delenv(name)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    isolate(monkeypatch, tmp_path, root=False)
     reset_warnings()
     return tmp_path
 

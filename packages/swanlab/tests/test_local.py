@@ -7,7 +7,6 @@ log-file reader (:mod:`tracking_swanlab.local.store`). The rest of the package's
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 import warnings
@@ -22,16 +21,14 @@ from tracking_swanlab import SwanLabTracker, local
 from tracking_swanlab.local import DATABASE, dependencies, store
 from tracking_swanlab.reader import read_run
 
+from .conftest import isolate
+
 pytestmark = pytest.mark.skipif(not local.in_use(), reason="this SwanLab release has an offline mode")
 
 
 @pytest.fixture(autouse=True)
 def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    for name in list(os.environ):
-        if name.startswith("SWANLAB_"):
-            monkeypatch.delenv(name)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    isolate(monkeypatch, tmp_path, root=False)
     reset_warnings()
     return tmp_path
 

@@ -8,7 +8,6 @@ SwanLab 0.5.8 to 0.6.1 write in local mode, whose store renames the later part `
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 from pathlib import Path
@@ -21,18 +20,15 @@ from tracking_swanlab import SwanLabTracker, local
 from tracking_swanlab.earlier import in_use as earlier_line
 from tracking_swanlab.reader import read_run
 
+from .conftest import isolate
+
 LOCAL = local.in_use()
 WRITTEN = "local" if LOCAL else "offline"
 
 
 @pytest.fixture(autouse=True)
 def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    for name in list(os.environ):
-        if name.startswith("SWANLAB_"):
-            monkeypatch.delenv(name)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("SWANLAB_ROOT", str(tmp_path / "home" / ".swanlab"))
+    isolate(monkeypatch, tmp_path)
     reset_warnings()
     return tmp_path
 

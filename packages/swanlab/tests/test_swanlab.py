@@ -5,7 +5,6 @@ from __future__ import annotations
 import builtins
 import io
 import logging
-import os
 import socket
 import sys
 import threading
@@ -21,6 +20,8 @@ from tracking_core.journal import read_journal
 from tracking_swanlab import SwanLabTracker, earlier, local
 from tracking_swanlab.reader import read_run
 
+from .conftest import isolate
+
 SDK_THREADS = ("SwanLab·Monitor", "SwanLab·TerminalProxy")
 #: SwanLab 0.6.2 to 0.7.x (no ``swanlab.sdk``): the floor cell. What differs there is in test_earlier.py.
 EARLIER = earlier.in_use()
@@ -33,13 +34,7 @@ WRITTEN, WRITTEN_HINT = ("local", "swanlab watch") if LOCAL else ("offline", "sw
 @pytest.fixture(autouse=True)
 def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """CWD, HOME and SwanLab's root inside the test folder; no SwanLab variables from the outside."""
-    for name in list(os.environ):
-        if name.startswith("SWANLAB_"):
-            monkeypatch.delenv(name)
-    (tmp_path / "work").mkdir()
-    monkeypatch.chdir(tmp_path / "work")
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("SWANLAB_ROOT", str(tmp_path / "home" / ".swanlab"))
+    isolate(monkeypatch, tmp_path, cwd=tmp_path / "work")
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
     return tmp_path
 
