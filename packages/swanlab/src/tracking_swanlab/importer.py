@@ -15,7 +15,6 @@ A local-mode store of SwanLab 0.5.8 to 0.6.1 (``runs.swanlab`` beside its run fo
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ from tracking_core.transfer.model import Media, Point, SourceError, SourceRun
 from .local import DATABASE as LOCAL_DATABASE
 from .local import importer as local_importer
 from .reader import BACKUP_FILE, _media_file
+from .store_files import table_file
 
 __all__ = ["read_runs"]
 
@@ -102,14 +102,6 @@ class _Scan:
         self.dropped[what] = self.dropped.get(what, 0) + 1
 
 
-def _table(file: Path) -> dict[str, Any] | None:
-    content = json.loads(file.read_text(encoding="utf-8"))
-    if content.get("_swanLab") != "table":
-        return None
-    columns = [column["field"] for column in content["colDefs"]]
-    return {"columns": columns, "data": [[row.get(column) for column in columns] for row in content["rowData"]]}
-
-
 def _scan_media(scan: _Scan, run_dir: Path, media: Any) -> None:
     kind, key, step, time = _column_type(media), media.key, media.step, _seconds(media.timestamp)
     files = [_media_file(run_dir, item.filename) for item in media.value.items]
@@ -120,7 +112,7 @@ def _scan_media(scan: _Scan, run_dir: Path, media: Any) -> None:
             scan.media.append(Media("image", key, step, str(file), time))
         elif kind == "text":
             scan.media.append(Media("text", key, step, file.read_text(encoding="utf-8"), time))
-        elif kind == "echarts" and (table := _table(file)) is not None:
+        elif kind == "echarts" and (table := table_file(file)) is not None:
             scan.media.append(Media("table", key, step, table, time))
         else:
             scan.drop(f"{kind} media ({key})")

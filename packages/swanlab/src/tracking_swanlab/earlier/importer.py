@@ -8,26 +8,15 @@ tables become media; files ``swanlab.save`` put in ``files/`` become artifacts; 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from tracking_core.transfer.model import Media, Point, SourceError, SourceRun
 
+from ..store_files import iso_seconds, table_file
 from . import store
-
-
-def _seconds(stamp: Any) -> float | None:
-    """SwanLab's ISO time string (UTC) as seconds since the epoch."""
-    if not isinstance(stamp, str) or not stamp:
-        return None
-    try:
-        return datetime.fromisoformat(stamp).timestamp()
-    except ValueError:
-        return None
 
 
 @dataclass
@@ -47,17 +36,9 @@ class _Scan:
         self.dropped[what] = self.dropped.get(what, 0) + 1
 
 
-def _table(file: Path) -> dict[str, Any] | None:
-    content = json.loads(file.read_text(encoding="utf-8"))
-    if content.get("_swanLab") != "table":
-        return None
-    columns = [column["field"] for column in content["colDefs"]]
-    return {"columns": columns, "data": [[row.get(column) for column in columns] for row in content["rowData"]]}
-
-
 def _scan_media(scan: _Scan, run_dir: Path, media: Any) -> None:
     kind, key, step = store.media_kinds(scan.columns, media.key), media.key, media.step
-    time = _seconds(media.metric.get("create_time"))
+    time = iso_seconds(media.metric.get("create_time"))
     if any(isinstance(more, dict) and more.get("caption") for more in media.metric.get("more") or []):
         scan.drop(f"media captions ({key})")
     files = store.media_files(run_dir, media)
@@ -65,7 +46,7 @@ def _scan_media(scan: _Scan, run_dir: Path, media: Any) -> None:
         scan.media.extend(Media("text", key, step, text, time) for text in store.inline(media))
     elif kind == "image":
         scan.media.extend(Media("image", key, step, str(file), time) for file in files)
-    elif kind == "echarts" and files and (table := _table(files[0])) is not None:
+    elif kind == "echarts" and files and (table := table_file(files[0])) is not None:
         scan.media.append(Media("table", key, step, table, time))
     else:
         scan.drop(f"{kind or 'unknown'} media ({key})")
@@ -99,7 +80,7 @@ def _points(path: Path) -> Iterator[Point]:
         for record in store.records(path):
             if store.kind(record) == "Scalar":
                 value = record.metric.get("data")
-                yield Point(record.key, record.step, float(value), _seconds(record.metric.get("create_time")))
+                yield Point(record.key, record.step, float(value), iso_seconds(record.metric.get("create_time")))
     except store.Damaged:
         return  # the scan recorded it: the run is yielded up to there, then the import fails
 
@@ -132,8 +113,8 @@ def read_run(run_id: str, path: Path, config: dict[str, Any]) -> Iterator[Source
         source_id=f"{project}/{getattr(scan.experiment, 'id', None) or run_id}",
         name=scan.experiment.name or None,
         project=project,
-        started=_seconds(scan.header.create_time) if scan.header is not None else None,
-        ended=_seconds(footer.create_time) if footer is not None else None,
+        started=iso_seconds(scan.header.create_time) if scan.header is not None else None,
+        ended=iso_seconds(footer.create_time) if footer is not None else None,
         status=None if footer is None else ("finished" if footer.success else "crashed"),
         config=config,
         tags=tags,

@@ -12,23 +12,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from tracking_core.transfer.model import Media, Point, SourceError, SourceRun
 
+from ..store_files import iso_seconds
 from . import DATABASE, store
-
-
-def _seconds(stamp: Any) -> float | None:
-    """SwanLab's ISO time (UTC) as seconds since the epoch."""
-    if not isinstance(stamp, str) or not stamp:
-        return None
-    try:
-        return datetime.fromisoformat(stamp).timestamp()
-    except ValueError:
-        return None
 
 
 def stores(root: Path) -> list[tuple[Path, Path | None]]:
@@ -66,7 +56,7 @@ def _read(run_dir: Path, experiment: store.Experiment, config: dict[str, Any]) -
         found, damaged = store.points(run_dir, column)
         damage = damage or damaged
         for point in found:
-            step, time = int(point["index"]), _seconds(point.get("create_time"))
+            step, time = int(point["index"]), iso_seconds(point.get("create_time"))
             if any(isinstance(more, dict) and more.get("caption") for more in point.get("more") or []):
                 dropped[f"media captions ({column.name})"] = dropped.get(f"media captions ({column.name})", 0) + 1
             if column.kind == "line":
@@ -91,8 +81,8 @@ def _read(run_dir: Path, experiment: store.Experiment, config: dict[str, Any]) -
         source_id=f"{experiment.project}/{experiment.run_id.rsplit('-', 1)[-1]}",
         name=experiment.name or None,
         project=experiment.project or None,
-        started=_seconds(experiment.created),
-        ended=_seconds(experiment.finished),
+        started=iso_seconds(experiment.created),
+        ended=iso_seconds(experiment.finished),
         status=_status(experiment),
         config=config,
         tags=tags,
