@@ -308,7 +308,10 @@ def test_unanswering_service_falls_back_to_offline(isolated: Path, blackhole: in
         run = run_dispatcher(isolated / "logs", {"online_check_timeout": 1.0}, on_error="warn")
         costs = log_while_starting(run, 200)
         report = run.finish(timeout=60)
-    assert max(costs) < 0.005, f"log() was held: max {max(costs) * 1000:.1f} ms"
+    # the start-up (seconds against an unanswering service) never held the loop: no wait for queue room, and
+    # no call anywhere near that long (a bound a loaded machine cannot reach by scheduling alone)
+    assert report.backends["swanlab"].loop_waited_seconds == 0.0
+    assert max(costs) < 0.5, f"log() was held: max {max(costs) * 1000:.1f} ms"
     assert time.monotonic() - began < 30
     tracker = run.get_tracker("swanlab")
     assert report.ok, str(report)
@@ -331,7 +334,10 @@ def test_refused_service(isolated: Path, refused_port: int, monkeypatch, explici
         warnings.simplefilter("ignore")
         costs = log_while_starting(run, 100)
         report = run.finish(timeout=60)
-    assert max(costs) < 0.005, f"log() was held: max {max(costs) * 1000:.1f} ms"
+    # the start-up (seconds against an unanswering service) never held the loop: no wait for queue room, and
+    # no call anywhere near that long (a bound a loaded machine cannot reach by scheduling alone)
+    assert report.backends["swanlab"].loop_waited_seconds == 0.0
+    assert max(costs) < 0.5, f"log() was held: max {max(costs) * 1000:.1f} ms"
     backend = report.backends["swanlab"]
     tracker = run.get_tracker("swanlab")
     if not explicit:
