@@ -509,3 +509,68 @@ def test_a_backend_whose_finish_makes_everything_durable_is_not_flushed_first(me
         assert backend.state == "finish_failed" and backend.delivered == 0 and spilled == list(range(10))
     else:
         assert backend.state == "finished" and backend.delivered == 10 and spilled == []
+
+
+# -- a backend whose SDK is missing at start --------------------------------------------------------------
+
+
+class MissingSdk(MemoryTracker):
+    """Its start imports an SDK that is not installed, as after ``pip uninstall`` of the backend's SDK."""
+
+    name = "missing-sdk"
+    starts = 0
+
+    def start(self):
+        MissingSdk.starts += 1
+        raise ModuleNotFoundError("No module named 'somesdk'", name="somesdk")
+
+
+def test_a_missing_sdk_at_start_is_not_retried_and_the_warning_says_how_to_deliver_later(memory, tmp_path, caplog):
+    register_tracker_class(MissingSdk)
+    MissingSdk.starts = 0
+    caplog.set_level("WARNING", logger="tracking_core")
+    run = Dispatcher(log_with=["jsonl", "missing-sdk"], logging_dir=tmp_path, retry_backoff=(0.01, 0.02))
+    run.init_trackers("p")
+    for step in range(20):
+        run.log({"loss": float(step)}, step=step)
+    report = run.finish()
+    backend = report.backends["missing-sdk"]
+    assert MissingSdk.starts == 1 and backend.state == "start_failed", str(report)
+    figures = tally(
+        "SDK missing at start", "missing-sdk", range(20), [], _steps(run.run_dir / "spill-missing-sdk.jsonl")
+    )
+    assert figures["lost"] == 0 and figures["duplicated"] == 0, figures
+    warned = [
+        record.getMessage() for record in caplog.records if "'missing-sdk' failed in start" in record.getMessage()
+    ]
+    assert len(warned) == 1, warned
+    # not retried, so the warning must not promise delivery "when it answers again"; it names what does deliver
+    assert "answers again" not in warned[0], warned[0]
+    assert "install it, then `tracking replay " in warned[0] and "spill-missing-sdk.jsonl" in warned[0], warned[0]
+
+
+class LostAnImportRace(MemoryTracker):
+    """Its first start is told a module that is installed cannot be found, as a concurrent import can."""
+
+    name = "lost-an-import-race"
+    starts = 0
+
+    def start(self):
+        LostAnImportRace.starts += 1
+        if LostAnImportRace.starts == 1:
+            raise ModuleNotFoundError("No module named 'json.decoder'", name="json.decoder")
+        super().start()
+
+
+def test_a_module_not_found_that_is_installed_is_an_import_race_and_the_start_is_retried(memory, tmp_path):
+    # Seen in the delivery process: SwanLab's start failed with "No module named
+    # 'rich._unicode_data.unicode17-0-0'" while that file was there and other SDKs imported beside it.
+    register_tracker_class(LostAnImportRace)
+    LostAnImportRace.starts = 0
+    run = Dispatcher(log_with="lost-an-import-race", logging_dir=tmp_path)
+    run.init_trackers("p")
+    for step in range(5):
+        run.log({"loss": float(step)}, step=step)
+    report = run.finish()
+    assert LostAnImportRace.starts == 2 and report.ok, str(report)
+    assert _memory_steps(MemoryTracker.runs[-1], "loss") == list(range(5))

@@ -29,6 +29,7 @@ retries, spill-over and the way back), :class:`~.backlog.Backlog` (catch-up and 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -198,7 +199,8 @@ class Delivery:
         """``start()``, retried when it lost an import race with another thread.
 
         An SDK imported here while the training thread imports it (or a module it shares) can see
-        a partially initialised module; once the other import has finished, a second try works.
+        a partially initialised module, or be told that a module which is installed does not exist;
+        once the other import has finished, a second try works.
         """
         for attempt in range(IMPORT_RETRIES + 1):
             try:
@@ -207,7 +209,7 @@ class Delivery:
                 return
             except (ImportError, AttributeError) as error:
                 text = str(error)
-                racing = "partially initialized" in text or "circular import" in text
+                racing = "partially initialized" in text or "circular import" in text or _installed(error)
                 if not racing or attempt == IMPORT_RETRIES:
                     raise
                 logger.info("backend %r: start-up met a concurrent import (%s); retrying", self.name, text)
@@ -443,3 +445,14 @@ class Delivery:
         spill already holds are skipped by ``_spill_record``)."""
         for record in in_order(records):
             self._spill_record(record)
+
+
+def _installed(error: BaseException) -> bool:
+    """A ``ModuleNotFoundError`` for a module that can be found now lost a race; a missing one did not."""
+    name = getattr(error, "name", None)
+    if not isinstance(error, ModuleNotFoundError) or not name:
+        return False
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):  # a parent package that is missing too, or a broken one
+        return False

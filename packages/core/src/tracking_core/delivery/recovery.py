@@ -28,7 +28,7 @@ from ..errors import TrackingError
 from ..intake.record import CONTROL_KINDS, Record
 from ..notices import logger
 from ..report import BackendReport
-from .spill import SpillReader
+from .spill import SpillReader, spill_name
 
 if TYPE_CHECKING:
     from .engine import Delivery
@@ -221,18 +221,28 @@ class Outage:
         if type(error) not in self.reported_errors:
             self.reported_errors.add(type(error))
             logger.warning(
-                "backend %r failed in %s (%s: %s); the run goes on, its records wait in its spill journal "
-                "and are delivered when it answers again\n%s",
+                "backend %r failed in %s (%s: %s); the run goes on, its records wait in its spill journal and %s\n%s",
                 self.delivery.name,
                 what,
                 type(error).__name__,
                 error,
+                self._how_the_spill_is_delivered(),
                 "".join(traceback.format_exception(type(error), error, error.__traceback__)).rstrip(),
             )
         if self.error_sink is not None and self.on_error == "raise":
             wrapped = TrackingError(self.delivery.name, f"{what} failed: {type(error).__name__}: {error}")
             wrapped.__cause__ = error
             self.error_sink(wrapped)
+
+    def _how_the_spill_is_delivered(self) -> str:
+        if self.delivery.started or self.can_retry_start:
+            return "are delivered when it answers again"
+        # a start that failed for a missing package is not retried: only the user can bring the SDK back
+        path = self.delivery.spiller.journal.path or f"<run folder>/{spill_name(self.delivery.name)}"
+        return (
+            "are not retried (a missing package does not come back by itself): install it, then "
+            f"`tracking replay {path}` delivers them"
+        )
 
     def settle_unconfirmed(self) -> None:
         """Before records go to the spill, find out whether the ones buffered before them were stored."""
