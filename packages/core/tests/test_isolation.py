@@ -131,7 +131,17 @@ def test_blocking_mode_isolates_failures_too(failing, tmp_path):
     assert report.backends["failing"].spilled == 10 and report.backends["memory"].ok
 
 
-def test_start_up_that_lost_an_import_race_is_retried(memory, tmp_path, monkeypatch):
+@pytest.mark.parametrize(
+    "race",
+    [
+        ImportError("cannot import name 'Run' from partially initialized module 'sdk'"),
+        # told that an installed module does not exist: seen in the delivery process as SwanLab's
+        # "No module named 'rich._unicode_data.unicode17-0-0'" while other SDKs imported beside it
+        ModuleNotFoundError("No module named 'json.decoder'", name="json.decoder"),
+    ],
+    ids=["partially-initialized", "installed-module-not-found"],
+)
+def test_start_up_that_lost_an_import_race_is_retried(memory, tmp_path, monkeypatch, race):
     from tracking_core.delivery import engine as delivery
 
     monkeypatch.setattr(delivery, "IMPORT_RETRY_DELAY", 0.01)
@@ -143,7 +153,7 @@ def test_start_up_that_lost_an_import_race_is_retried(memory, tmp_path, monkeypa
         def start(self):
             Racy.attempts += 1
             if Racy.attempts == 1:
-                raise ImportError("cannot import name 'Run' from partially initialized module 'sdk'")
+                raise race
             super().start()
 
     class Broken(MemoryTracker):
@@ -159,6 +169,7 @@ def test_start_up_that_lost_an_import_race_is_retried(memory, tmp_path, monkeypa
     run.log({"a": 1}, step=0)
     report = run.finish()
     assert Racy.attempts == 2 and report.backends["racy"].ok
+    assert [values for run in MemoryTracker.runs if isinstance(run, Racy) for _, values in run.metrics] == [{"a": 1}]
     assert report.backends["broken_import"].state == "start_failed"
 
 

@@ -547,30 +547,3 @@ def test_a_missing_sdk_at_start_is_not_retried_and_the_warning_says_how_to_deliv
     # not retried, so the warning must not promise delivery "when it answers again"; it names what does deliver
     assert "answers again" not in warned[0], warned[0]
     assert "install it, then `tracking replay " in warned[0] and "spill-missing-sdk.jsonl" in warned[0], warned[0]
-
-
-class LostAnImportRace(MemoryTracker):
-    """Its first start is told a module that is installed cannot be found, as a concurrent import can."""
-
-    name = "lost-an-import-race"
-    starts = 0
-
-    def start(self):
-        LostAnImportRace.starts += 1
-        if LostAnImportRace.starts == 1:
-            raise ModuleNotFoundError("No module named 'json.decoder'", name="json.decoder")
-        super().start()
-
-
-def test_a_module_not_found_that_is_installed_is_an_import_race_and_the_start_is_retried(memory, tmp_path):
-    # Seen in the delivery process: SwanLab's start failed with "No module named
-    # 'rich._unicode_data.unicode17-0-0'" while that file was there and other SDKs imported beside it.
-    register_tracker_class(LostAnImportRace)
-    LostAnImportRace.starts = 0
-    run = Dispatcher(log_with="lost-an-import-race", logging_dir=tmp_path)
-    run.init_trackers("p")
-    for step in range(5):
-        run.log({"loss": float(step)}, step=step)
-    report = run.finish()
-    assert LostAnImportRace.starts == 2 and report.ok, str(report)
-    assert _memory_steps(MemoryTracker.runs[-1], "loss") == list(range(5))

@@ -19,7 +19,7 @@ class Ending:
         self.delivery = delivery
 
     def finish(self) -> None:
-        if self.delivery.mode == SPILLING and (self.delivery.started or self.delivery.outage.can_retry_start):
+        if self.delivery.mode == SPILLING and self.delivery.outage.retried:
             self.delivery.outage.retry_backend()  # one last try before closing: the backend may be back
         while self.delivery.mode in (RECOVERING, CATCHING_UP) and not self.delivery.abandoned:
             self.delivery.backlog.deliver_batch()

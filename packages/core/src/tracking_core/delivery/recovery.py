@@ -197,8 +197,7 @@ class Outage:
         self.delivery.positions.write()  # takes back what _hand_over announced: the spill holds those records
         self.delivery.mode = SPILLING
         self.delivery._reader = None
-        can_retry = self.delivery.started or self.can_retry_start
-        self.next_retry = time.monotonic() + self.retry.delay(self.failures) if can_retry else float("inf")
+        self.next_retry = time.monotonic() + self.retry.delay(self.failures) if self.retried else float("inf")
         if not self.delivery.started:
             enter(report, "start_failed")
         elif self.failures >= MAX_CONSECUTIVE_FAILURES:
@@ -234,8 +233,13 @@ class Outage:
             wrapped.__cause__ = error
             self.error_sink(wrapped)
 
+    @property
+    def retried(self) -> bool:
+        """Whether the backend is tried again: not after a start that failed for a missing package."""
+        return self.delivery.started or self.can_retry_start
+
     def _how_the_spill_is_delivered(self) -> str:
-        if self.delivery.started or self.can_retry_start:
+        if self.retried:
             return "are delivered when it answers again"
         # a start that failed for a missing package is not retried: only the user can bring the SDK back
         path = self.delivery.spiller.journal.path or f"<run folder>/{spill_name(self.delivery.name)}"
