@@ -51,3 +51,41 @@ def test_starting_the_writer_imports_neither_the_tensorflow_stub_nor_its_record_
     assert "tensorboard.compat.tensorflow_stub" not in modules
     assert "tensorboard.summary.writer" not in modules
     assert "tensorboard.compat.proto.event_pb2" in modules
+
+
+@pytest.mark.parametrize(
+    ("values", "step", "wall_time"),
+    [
+        ({"loss": 0.5, "acc": 1}, 3, 1000.25),
+        ({"train/loss": -0.0, "big": 3.4028234663852886e38, "tiny": -1e-45}, 0, 1.0),
+        ({"ünïcode/ключ": 2.5, "x" * 200: 7}, 2**63 - 1, 1.7e9),
+        ({"neg": 1.0}, -5, 1.7e9),
+        ({"neg": 1.0}, None, 12.0),
+        ({f"layer{index:03d}/grad_norm": index / 7 for index in range(300)}, 123_456, 1.5e9),
+    ],
+    ids=["plain", "edges-of-float32", "long-and-unicode-tags", "negative-step", "no-step", "300-keys"],
+)
+def test_a_scalars_event_is_the_event_protobuf_serializes(values, step, wall_time):
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+
+    expected = event_pb2.Event(
+        wall_time=wall_time,
+        step=step or 0,
+        summary=summary_pb2.Summary(value=[_events.scalar_value_of(key, value) for key, value in values.items()]),
+    ).SerializeToString()
+    assert _events.scalars_event(values, step, wall_time) == expected
+
+
+@pytest.mark.parametrize(
+    "values",
+    [{"nan": float("nan")}, {"inf": float("inf")}, {"beyond": 3.5e38}, {"text": "a"}, {"flag": True}, {"": 1.0}, {}],
+    ids=["nan", "infinity", "beyond-float32", "text", "bool", "empty-tag", "nothing"],
+)
+def test_values_a_scalars_event_does_not_take_go_the_general_way(values):
+    assert _events.scalars_event(values, 1, 1.0) is None
+
+
+@pytest.mark.parametrize("sizes", [[146] * 200, [1, 8, 4096, 4097, 300] * 10, [146] * 3], ids=["batch", "mixed", "few"])
+def test_framing_many_records_at_once_gives_the_same_bytes(sizes):
+    chunks = [os.urandom(size) for size in sizes]
+    assert _records.framed_many(chunks) == b"".join(_records.framed(chunk) for chunk in chunks)

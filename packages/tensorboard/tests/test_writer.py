@@ -244,3 +244,18 @@ def test_a_rewind_purges_the_earlier_points_from_its_step_on_in_tensorboards_rea
     assert [float(value) for _, value in points] == pytest.approx([expected[step] for step in range(200)])
     assert dict(second.read_back_history()["loss"]) == pytest.approx(expected)
     assert len(second.read_back_history()["loss"]) == 200
+
+
+def test_a_batch_mixing_plain_scalars_with_text_and_nan_keeps_every_point_in_its_order(tmp_path, event_reader):
+    tracker = started(tmp_path)
+    entries = [({"loss": 1.0 / (step + 1)}, step, {}) for step in range(40)]
+    entries[10] = ({"loss": float("nan"), "note": "restart"}, 10, {})
+    entries[20] = ({"loss": 0.125, "lr": 3}, 20, {"walltime": 1234.5})
+    tracker.log_batch(entries)
+    tracker.finish()
+    reader = event_reader(tracker.log_dir)
+    loss = reader.arrays("loss")
+    assert [step for step, _ in loss] == list(range(40))
+    assert np.isnan(loss[10][1]) and float(loss[20][1]) == 0.125 and float(loss[39][1]) == np.float32(1 / 40)
+    assert reader.texts()["note"] == {10: "restart"} and reader.scalars()["lr"] == {20: 3.0}
+    assert reader.accumulator.Tensors("lr")[0].wall_time == 1234.5

@@ -65,7 +65,7 @@ class SeriesWriter:
         self._encode_path = storage.encode_path
         self._series: dict[tuple[int, str], _Series] = {}
         self._batches: dict[int, tuple[Any, Any]] = {}  # id(database) -> (database, write batch)
-        self._dirty: dict[int, _Series] = {}
+        self._dirty: dict[_Series, None] = {}  # the series with points in the batch, in order
         self._contexts: dict[str, Any] = {}
         self._layout_unknown = False
         self._summary_keys = {name: storage.encode_path((name,)) for name in ("last", "last_step", "max", "min")}
@@ -102,16 +102,30 @@ class SeriesWriter:
             first = self._run_tracker.sequence_infos.get((ctx.idx, next(iter(values))))
             step = first.count if first is not None and first.initialized else 0
         batchable_epoch = epoch is None or type(epoch) is int
+        encode, dirty = self._encode, self._dirty
+        # step, epoch and time are the same for every value of the step: encoded once, not once a value
+        shared: tuple[bytes, bytes, bytes] | None = None
+        index_by_hash: dict[Any, bytes] = {}
+        context_index, known = ctx.idx, self._series
         for name, value in values.items():
-            series = self._series.get((ctx.idx, name)) or self._open(ctx, name)
+            series = known.get((context_index, name)) or self._open(ctx, name)
             if series is None or not batchable_epoch or not series.accepts(_NUMBER_TYPES.get(type(value))):
                 self.track_with_aim(value, name, step, epoch, context, when)
                 continue
             info = series.info
-            index = self._encode_path((info.step_hash_fn(step),))
-            encode = self._encode
-            for (batch, prefix), item in zip(series.arrays, (value, step, epoch, when)):
-                batch.put(prefix + index, encode(item))
+            hash_fn = info.step_hash_fn
+            index = index_by_hash.get(hash_fn)
+            if index is None:
+                index = index_by_hash[hash_fn] = self._encode_path((hash_fn(step),))
+            if shared is None:
+                shared = (encode(step), encode(epoch), encode(when))
+            (values_at, values_prefix), (steps_at, steps_prefix), (epochs_at, epochs_prefix), (times_at, times_prefix) = (
+                series.arrays
+            )
+            values_at.put(values_prefix + index, encode(value))
+            steps_at.put(steps_prefix + index, shared[0])
+            epochs_at.put(epochs_prefix + index, shared[1])
+            times_at.put(times_prefix + index, shared[2])
             if step >= info.count:
                 info.count = step + 1
                 series.last = (value, step)
@@ -119,14 +133,14 @@ class SeriesWriter:
                 info.max, series.moved_max = value, True
             if value < info.min:
                 info.min, series.moved_min = value, True
-            self._dirty[id(series)] = series
+            dirty[series] = None
 
     def commit(self) -> None:
         """Write the batched points, then the summaries that describe them."""
         if not self._dirty:
             return
         encode, keys = self._encode, self._summary_keys
-        for series in self._dirty.values():
+        for series in self._dirty:
             batch, prefix = series.summary
             if series.last is not None:
                 batch.put(prefix + keys["last"], encode(series.last[0]))

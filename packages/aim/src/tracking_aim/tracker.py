@@ -321,10 +321,9 @@ class AimTracker(GeneralTracker):
         finally:  # points already batched are stored even if a later one failed (its batch is spilled whole)
             self._commit()
 
-    def _kind_conflict(self, key: str, kind: str, context: Any) -> bool:
+    def _kind_conflict(self, key: str, kind: str, context_repr: str) -> bool:
         """Aim keeps one value type per series: a key that switched between number and text is skipped."""
-        series = (key, repr(context))
-        known = self._series_kind.setdefault(series, kind)
+        known = self._series_kind.setdefault((key, context_repr), kind)
         if known == kind:
             return False
         warn_once(
@@ -347,9 +346,10 @@ class AimTracker(GeneralTracker):
                 warn_once(self.name, keyword, "unknown log keyword for aim; ignored", reason="kwarg")
         numbers: dict[str, int | float] = {}
         texts: dict[str, str] = {}
+        context_repr = repr(context)
         for key, value in values.items():
             kind = "text" if isinstance(value, str) else "number"
-            if self._kind_conflict(key, kind, context):
+            if self._kind_conflict(key, kind, context_repr):
                 continue
             (texts if kind == "text" else numbers)[key] = value
         writer = self._writer

@@ -141,7 +141,10 @@ class MetricWriter:
                 if not self._name_ok(key):
                     return False
                 names.add(key)
-            stored, is_nan = stored_value(value)
+            if value - value == 0.0:  # finite: stored as it is (the common case, without a call)
+                stored, is_nan = value, False
+            else:
+                stored, is_nan = stored_value(value)
             rows.append((key, stored, timestamp, run_id, step, is_nan))
             rank = (step, timestamp, stored)
             best = latest.get(key)

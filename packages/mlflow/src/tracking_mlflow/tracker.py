@@ -113,6 +113,8 @@ def _png_name(artifact_file: str) -> str:
 
 #: ``log_kwargs`` this tracker takes: ``mlflow.log_metrics``' own options (``timestamp`` is the dispatcher's)
 _LOG_OPTIONS = frozenset(("synchronous", "timestamp", "model_id", "dataset"))
+_ENTITY_OPTIONS = frozenset(("model_id", "dataset"))  # the options that go into each Metric
+_NO_OPTIONS: dict[str, Any] = {}
 # MLflow 2.x separates the parts with "%" and writes "/" in keys as "#"; MLflow 3 uses "+" and "~".
 _IMAGE_FILE = re.compile(
     r"^images/(?P<key>.+)(?P<sep>[+%])step(?P=sep)(?P<step>\d+)(?P=sep)timestamp(?P=sep)(?P<time>\d+)(?P=sep)[0-9a-f-]+\.png$"
@@ -663,13 +665,14 @@ class MLflowTracker(GeneralTracker):
             for option in kwargs:
                 if option not in _LOG_OPTIONS:
                     warn_once(self.name, option, "unknown log option for MLflow; ignored", reason="log-kwarg")
-            entity_options = self._metric_options(kwargs)
+            entity_options = self._metric_options(kwargs) if _ENTITY_OPTIONS.intersection(kwargs) else _NO_OPTIONS
             for key, value in values.items():
-                if isinstance(value, str):
-                    self._client.log_text(self.active_run_id, value, f"text/{_artifact_path(key)}/step_{step}.txt")
-                    continue
-                value = float(value)
-                if math.isinf(value):
+                if type(value) is not float:
+                    if isinstance(value, str):
+                        self._client.log_text(self.active_run_id, value, f"text/{_artifact_path(key)}/step_{step}.txt")
+                        continue
+                    value = float(value)
+                if value - value != 0.0 and math.isinf(value):  # finite values skip the call
                     warn_once(self.name, key, "MLflow stores infinity as +/-1.8e308 (the largest float)", reason="inf")
                 points.append((key, value, timestamp, step))
                 options.append(entity_options)

@@ -29,7 +29,7 @@ from tracking_core.adapters import figure_to_png, to_hwc_uint8
 from tracking_core.appendfile import AppendFile
 from tracking_core.png import encode_png
 
-from ._records import framed
+from ._records import framed, framed_many
 
 Value: TypeAlias = summary_pb2.Summary.Value  # a protobuf class: tensorboard ships no type hints
 
@@ -88,6 +88,12 @@ class EventWriter:
             event.wall_time = float(walltime)
         with self._lock:
             self._file.write(framed(event.SerializeToString()))
+
+    def add_serialized(self, events: Sequence[bytes]) -> None:
+        """Events already serialized (``scalars_event``), framed together."""
+        data = framed_many(events)
+        with self._lock:
+            self._file.write(data)
 
     def add_summary(self, values: Iterable[Value], step: int | None = None, wall_time: float | None = None) -> None:
         """One event holding ``values`` at ``step`` (``None``: 0, as in SummaryWriter) and ``wall_time``."""
@@ -311,6 +317,60 @@ def _string_tensor(items: Sequence[bytes], shape: Sequence[int]) -> tensor_pb2.T
     return tensor_pb2.TensorProto(
         dtype=types_pb2.DT_STRING, tensor_shape=tensor_shape_pb2.TensorShapeProto(dim=dims), string_val=list(items)
     )
+
+
+_FLOAT32_MAX = 3.4028234663852886e38
+_INT64 = 2**63
+_pack_float = struct.Struct("<f").pack
+_pack_double = struct.Struct("<d").pack
+_scalar_prefixes: dict[str, bytes] = {}  # tag -> a Summary.Value's bytes up to its float
+
+
+def _varint(number: int) -> bytes:
+    out = bytearray()
+    while number > 0x7F:
+        out.append(number & 0x7F | 0x80)
+        number >>= 7
+    out.append(number)
+    return bytes(out)
+
+
+def _scalar_prefix(tag: Any) -> bytes | None:
+    if type(tag) is not str or not tag:
+        return None
+    try:
+        encoded = tag.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: protobuf's own error, from the general path
+        return None
+    field = b"\n" + _varint(len(encoded)) + encoded  # Value.tag (1)
+    prefix = b"\n" + _varint(len(field) + 5) + field + b"\x15"  # Summary.value (1), then simple_value (2)
+    if len(_scalar_prefixes) < 100_000:
+        _scalar_prefixes[tag] = prefix
+    return prefix
+
+
+def scalars_event(values: Mapping[str, Any], step: Any, wall_time: Any) -> bytes | None:
+    """The serialized Event of ``values`` when all are plain ints and floats within float32's range
+    (else ``None``, for the general path): the bytes protobuf writes for the same
+    ``Event(wall_time, step, summary=[Value(tag, simple_value)])``, without building the messages,
+    which cost a fast loop's worker ~2.5 µs a point. The tests compare both byte for byte."""
+    parts = []
+    for key, value in values.items():
+        kind = type(value)
+        if (kind is not float and kind is not int) or not -_FLOAT32_MAX <= value <= _FLOAT32_MAX:
+            return None  # NaN and infinity too: rare, and the general path has them
+        prefix = _scalar_prefixes.get(key) or _scalar_prefix(key)
+        if prefix is None:
+            return None
+        parts += (prefix, _pack_float(value))
+    step = _step(step)
+    if not parts or not -_INT64 <= step < _INT64:
+        return None
+    summary = b"".join(parts)
+    head = b"\t" + _pack_double(float(wall_time or time.time()))  # Event.wall_time (1)
+    if step:
+        head += b"\x10" + _varint(step & 0xFFFF_FFFF_FFFF_FFFF)  # Event.step (2), two's complement
+    return head + b"*" + _varint(len(summary)) + summary  # Event.summary (5)
 
 
 def scalar_value_of(tag: str, value: float) -> Value:

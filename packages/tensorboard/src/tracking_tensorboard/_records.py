@@ -4,12 +4,19 @@ Written here rather than taken from ``tensorboard.summary.writer.record_writer``
 imports ``tensorboard.summary`` and the TensorFlow stub behind it (``gfile``, which imports boto3 when it
 is installed), about 0.2 s of the tracker's start-up for a dozen lines of arithmetic. TensorBoard's reader
 checks both checksums, so the read-back tests check this framing.
+
+A delivered batch of a fast loop is hundreds of small records, and a checksum in pure Python costs
+~1.5 µs a point of the worker's time under the interpreter lock; :func:`framed_many` computes the
+checksums of a whole batch in a few numpy operations (numpy comes with tensorboard), and the length's
+checksum, which depends on the length alone, once per length.
 """
 
 from __future__ import annotations
 
 import struct
 import sys
+from collections.abc import Sequence
+from typing import Any
 
 _CASTAGNOLI = 0x82F63B78  # CRC-32C's polynomial, bit-reversed
 _MASK_DELTA = 0xA282EAD8  # TFRecord's checksum mask
@@ -55,7 +62,82 @@ def masked_crc32c(data: bytes) -> int:
     return ((((crc >> 15) | (crc << 17)) & 0xFFFFFFFF) + _MASK_DELTA) & 0xFFFFFFFF
 
 
+_pack_length = struct.Struct("<Q").pack
+_pack_crc = struct.Struct("<I").pack
+_headers: dict[int, bytes] = {}  # record length -> the length and its checksum, framed
+
+
+def _header(length: int) -> bytes:
+    header = _headers.get(length)
+    if header is None:
+        packed = _pack_length(length)
+        header = packed + _pack_crc(masked_crc32c(packed))
+        if len(_headers) < 65_536:
+            _headers[length] = header
+    return header
+
+
 def framed(data: bytes) -> bytes:
     """One record as it goes into the file."""
-    header = struct.pack("<Q", len(data))
-    return header + struct.pack("<I", masked_crc32c(header)) + data + struct.pack("<I", masked_crc32c(data))
+    return _header(len(data)) + data + _pack_crc(masked_crc32c(data))
+
+
+#: batches of at least this many records have their checksums computed together, records up to
+#: ``_BY_POSITION_BYTES`` long (a step of a few hundred scalars; images and the like are framed one by one)
+BATCHED_FROM = 16
+_BY_POSITION_BYTES = 4096
+
+
+class _ByPosition:
+    """CRC-32C as a sum over GF(2): the byte ``b`` found ``k`` bytes before a record's end adds
+    ``table[k, b]``, and the register's initial value adds ``start[n]`` to a record of ``n`` bytes."""
+
+    def __init__(self, np: Any) -> None:
+        self.np = np
+        first = np.array(_T0, dtype=np.uint32)
+        table = np.empty((_BY_POSITION_BYTES, 256), dtype=np.uint32)
+        table[0] = first
+        for distance in range(1, _BY_POSITION_BYTES):  # one zero byte more after each byte
+            previous = table[distance - 1]
+            table[distance] = first[previous & 0xFF] ^ (previous >> 8)
+        register, start = 0xFFFFFFFF, [0xFFFFFFFF]
+        for _ in range(_BY_POSITION_BYTES):
+            register = _T0[register & 0xFF] ^ (register >> 8)
+            start.append(register)
+        self.table, self.start = table, np.array(start, dtype=np.uint32)
+
+    def masked(self, chunks: Sequence[bytes]) -> list[int]:
+        np = self.np
+        lengths = np.fromiter(map(len, chunks), dtype=np.int64, count=len(chunks))
+        data = np.frombuffer(b"".join(chunks), dtype=np.uint8)
+        ends = np.cumsum(lengths)
+        distance = np.repeat(ends, lengths) - 1 - np.arange(data.size)
+        sums = np.bitwise_xor.reduceat(self.table[distance, data], ends - lengths)
+        crc = sums ^ self.start[lengths] ^ np.uint32(0xFFFFFFFF)
+        return (((crc >> np.uint32(15)) | (crc << np.uint32(17))) + np.uint32(_MASK_DELTA)).tolist()
+
+
+_by_position: _ByPosition | None | bool = False  # False: not built yet; None: no numpy
+
+
+def _batched() -> _ByPosition | None:
+    global _by_position
+    if _by_position is False:
+        try:
+            import numpy
+        except ImportError:
+            _by_position = None
+        else:
+            _by_position = _ByPosition(numpy)
+    return _by_position  # type: ignore[return-value]
+
+
+def framed_many(chunks: Sequence[bytes]) -> bytes:
+    """The records ``chunks``, framed one after the other: ``b"".join(map(framed, chunks))``, faster."""
+    by_position = _batched() if len(chunks) >= BATCHED_FROM else None
+    if by_position is None or not all(0 < len(chunk) <= _BY_POSITION_BYTES for chunk in chunks):
+        return b"".join([framed(chunk) for chunk in chunks])
+    parts = []
+    for chunk, crc in zip(chunks, by_position.masked(chunks)):
+        parts += (_header(len(chunk)), chunk, _pack_crc(crc))
+    return b"".join(parts)

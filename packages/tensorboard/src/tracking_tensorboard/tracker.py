@@ -226,11 +226,19 @@ class TensorBoardTracker(GeneralTracker):
 
     def _write_batch(self, entries: Sequence[tuple[dict[str, Any], int | None, dict[str, Any]]]) -> None:
         events, writer = self._events, self._writer
+        scalar_events: list[bytes] = []  # steps of plain numbers, serialized and framed together
         for values, step, kwargs in entries:
             for keyword in kwargs:
                 if keyword not in _KNOWN_LOG_KWARGS:
                     warn_once(self.name, keyword, "unknown log keyword for tensorboard; ignored", reason="kwarg")
             walltime = kwargs.get("walltime", kwargs.get("timestamp"))  # an explicit walltime wins
+            encoded = events.scalars_event(values, step, walltime)
+            if encoded is not None:
+                scalar_events.append(encoded)
+                continue
+            if scalar_events:  # the events stay in the order they were logged
+                writer.add_serialized(scalar_events)
+                scalar_events = []
             summaries = []
             for key, value in values.items():
                 if isinstance(value, str):
@@ -248,6 +256,8 @@ class TensorBoardTracker(GeneralTracker):
                     )
             if summaries:
                 writer.add_summary(summaries, step, walltime)
+        if scalar_events:
+            writer.add_serialized(scalar_events)
 
     def _beyond_float32(self, key: str) -> None:
         """TensorBoard stores scalars as float32, where such a value would read back as inf: not logged."""
