@@ -119,9 +119,12 @@ class SeriesWriter:
                 index = index_by_hash[hash_fn] = self._encode_path((hash_fn(step),))
             if shared is None:
                 shared = (encode(step), encode(epoch), encode(when))
-            (values_at, values_prefix), (steps_at, steps_prefix), (epochs_at, epochs_prefix), (times_at, times_prefix) = (
-                series.arrays
-            )
+            (
+                (values_at, values_prefix),
+                (steps_at, steps_prefix),
+                (epochs_at, epochs_prefix),
+                (times_at, times_prefix),
+            ) = series.arrays
             values_at.put(values_prefix + index, encode(value))
             steps_at.put(steps_prefix + index, shared[0])
             epochs_at.put(epochs_prefix + index, shared[1])

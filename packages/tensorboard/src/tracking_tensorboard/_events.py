@@ -354,7 +354,7 @@ def scalars_event(values: Mapping[str, Any], step: Any, wall_time: Any) -> bytes
     (else ``None``, for the general path): the bytes protobuf writes for the same
     ``Event(wall_time, step, summary=[Value(tag, simple_value)])``, without building the messages,
     which cost a fast loop's worker ~2.5 µs a point. The tests compare both byte for byte."""
-    parts = []
+    parts: list[bytes] = []
     for key, value in values.items():
         kind = type(value)
         if (kind is not float and kind is not int) or not -_FLOAT32_MAX <= value <= _FLOAT32_MAX:

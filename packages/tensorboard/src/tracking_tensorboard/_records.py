@@ -13,6 +13,7 @@ checksum, which depends on the length alone, once per length.
 
 from __future__ import annotations
 
+import functools
 import struct
 import sys
 from collections.abc import Sequence
@@ -114,22 +115,18 @@ class _ByPosition:
         distance = np.repeat(ends, lengths) - 1 - np.arange(data.size)
         sums = np.bitwise_xor.reduceat(self.table[distance, data], ends - lengths)
         crc = sums ^ self.start[lengths] ^ np.uint32(0xFFFFFFFF)
-        return (((crc >> np.uint32(15)) | (crc << np.uint32(17))) + np.uint32(_MASK_DELTA)).tolist()
+        masked: list[int] = (((crc >> np.uint32(15)) | (crc << np.uint32(17))) + np.uint32(_MASK_DELTA)).tolist()
+        return masked
 
 
-_by_position: _ByPosition | None | bool = False  # False: not built yet; None: no numpy
-
-
+@functools.cache
 def _batched() -> _ByPosition | None:
-    global _by_position
-    if _by_position is False:
-        try:
-            import numpy
-        except ImportError:
-            _by_position = None
-        else:
-            _by_position = _ByPosition(numpy)
-    return _by_position  # type: ignore[return-value]
+    """The batch checksum, built on first use (~50 ms), or None where numpy is missing."""
+    try:
+        import numpy
+    except ImportError:
+        return None
+    return _ByPosition(numpy)
 
 
 def framed_many(chunks: Sequence[bytes]) -> bytes:
@@ -137,7 +134,7 @@ def framed_many(chunks: Sequence[bytes]) -> bytes:
     by_position = _batched() if len(chunks) >= BATCHED_FROM else None
     if by_position is None or not all(0 < len(chunk) <= _BY_POSITION_BYTES for chunk in chunks):
         return b"".join([framed(chunk) for chunk in chunks])
-    parts = []
+    parts: list[bytes] = []
     for chunk, crc in zip(chunks, by_position.masked(chunks)):
         parts += (_header(len(chunk)), chunk, _pack_crc(crc))
     return b"".join(parts)
