@@ -89,6 +89,25 @@ def test_the_same_points_read_back_as_mlflows_own_log_batch_stored_them(tmp_path
     assert [value for _, _, value in history["up"]] == [1.7976931348623157e308, -1.7976931348623157e308, 1.0]
 
 
+def test_a_chunk_is_a_handful_of_statements_whatever_its_keys(tmp_path):
+    """sqlite3 lets go of the interpreter lock for every statement and waits for it after: beside a
+    training loop that holds it, each statement costs up to a switch interval (5 ms). A chunk of 100
+    keys is begin, the run's check, its rows, the latest point of every key, commit."""
+    uri, run_id, store = _new_run(tmp_path, "statements")
+    writer = MetricWriter.open(store, run_id)
+    assert writer is not None
+    statements: list[str] = []
+    writer._connection.set_trace_callback(statements.append)
+    points = [(f"layer{key:02d}", step / (key + 1), 1000 + step, step) for step in range(10) for key in range(100)]
+    assert writer.write(points)
+    assert len(statements) == 5, [statement[:60] for statement in statements]
+    writer._connection.set_trace_callback(None)
+    writer.close()
+    history, latest = _stored(uri, run_id, [f"layer{key:02d}" for key in range(100)])
+    assert all(len(points) == 10 for points in history.values())
+    assert latest == {f"layer{key:02d}": 9 / (key + 1) for key in range(100)}
+
+
 def test_a_run_that_is_not_active_is_left_to_mlflow(tmp_path):
     from mlflow import MlflowClient
 

@@ -44,9 +44,11 @@ _ROW = "(?, ?, ?, ?, ?, ?)"
 #: row while the training loop holds it (a 10,000-point chunk then takes seconds and the loop waits for
 #: queue room); one statement of many rows takes the lock back a few times per chunk
 ROWS_PER_STATEMENT = 2_000
-_UPDATE_LATEST = (
-    "INSERT INTO latest_metrics (key, value, timestamp, run_uuid, step, is_nan) VALUES (?, ?, ?, ?, ?, ?) "
-    "ON CONFLICT (key, run_uuid) DO UPDATE SET "
+#: the latest point of every key of a chunk in one statement (a key appears once in it), for the same
+#: reason as ``ROWS_PER_STATEMENT``: one lock hand-over per chunk, not one per key
+_UPDATE_LATEST_ROWS = "INSERT INTO latest_metrics (key, value, timestamp, run_uuid, step, is_nan) VALUES "
+_ON_CONFLICT_LATEST = (
+    " ON CONFLICT (key, run_uuid) DO UPDATE SET "
     "value = excluded.value, timestamp = excluded.timestamp, step = excluded.step, is_nan = excluded.is_nan "
     "WHERE (excluded.step, excluded.timestamp, excluded.value) "
     "> (latest_metrics.step, latest_metrics.timestamp, latest_metrics.value)"
@@ -104,7 +106,7 @@ class MetricWriter:
         self._name_ok = name_ok
         self._names: set[str] = set()  # keys MLflow's name check accepted
         self._rows_per_statement = max(1, min(ROWS_PER_STATEMENT, _variable_limit(connection) // len(_METRICS)))
-        self._statements: dict[int, str] = {}  # rows -> the INSERT of that many rows
+        self._statements: dict[tuple[str, int], str] = {}  # (statement, rows) -> its text for that many rows
 
     @classmethod
     def open(cls, store: Path, run_id: str) -> MetricWriter | None:
@@ -157,14 +159,12 @@ class MetricWriter:
             if stage is None or stage[0] != "active":
                 connection.execute("ROLLBACK")
                 return False
-            self._insert(rows)
-            connection.executemany(
-                _UPDATE_LATEST,
-                [
-                    (key, value, timestamp, run_id, step, is_nan)
-                    for key, ((step, timestamp, value), is_nan) in latest.items()
-                ],
-            )
+            self._insert(rows, _INSERT_POINTS, "")
+            latest_rows = [
+                (key, value, timestamp, run_id, step, is_nan)
+                for key, ((step, timestamp, value), is_nan) in latest.items()
+            ]
+            self._insert(latest_rows, _UPDATE_LATEST_ROWS, _ON_CONFLICT_LATEST)
             connection.execute("COMMIT")
         except BaseException:
             if connection.in_transaction:
@@ -172,13 +172,14 @@ class MetricWriter:
             raise
         return True
 
-    def _insert(self, rows: list[tuple[str, float, int, str, int, bool]]) -> None:
+    def _insert(self, rows: list[tuple[str, float, int, str, int, bool]], head: str, tail: str) -> None:
+        """``head`` + many rows + ``tail``, as few statements as SQLite's variable limit allows."""
         per, execute = self._rows_per_statement, self._connection.execute
         for start in range(0, len(rows), per):
             chunk = rows[start : start + per]
-            statement = self._statements.get(len(chunk))
+            statement = self._statements.get((head, len(chunk)))
             if statement is None:
-                statement = self._statements[len(chunk)] = _INSERT_POINTS + ", ".join([_ROW] * len(chunk))
+                statement = self._statements[head, len(chunk)] = head + ", ".join([_ROW] * len(chunk)) + tail
             execute(statement, [field for row in chunk for field in row])
 
     def close(self) -> None:
