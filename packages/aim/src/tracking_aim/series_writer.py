@@ -103,9 +103,9 @@ class SeriesWriter:
             step = first.count if first is not None and first.initialized else 0
         batchable_epoch = epoch is None or type(epoch) is int
         encode, dirty = self._encode, self._dirty
-        # step, epoch and time are the same for every value of the step: encoded once, not once a value
-        shared: tuple[bytes, bytes, bytes] | None = None
-        index_by_hash: dict[Any, bytes] = {}
+        # the step's index and its step, epoch and time are the same for every value: encoded once
+        # (every batchable series is of one storage version, so of one step hash)
+        shared: tuple[bytes, bytes, bytes, bytes] | None = None
         context_index, known = ctx.idx, self._series
         for name, value in values.items():
             series = known.get((context_index, name)) or self._open(ctx, name)
@@ -113,12 +113,9 @@ class SeriesWriter:
                 self.track_with_aim(value, name, step, epoch, context, when)
                 continue
             info = series.info
-            hash_fn = info.step_hash_fn
-            index = index_by_hash.get(hash_fn)
-            if index is None:
-                index = index_by_hash[hash_fn] = self._encode_path((hash_fn(step),))
             if shared is None:
-                shared = (encode(step), encode(epoch), encode(when))
+                shared = (self._encode_path((info.step_hash_fn(step),)), encode(step), encode(epoch), encode(when))
+            index = shared[0]
             (
                 (values_at, values_prefix),
                 (steps_at, steps_prefix),
@@ -126,9 +123,9 @@ class SeriesWriter:
                 (times_at, times_prefix),
             ) = series.arrays
             values_at.put(values_prefix + index, encode(value))
-            steps_at.put(steps_prefix + index, shared[0])
-            epochs_at.put(epochs_prefix + index, shared[1])
-            times_at.put(times_prefix + index, shared[2])
+            steps_at.put(steps_prefix + index, shared[1])
+            epochs_at.put(epochs_prefix + index, shared[2])
+            times_at.put(times_prefix + index, shared[3])
             if step >= info.count:
                 info.count = step + 1
                 series.last = (value, step)

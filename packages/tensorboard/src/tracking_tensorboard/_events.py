@@ -30,6 +30,7 @@ from tracking_core.appendfile import AppendFile
 from tracking_core.png import encode_png
 
 from ._records import framed, framed_many
+from .tracker import _FLOAT32_MAX  # the tracker's limit: one float32 range for both paths
 
 Value: TypeAlias = summary_pb2.Summary.Value  # a protobuf class: tensorboard ships no type hints
 
@@ -319,7 +320,6 @@ def _string_tensor(items: Sequence[bytes], shape: Sequence[int]) -> tensor_pb2.T
     )
 
 
-_FLOAT32_MAX = 3.4028234663852886e38
 _INT64 = 2**63
 _pack_float = struct.Struct("<f").pack
 _pack_double = struct.Struct("<d").pack
