@@ -149,6 +149,63 @@ def test_when_the_training_process_is_killed_the_delivery_process_finishes_the_r
     assert summary.finished  # the delivery process closed the journal
 
 
+SLOW_TEARDOWN_TRACKER = r"""
+import atexit, os, pathlib, time
+from tracking_core.backends.jsonl import JsonlTracker
+
+
+def _slow_teardown(marker):
+    time.sleep(4.0)  # an SDK whose modules take long to tear down (MLflow: about a second)
+    marker.write_text("the delivery process got to the end of its teardown")
+
+
+class SlowTeardown(JsonlTracker):
+    name = "slow-teardown"
+
+    def finish(self):
+        super().finish()
+        atexit.register(_slow_teardown, pathlib.Path(os.environ["TEARDOWN_MARKER"]))
+"""
+
+SLOW_TEARDOWN_SCRIPT = r"""
+import sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from slow_teardown_tracker import SlowTeardown
+from tracking_core import Dispatcher, register_tracker_class
+
+register_tracker_class(SlowTeardown)
+run = Dispatcher(log_with=["slow-teardown"], logging_dir=sys.argv[1], delivery="process")
+run.init_trackers("p")
+for step in range(100):
+    run.log({"loss": float(step)}, step=step)
+report = run.finish()
+print(report.ok, run._link.process.poll() is None, (Path(sys.argv[1]) / "teardown-done").exists(), flush=True)
+print(run.run_dir, flush=True)
+"""
+
+
+def test_finish_returns_once_everything_is_durable_and_the_exit_waits_for_the_delivery_process(tmp_path):
+    """``finish()`` returns when every backend there reported finished, not after that interpreter's
+    teardown; this interpreter's exit still waits for it, so nothing is left writing behind the script."""
+    (tmp_path / "slow_teardown_tracker.py").write_text(SLOW_TEARDOWN_TRACKER)
+    done = subprocess.run(
+        [sys.executable, "-c", SLOW_TEARDOWN_SCRIPT, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "TEARDOWN_MARKER": str(tmp_path / "teardown-done")},
+    )
+    assert done.returncode == 0, done.stderr
+    ok, running_after_finish, torn_down_before_finish_returned, run_dir = done.stdout.split()
+    assert ok == "True", done.stderr
+    assert running_after_finish == "True", "finish() waited for the delivery process's teardown"
+    assert torn_down_before_finish_returned == "False"
+    assert (tmp_path / "teardown-done").exists(), "the script's exit did not wait for the delivery process"
+    stored = [step for step, _ in JournalSummary(run_dir).metrics["loss"]]
+    assert stored == list(range(100))
+
+
 @pytest.mark.reliability
 def test_a_backend_that_goes_down_recovers_in_the_delivery_process(tmp_path):
     from tracking_core import register_tracker_class
