@@ -86,8 +86,6 @@ class DeliveryLink:
         )
         self.dead = False
         self.closed = False
-        #: after ``close``: the thread that waits for the delivery process to exit
-        self.exiting: threading.Thread | None = None
         parent, child = socket.socketpair()
         self._connection = Connection(os.dup(parent.fileno()))
         parent.close()
@@ -293,17 +291,14 @@ class DeliveryLink:
     def close(self, timeout: float) -> None:
         """After finish: let the delivery process exit, without waiting for it here.
 
-        Every backend there has reported finished, so what it was given is durable; what is left is
-        its interpreter's teardown (about a second once MLflow's modules are loaded), which the caller
-        of ``finish()`` does not need to wait for. A thread of its own waits instead, and kills the
-        process if it overstays; the thread is not a daemon, so this interpreter's exit still waits
-        for the delivery process (bounded by ``timeout``) rather than leave it writing behind us.
+        By now each backend there has reported finished (what it was given is durable) or was
+        abandoned at the finish timeout; what is left is that interpreter's teardown (about a second
+        once MLflow's modules are loaded), which the caller of ``finish()`` need not wait for. A thread
+        waits instead and kills the process if it overstays; it is not a daemon, so this interpreter's
+        exit still waits for the delivery process (bounded by ``timeout``).
         """
         self._queue.put(None)
-        self.exiting = threading.Thread(
-            target=self._await_exit, args=(timeout,), name="tracking-delivery-exit", daemon=False
-        )
-        self.exiting.start()
+        threading.Thread(target=self._await_exit, args=(timeout,), name="tracking-delivery-exit", daemon=False).start()
 
     def _await_exit(self, timeout: float) -> None:
         try:
