@@ -209,9 +209,12 @@ def _run(kind: str, backends: list[str], steps: int, units: int, settle: float, 
         return json.loads(result_file.read_text())
 
 
-def _spread(values: list[float], fmt: str) -> str:
+def spread(values: list[float], fmt: str) -> str:
+    """min / median / max over the rounds (one value when there was one round)."""
     if not values:
         return "-"
+    if len(values) == 1:
+        return fmt.format(values[0])
     return " / ".join(fmt.format(v) for v in (min(values), statistics.median(values), max(values)))
 
 
@@ -316,11 +319,11 @@ def main(argv: list[str] | None = None) -> int:
                     "accelerate": "accelerate",
                 }[kind],
                 label,
-                _spread([o["ratio"] for o in good], "{:.3f}x"),
+                spread([o["ratio"] for o in good], "{:.3f}x"),
                 f"{max(o['stalled'] for o in good) * 100:.1f}" if good else "-",
                 f"{max(o.get('in_log', 0.0) for o in good) * 100:.1f}" if good else "-",
-                _spread([o["finish"] for o in good], "{:.2f}"),
-                _spread([o["total"] for o in good], "{:.2f}"),
+                spread([o["finish"] for o in good], "{:.2f}"),
+                spread([o["total"] for o in good], "{:.2f}"),
                 f"{rss:.0f} (+{rss - rss_none:.0f})" if rss is not None else "-",
                 note,
             ]
@@ -331,7 +334,7 @@ def main(argv: list[str] | None = None) -> int:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
         if index == 0:
             print("  ".join("-" * width for width in widths))
-    print(f"no-tracking loop (the run before each case): {_spread(baseline, '{:.2f}')} s")
+    print(f"no-tracking loop (the run before each case): {spread(baseline, '{:.2f}')} s")
     for (kind, label), outcomes in results.items():
         for why in sorted({line for outcome in outcomes for line in outcome.get("why", [])}):
             print(f"{kind} {label}: {why}")  # why a backend was not ok: the table has room for its state only

@@ -5,11 +5,14 @@ until everything is durable, leaving the SDK's start-up out: for the SDK's own p
 (``tools/bench_direct/<backend>.py``, the fastest batch path each SDK offers to a training loop: one
 dict per step), from after the run was opened; for this library, from when both the loop had begun
 and the backend was ready until ``finish()`` returned (both delivery modes). Also says whether the
-run finished within the default finish timeout with nothing spilled.
+run finished within the default finish timeout with nothing spilled. With ``--rounds`` the three cases of a
+backend run in turn in every round, and each round's rate is compared with that round's SDK call: on a
+machine whose speed drifts, the ratio of neighbours holds where a rate alone does not.
 
     python tools/bench.py --throughput                            # every installed backend
     python tools/bench.py --throughput --backends mlflow,aim --steps 10000
     python tools/bench.py --throughput --steps 10000 --direct-steps 1000   # the SDKs' own calls on fewer steps
+    python tools/bench.py --throughput --backends trackio,clearml --steps 5000 --rounds 3  # min/med/max
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from bench import BACKENDS  # noqa: E402 - tools/ is not a package
+from bench_loop import spread  # noqa: E402
 
 METRICS = 100
 
@@ -87,6 +91,44 @@ def _run(kind: str, backend: str, steps: int, delivery: str = "thread", timeout:
         return json.loads(result_file.read_text())
 
 
+def _rate(outcome: dict, points: int) -> float | None:
+    return points / outcome["seconds"] if "seconds" in outcome else None
+
+
+def _row(backend: str, rounds: list[dict[str, dict]], points: int, direct_points: int, steps: int) -> list[str]:
+    """One backend's cells: rates and ratios over the rounds, each ratio against its own round's SDK call."""
+    direct_rates = [rate for outcome in rounds if (rate := _rate(outcome["direct"], direct_points))]
+    first_error = next((o["direct"].get("error") for o in rounds if "seconds" not in o["direct"]), None) or "-"
+    cells = [backend, spread(direct_rates, "{:,.0f}") if direct_rates else first_error[:40]]
+    verdicts = []
+    for mode in ("thread", "process"):
+        rates, ratios, late = [], [], []
+        for outcome in rounds:
+            result = outcome[mode]
+            rate = _rate(result, points)
+            if rate is None:
+                continue
+            rates.append(rate)
+            direct = _rate(outcome["direct"], direct_points)
+            if direct:
+                ratios.append(rate / direct)
+            if not (result["within_timeout"] and result["ok"]):
+                late.append(result)
+        if not rates:
+            cells += [next(o[mode].get("error", "-") for o in rounds)[:40], "-"]
+            continue
+        cells += [spread(rates, "{:,.0f}"), spread(ratios, "{:.2f}x") if ratios else "-"]
+        if not late:
+            verdicts.append(f"{mode}: yes")
+        else:  # what finish() did with the rest: every step either delivered or spilled, once
+            worst = late[0]
+            verdicts.append(
+                f"{mode}: no in {len(late)} of {len(rates)} ({worst['state']}, {worst['delivered']:,} delivered + "
+                f"{worst['spilled']:,} spilled of {steps:,})"
+            )
+    return [*cells, ", ".join(verdicts)]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=10_000)
@@ -97,6 +139,7 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="steps for the SDK-direct case (default: --steps); its rate is steady, and slow SDKs take long",
     )
+    parser.add_argument("--rounds", type=int, default=1, help="interleaved rounds: min / median / max per cell")
     parser.add_argument("--case", nargs=6, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.case:
@@ -110,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(
         f"tracking throughput bench: {args.steps} steps x {METRICS} metrics per case "
-        f"(SDK direct: {args.direct_steps or args.steps} steps), python {sys.version.split()[0]}"
+        f"(SDK direct: {args.direct_steps or args.steps} steps), {args.rounds} round(s), python {sys.version.split()[0]}"
     )
     header = [
         "backend",
@@ -121,30 +164,18 @@ def main(argv: list[str] | None = None) -> int:
         "vs direct",
         "finished in time",
     ]
-    rows = []
-    for backend in wanted:
-        points = args.steps * METRICS
-        direct_steps = args.direct_steps or args.steps
-        direct = _run("direct", backend, direct_steps) if (HERE / "bench_direct" / f"{backend}.py").exists() else {}
-        results = {mode: _run("ours", backend, args.steps, mode) for mode in ("thread", "process")}
-        direct_rate = direct_steps * METRICS / direct["seconds"] if "seconds" in direct else None
-        cells = [backend, f"{direct_rate:,.0f}" if direct_rate else direct.get("error", "-")[:40]]
-        verdicts = []
-        for mode in ("thread", "process"):
-            outcome = results[mode]
-            if "seconds" not in outcome:
-                cells += [outcome.get("error", "-")[:40], "-"]
-                continue
-            rate = points / outcome["seconds"]
-            cells += [f"{rate:,.0f}", f"{rate / direct_rate:.2f}x" if direct_rate else "-"]
-            if outcome["within_timeout"] and outcome["ok"]:
-                verdicts.append(f"{mode}: yes")
-            else:  # what finish() did with the rest: every step either delivered or spilled, once
-                verdicts.append(
-                    f"{mode}: no ({outcome['state']}, {outcome['delivered']:,} delivered + "
-                    f"{outcome['spilled']:,} spilled of {args.steps:,})"
-                )
-        rows.append([*cells, ", ".join(verdicts)])
+    points = args.steps * METRICS
+    direct_steps = args.direct_steps or args.steps
+    outcomes: dict[str, list[dict[str, dict]]] = {backend: [] for backend in wanted}
+    for round_index in range(args.rounds):
+        for backend in wanted:
+            has_direct = (HERE / "bench_direct" / f"{backend}.py").exists()
+            outcome = {"direct": _run("direct", backend, direct_steps) if has_direct else {}}
+            outcome.update({mode: _run("ours", backend, args.steps, mode) for mode in ("thread", "process")})
+            outcomes[backend].append(outcome)
+        if args.rounds > 1:
+            print(f"  round {round_index + 1}/{args.rounds} done", file=sys.stderr)
+    rows = [_row(backend, outcomes[backend], points, direct_steps * METRICS, args.steps) for backend in wanted]
     table = [header, *rows]
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
     for index, row in enumerate(table):

@@ -3,8 +3,9 @@
 =====================  =====================================================================
 contract               what lands in ``<logging_dir>/<project>/<run id>/dvclive/``
 =====================  =====================================================================
-log / log_batch        ``Live.log_metric`` at ``Live.step = step``: a row per point in
-                       ``plots/metrics/<key>.tsv``; the latest values in ``metrics.json`` (strings too)
+log / log_batch        what ``Live.log_metric`` at ``Live.step = step`` writes: a row per point in
+                       ``plots/metrics/<key>.tsv`` (one append per file a batch); the latest values in
+                       ``metrics.json`` (strings too)
 store_init_config.     ``Live.log_params``: ``params.yaml`` (nesting kept; a later ``log_config`` merges)
 log_images             ``Live.log_image``: ``plots/images/<key>/<step>.png`` (``<step>_<i>.png`` for lists)
 log_figure             the figure as a PNG through ``Live.log_image``, named as an image
@@ -24,7 +25,7 @@ import numbers
 import os
 import re
 import shutil
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,8 @@ from tracking_core import GeneralTracker, flatten_config, notice, stringify, war
 from tracking_core.adapters import figure_to_png, image_list, merge_config, to_hwc_uint8
 from tracking_core.kit.sdk import sdk_object
 from tracking_core.paths import MAX_NAME_LENGTH, check_artifact_path, warn_links_leaving
+
+from . import rows
 
 #: ``dvclive.Live`` arguments that need a DVC repository or git (experiments, caching): never passed on.
 _REPO_ONLY_OPTIONS = ("save_dvc_exp", "dvcyaml", "cache_images", "exp_name", "exp_message")
@@ -283,31 +286,35 @@ class DVCLiveTracker(GeneralTracker):
 
     # -- metrics -------------------------------------------------------------------------------------
     def log(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:
-        """``Live.log_metric`` per value at ``Live.step = step``; ``step=None`` (direct use) logs at the step
+        """What ``Live.log_metric`` per value at ``Live.step = step`` writes; ``step=None`` (direct use) logs at the step
         after the previous call's (DVCLive's current step at first), as accelerate's ``next_step()`` counts."""
         self.log_batch([(values, step, kwargs)])
 
     def log_batch(self, entries: Sequence[tuple[dict[str, Any], int | None, dict[str, Any]]]) -> None:
+        """The batch's points as ``Live.log_metric`` writes them, one append per ``.tsv`` (:mod:`.rows`)."""
         live = self._live
         try:
-            for values, step, kwargs in entries:
-                options = {}
-                for keyword, value in kwargs.items():
-                    if keyword in _METRIC_KEYWORDS and isinstance(value, bool):
-                        options[keyword] = value
-                    else:
-                        warn_once(
-                            self.name, keyword, "not a Live.log_metric keyword for dvclive; ignored", reason="kwarg"
-                        )
-                if step is None:  # direct use: the step after the previous call's (DVCLive's own at first)
-                    step = self._last_step + 1 if self._last_step is not None else live.step
-                live.step = self._last_step = int(step)
-                for key, value in values.items():
-                    value = self._metric_value(key, value)
-                    if value is not None:
-                        live.log_metric(self._metric_name(key), value, **options)
+            rows.log_points(live, self._points(entries))
         finally:
+            if self._last_step is not None:
+                live.step = self._last_step
             live.make_summary()  # metrics.json: the latest values, as DVCLive's next_step() writes them
+
+    def _points(self, entries: Sequence[tuple[dict[str, Any], int | None, dict[str, Any]]]) -> Iterator[rows.Point]:
+        for values, step, kwargs in entries:
+            options = {}
+            for keyword, value in kwargs.items():
+                if keyword in _METRIC_KEYWORDS and isinstance(value, bool):
+                    options[keyword] = value
+                else:
+                    warn_once(self.name, keyword, "not a Live.log_metric keyword for dvclive; ignored", reason="kwarg")
+            if step is None:  # direct use: the step after the previous call's (DVCLive's own at first)
+                step = self._last_step + 1 if self._last_step is not None else self._live.step
+            self._last_step = at = int(step)
+            for key, value in values.items():
+                value = self._metric_value(key, value)
+                if value is not None:
+                    yield self._metric_name(key), at, value, options
 
     def _metric_value(self, key: str, value: Any) -> int | float | str | None:
         """What DVCLive's ``.tsv`` keeps as it was given: Python numbers (a bool as 0/1) and strings."""
