@@ -210,11 +210,9 @@ def _run(kind: str, backends: list[str], steps: int, units: int, settle: float, 
 
 
 def spread(values: list[float], fmt: str) -> str:
-    """min / median / max over the rounds (one value when there was one round)."""
+    """min / median / max over the rounds."""
     if not values:
         return "-"
-    if len(values) == 1:
-        return fmt.format(values[0])
     return " / ".join(fmt.format(v) for v in (min(values), statistics.median(values), max(values)))
 
 

@@ -334,6 +334,33 @@ def test_flush_makes_logged_steps_readable_while_the_run_is_live(tmp_path: Path)
     assert sorted(read_run(tracker.run_dir).metrics()["loss"]) == list(range(10))
 
 
+@needs_flush_interval
+def test_the_periodic_flush_never_sleeps_in_the_worker_and_counts_only_what_is_on_disk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """The worker begins a flush and goes on delivering; the records count as delivered once wandb-core's
+    next write has them on disk (the run still live), and nothing waits for that write in the worker."""
+    from tracking_wandb import transaction_log
+
+    def no_waiting(self) -> bool:
+        raise AssertionError("the periodic flush waited for wandb-core's write")
+
+    monkeypatch.setattr(transaction_log.NextWrite, "wait", no_waiting)
+    run, tracker = start(tmp_path)
+    report = run._workers[0].report
+    for step in range(10):
+        run.log({"loss": float(step)}, step=step)
+    deadline = time.monotonic() + 30
+    while report.delivered < 10 and time.monotonic() < deadline:  # one flush interval (1 s), then one write
+        time.sleep(0.01)
+    assert report.delivered == 10 and report.errors == 0, str(report)
+    live = read_run(tracker.run_dir)  # W&B commits a step's row when a later step arrives
+    assert sorted(live.metrics()["loss"]) == list(range(9))
+    assert not ends_with_exit(next(tracker.run_dir.glob("run-*.wandb")))
+    finish(run)
+    assert sorted(read_run(tracker.run_dir).metrics()["loss"]) == list(range(10))
+
+
 @pytest.mark.skipif(FLUSH_WRITES, reason="wandb >= 0.31 has x_transaction_log_flush_interval")
 def test_an_older_wandb_without_the_flush_interval_warns_once_and_notes_it(tmp_path: Path):
     from tracking_core import TrackingWarning

@@ -30,6 +30,7 @@ from __future__ import annotations
 import os
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +43,7 @@ from tracking_core.notices import logger
 from tracking_core.paths import check_optional_name
 
 from . import compat, run_metadata
-from .transaction_log import read_run, read_runs, wait_for_next_write, wait_until_written
+from .transaction_log import NextWrite, read_run, read_runs, wait_until_written
 
 #: Used when neither the user's settings nor ``WANDB_INIT_TIMEOUT`` choose one. W&B waits 90 s (plus a
 #: grace period) by default; the training loop never waits for it here, but records queue meanwhile.
@@ -197,6 +198,23 @@ def _stop_analytics_export() -> None:
         pass
 
 
+def _already() -> bool:
+    return True
+
+
+class _Deadline:
+    """A flush with no file to watch: done once a whole write interval has passed."""
+
+    def __init__(self, at: float) -> None:
+        self.at = at
+
+    def done(self) -> bool:
+        return time.monotonic() >= self.at
+
+    def wait(self) -> None:
+        time.sleep(max(0.0, self.at - time.monotonic()))
+
+
 def _pil_image(image: Any) -> Any:
     """``image`` as the PIL image W&B saves as PNG unchanged (from HW/HWC/CHW arrays, tensors, PIL).
 
@@ -276,6 +294,8 @@ class WandBTracker(GeneralTracker):
         self.fallback_reason: str | None = None
         self._flush_wait = 0.0
         self._dirty = False
+        #: the write the last begun flush waits for (None: nothing to wait for)
+        self._pending_write: NextWrite | _Deadline | None = None
         self._finished = False
         #: Local folders of the earlier processes' parts of this run (oldest first), when it was resumed.
         self.earlier_run_dirs: list[Path] = []
@@ -570,17 +590,26 @@ class WandBTracker(GeneralTracker):
     # -- flush and finish ------------------------------------------------------------------------
     def flush(self) -> None:
         """Wait until ``wandb-core`` has every record (a summary round trip) and has written its log."""
+        if not self.begin_flush()() and self._pending_write is not None:
+            self._pending_write.wait()
+
+    def begin_flush(self) -> Callable[[], bool]:
+        """The summary round trip (``wandb-core`` then holds every record sent before it), and a check
+        that its next periodic write, which puts them on disk, has happened: the delivering thread goes
+        on logging meanwhile instead of sleeping half a write interval per flush."""
+        self._pending_write = None
         if self._run is None or self._finished or not self._dirty:
-            return
+            return _already
         self._run.summary.keys()  # answered by wandb-core after everything sent before it
         self._dirty = False
         if not self._flush_wait:
-            return
+            return _already
         log_file = Path(self._run.settings.sync_file) if self.mode != "disabled" else None
         if log_file is None or compat.setting(self._run.settings, "x_skip_transaction_log", False):
-            time.sleep(self._flush_wait)
+            self._pending_write = _Deadline(time.monotonic() + self._flush_wait)  # no file to watch
         else:  # the next periodic write, rather than a whole interval
-            wait_for_next_write(log_file, WRITER_HANDOFF, self._flush_wait)
+            self._pending_write = NextWrite(log_file, WRITER_HANDOFF, self._flush_wait)
+        return self._pending_write.done
 
     def finish(self) -> None:
         """End the run and wait (bounded) until ``wandb-core`` has written it completely.

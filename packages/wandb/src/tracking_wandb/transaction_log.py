@@ -107,26 +107,46 @@ def _size(path: Path) -> int:
         return -1
 
 
-def wait_for_next_write(path: str | Path, after: float, longest: float) -> bool:
-    """Wait until ``wandb-core`` writes to the file ``after`` seconds from now or later: True then, False
-    after ``longest`` seconds without one (the caller's bound: one whole write interval and ``after``).
+class NextWrite:
+    """``wandb-core``'s first write to the file ``after`` seconds from now or later, or ``longest`` seconds
+    passed without one (the caller's bound: one whole write interval and ``after``).
 
     ``wandb-core`` writes everything it holds at each periodic write, in order, so a write that began
-    after a record reached its writer has that record on disk. The file's size is read every few
-    milliseconds: on average half a write interval instead of a whole one per flush.
+    after a record reached its writer has that record on disk. The file's size is what tells a write.
     """
-    path = Path(path)
-    started = time.monotonic()
-    time.sleep(after)
-    size = _size(path)
-    deadline = started + longest
-    while True:
+
+    def __init__(self, path: str | Path, after: float, longest: float) -> None:
+        self.path = Path(path)
+        started = time.monotonic()
+        self.sample_at, self.deadline = started + after, started + longest
+        self._size: int | None = None
+        #: whether a write was seen (False once the bound passed without one)
+        self.written = False
+
+    def done(self) -> bool:
+        """Without waiting: has that write happened (or the bound passed)?"""
         now = time.monotonic()
-        if _size(path) != size:
-            return True
-        if now >= deadline:
+        if now < self.sample_at:
             return False
-        time.sleep(min(0.005, deadline - now))
+        size = _size(self.path)
+        if self._size is None:  # the size from when a write would hold the records on
+            self._size = size
+        elif size != self._size:
+            self.written = True
+            return True
+        return now >= self.deadline
+
+    def wait(self) -> bool:
+        """Until ``done``, reading the size every few milliseconds: True for a write, False for the bound."""
+        time.sleep(max(0.0, self.sample_at - time.monotonic()))
+        while not self.done():
+            time.sleep(max(0.0, min(0.005, self.deadline - time.monotonic())))
+        return self.written
+
+
+def wait_for_next_write(path: str | Path, after: float, longest: float) -> bool:
+    """Wait for :class:`NextWrite`: on average half a write interval instead of a whole one per flush."""
+    return NextWrite(path, after, longest).wait()
 
 
 def wait_until_written(path: str | Path, timeout: float) -> bool:

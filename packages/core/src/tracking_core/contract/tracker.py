@@ -95,6 +95,11 @@ class GeneralTracker:
       flush that waits for that writer too (W&B's) would make every run's end wait twice. Records
       since the last flush then count as delivered when ``finish()`` returns, and go to the spill
       if it raises.
+    * ``begin_flush()`` -- for a backend whose ``flush()`` waits for the SDK's own writer (W&B's
+      periodic write): start making everything logged so far durable and return at once, with a
+      function that says (without waiting) whether it is. The periodic flush then no longer stops
+      delivery while the writer catches up; the records it covers count as delivered once that
+      function says so. An explicit ``run.flush()`` still calls ``flush()``.
     * ``log_run_context(context)`` -- put the captured run context (docs/run-context.md) in the
       SDK's native place; the default stores it as configuration under ``run_context``.
     * ``rewind(step)`` -- the resumed run went back to ``step`` (``resume_step``): supersede what the

@@ -82,6 +82,8 @@ __all__ = [
 
 IMPORT_RETRIES = 2
 IMPORT_RETRY_DELAY = 0.5
+#: How often a worker with nothing else to do asks whether a flush its backend began is done (seconds).
+PENDING_FLUSH_POLL = 0.01
 
 
 class Delivery:
@@ -142,6 +144,12 @@ class Delivery:
         self.positions = Positions(cursor, cursor_step, cursor_file)
         self.in_flight: list[Record] = []
         self._unconfirmed: list[Record] = []
+        #: a flush the backend began (``begin_flush``): whether it is done, and the last record it covers
+        self._pending_flush: tuple[Callable[[], bool], Record] | None = None
+        begin = getattr(tracker, "begin_flush", None)
+        self._begin_tracker_flush: Callable[[], Callable[[], bool]] | None = (
+            begin if self._confirms_at_flush and callable(begin) else None
+        )
         self._dirty = False
         self._last_flush = time.monotonic()
         self._reader: SpillReader | None = None
@@ -380,6 +388,8 @@ class Delivery:
         due = float("inf")
         if self._dirty:
             due = self._last_flush + self._flush_interval
+        if self._pending_flush is not None:
+            due = now + PENDING_FLUSH_POLL
         if self.mode == SPILLING:
             due = min(due, self.outage.next_retry)
         return None if due == float("inf") else max(0.0, due - now)
@@ -398,8 +408,49 @@ class Delivery:
             self.outage.retry_backend()
         if self.mode in (RECOVERING, CATCHING_UP):
             self.backlog.deliver_batch()
+        if self._pending_flush is not None:
+            self._settle_pending_flush()
         if self._dirty and now - self._last_flush >= self._flush_interval:
-            self.flush()
+            if self._begin_tracker_flush is not None:
+                self._begin_flush(self._begin_tracker_flush)
+            else:
+                self.flush()
+
+    def _begin_flush(self, begin: Callable[[], Callable[[], bool]]) -> None:
+        """The periodic flush of a backend that can start one and be asked later (``begin_flush``)."""
+        if self._pending_flush is not None:
+            return  # one at a time: what came since waits for the next
+        if self.started and self.mode != SPILLING and self._unconfirmed:
+            began: list[Callable[[], bool]] = []
+            _, error = self.live.attempt(lambda: began.append(begin()))
+            if self.abandoned:
+                return
+            if error is None:
+                self._pending_flush = (began[0], self._unconfirmed[-1])
+            else:
+                moved, self._unconfirmed = self._unconfirmed, []
+                self.outage.failed(error, "flush", moved)
+        self._flush_spill()
+
+    def _settle_pending_flush(self) -> None:
+        """Confirm what a begun flush covers once the backend says it is durable."""
+        done, last = self._pending_flush  # type: ignore[misc]
+        answer: list[bool] = []
+        _, error = self.live.attempt(lambda: answer.append(bool(done())))
+        if error is None and not answer[0]:
+            return
+        self._pending_flush = None
+        # the records it covers lead the unconfirmed ones, unless another path settled them meanwhile
+        covered = next((index for index, record in enumerate(self._unconfirmed) if record is last), None)
+        if covered is None:
+            return
+        if error is None:
+            moved, self._unconfirmed = self._unconfirmed[: covered + 1], self._unconfirmed[covered + 1 :]
+            self._confirm(moved)
+            self.publish_progress()
+        else:
+            moved, self._unconfirmed = self._unconfirmed, []
+            self.outage.failed(error, "flush", moved)
 
     def flush(self) -> None:
         """Flush the backend (counting what it buffered as delivered) and the spill."""
@@ -413,6 +464,10 @@ class Delivery:
             else:
                 moved, self._unconfirmed = self._unconfirmed, []
                 self.outage.failed(error, "flush", moved)
+        self._pending_flush = None  # what it covered was confirmed (or spilled) just now
+        self._flush_spill()
+
+    def _flush_spill(self) -> None:
         try:
             self.spiller.flush()
         except Exception as error:
