@@ -49,8 +49,8 @@ from .transaction_log import NextWrite, read_run, read_runs, wait_until_written
 #: grace period) by default; the training loop never waits for it here, but records queue meanwhile.
 DEFAULT_INIT_TIMEOUT = 30.0
 #: How often ``wandb-core`` writes the run's ``.wandb`` file (W&B's default is 15 s, and a crash loses
-#: everything logged since the last write). ``flush()`` waits for the next write, so about half the
-#: interval is what each flush costs the worker.
+#: everything logged since the last write). A record counts as delivered once the next write has it:
+#: ``flush()`` waits for that write, the periodic flush (``begin_flush``) does not.
 DEFAULT_TRANSACTION_LOG_FLUSH_INTERVAL = 0.5
 #: ``flush()`` waits at most this long for ``wandb-core``'s periodic write.
 MAX_FLUSH_WAIT = 2.0
