@@ -83,7 +83,7 @@ __all__ = [
 IMPORT_RETRIES = 2
 IMPORT_RETRY_DELAY = 0.5
 #: How often a worker with nothing else to do asks whether a flush its backend began is done (seconds).
-PENDING_FLUSH_POLL = 0.01
+PENDING_FLUSH_POLL = 0.05
 
 
 class Delivery:
