@@ -361,6 +361,21 @@ def test_the_periodic_flush_never_sleeps_in_the_worker_and_counts_only_what_is_o
     assert sorted(read_run(tracker.run_dir).metrics()["loss"]) == list(range(10))
 
 
+@needs_flush_interval
+def test_a_flush_after_a_begun_one_waits_for_the_write_it_began(tmp_path: Path):
+    """Nothing logged between them: the explicit flush still waits for the write the begun one counts on."""
+    tracker = WandBTracker("begun", logging_dir=tmp_path / "logs")
+    tracker.start()
+    for step in range(3):
+        tracker.log({"loss": float(step)}, step=step)
+    done = tracker.begin_flush()
+    assert not done()  # wandb-core's write comes after the hand-off
+    tracker.flush()
+    assert done()
+    assert sorted(read_run(tracker.run_dir).metrics()["loss"]) == [0, 1]  # the last row is written at finish
+    tracker.finish()
+
+
 @pytest.mark.skipif(FLUSH_WRITES, reason="wandb >= 0.31 has x_transaction_log_flush_interval")
 def test_an_older_wandb_without_the_flush_interval_warns_once_and_notes_it(tmp_path: Path):
     from tracking_core import TrackingWarning

@@ -597,9 +597,11 @@ class WandBTracker(GeneralTracker):
         """The summary round trip (``wandb-core`` then holds every record sent before it), and a check
         that its next periodic write, which puts them on disk, has happened: the delivering thread goes
         on logging meanwhile instead of sleeping half a write interval per flush."""
-        self._pending_write = None
-        if self._run is None or self._finished or not self._dirty:
+        if self._run is None or self._finished:
             return _already
+        if not self._dirty:  # nothing logged since: what an earlier begun flush waits for, if anything
+            return self._pending_write.done if self._pending_write is not None else _already
+        self._pending_write = None
         self._run.summary.keys()  # answered by wandb-core after everything sent before it
         self._dirty = False
         if not self._flush_wait:
