@@ -151,7 +151,7 @@ def throughput_chart(performance: str) -> dict[str, str]:
     cats = [row["backend"] for row in rows]
     columns = [("SDK direct", "SDK direct pts/s"), ("threads", "threads pts/s"), ("delivery process", "process pts/s")]
     series: list[tuple[str, list[float | None]]] = [
-        (label, [median_of(row[column]) for row in rows]) for label, column in columns  # rounds: the median
+        (label, [median_of(row[column]) for row in rows]) for label, column in columns
     ]
     return {
         "bench-throughput.svg": bar_chart(
