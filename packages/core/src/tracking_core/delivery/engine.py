@@ -428,8 +428,7 @@ class Delivery:
             if error is None:
                 self._pending_flush = (began[0], self._unconfirmed[-1])
             else:
-                moved, self._unconfirmed = self._unconfirmed, []
-                self.outage.failed(error, "flush", moved)
+                self._flush_failed(error)
         self._flush_spill()
 
     def _settle_pending_flush(self) -> None:
@@ -449,8 +448,7 @@ class Delivery:
             self._confirm(moved)
             self.publish_progress()
         else:
-            moved, self._unconfirmed = self._unconfirmed, []
-            self.outage.failed(error, "flush", moved)
+            self._flush_failed(error)
 
     def flush(self) -> None:
         """Flush the backend (counting what it buffered as delivered) and the spill."""
@@ -462,10 +460,14 @@ class Delivery:
                 moved, self._unconfirmed = self._unconfirmed, []
                 self._confirm(moved)
             else:
-                moved, self._unconfirmed = self._unconfirmed, []
-                self.outage.failed(error, "flush", moved)
+                self._flush_failed(error)
         self._pending_flush = None  # what it covered was confirmed (or spilled) just now
         self._flush_spill()
+
+    def _flush_failed(self, error: BaseException) -> None:
+        """Every record the backend may still only buffer goes to the spill, as with any failure."""
+        moved, self._unconfirmed = self._unconfirmed, []
+        self.outage.failed(error, "flush", moved)
 
     def _flush_spill(self) -> None:
         try:
