@@ -19,6 +19,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 #: The optional methods a backend may override; a tracker "has" a capability when it overrides it.
 CAPABILITIES = ("log_images", "log_table", "log_figure", "log_artifact", "log_artifacts")
+#: What the library adds of its own, delivered only when the run asks and only to a tracker that overrides the
+#: method: the captured run context and the system sampler's samples (docs/run-context.md).
+RUN_EXTRAS = ("log_run_context", "log_system_metrics")
 
 
 def on_main_process(function: F) -> F:
@@ -63,6 +66,10 @@ class RunContext(NamedTuple):
     rewind: RewindPoint | None = None
     #: every rewind of the run (:mod:`tracking_core.store.rewind`): records they supersede are never delivered
     superseded: tuple[RewindPoint, ...] = ()
+    #: the run asked for the library's uniform system sampler (``init(system_metrics=True)``) and this tracker
+    #: takes its samples (:meth:`GeneralTracker.log_system_metrics`): switch the SDK's own monitor off in
+    #: ``start()``, so nothing is recorded twice. ``False``: leave the SDK's own monitor as the SDK defaults it.
+    system_metrics: bool = False
 
 
 class GeneralTracker:
@@ -101,7 +108,11 @@ class GeneralTracker:
       delivery while the writer catches up; the records it covers count as delivered once that
       function says so. An explicit ``run.flush()`` still calls ``flush()``.
     * ``log_run_context(context)`` -- put the captured run context (docs/run-context.md) in the
-      SDK's native place; the default stores it as configuration under ``run_context``.
+      SDK's native place. Called only when the run asks for it (``init(context=True)``) and only on a
+      tracker that overrides it: a tracker that does not gets nothing but the user's own calls.
+    * ``log_system_metrics(values, index, timestamp)`` -- one sample of the library's system sampler, on
+      its own axis. Called only when the run asks for it (``init(system_metrics=True)``) and only on a
+      tracker that overrides it.
     * ``rewind(step)`` -- the resumed run went back to ``step`` (``resume_step``): supersede what the
       earlier process stored from ``step`` on, as the SDK allows, and say what a viewer shows.
     * ``accepts_non_finite`` -- ``False`` when the SDK mangles NaN/inf (they are then dropped with
@@ -213,11 +224,24 @@ class GeneralTracker:
         """Record what reproduces the run (git state, command, platform, packages, launcher variables).
 
         ``context`` is the dict docs/run-context.md describes, captured once per run off the training
-        thread; the files it names (``git.diff``, ``packages``) are in the run's folder. Override to
-        put it where the SDK shows such things (MLflow's ``mlflow.source.*`` tags, W&B's git fields,
-        ...). This default stores it as configuration under ``run_context``.
+        thread; the files it names (``git.diff``, ``packages``) are in the run's folder. Overriding this
+        declares that the tracker wants it: the dispatcher calls it once when the run asks for the context
+        (``init(context=True)``), never otherwise. Put it where the SDK shows such things (MLflow's
+        ``mlflow.source.*`` tags, W&B's git fields, ...).
         """
-        self.store_init_configuration({"run_context": context})
+        raise self._unsupported("log_run_context")
+
+    def log_system_metrics(self, values: dict[str, float], index: int, timestamp: float) -> None:
+        """Record one sample of the library's system sampler (``system/...`` names, docs/run-context.md).
+
+        Samples live on their own axis, never on the user's steps: ``index`` counts the run's samples
+        from 0 and ``timestamp`` is the Unix time it was taken, the way MLflow and W&B keep system
+        metrics. Overriding this declares that the tracker wants samples: the dispatcher calls it only
+        when the run asks (``init(system_metrics=True)``), and then sets ``run_context.system_metrics``
+        before ``start()`` so the SDK's own monitor can be switched off. A sample the backend cannot
+        take is counted in the report's samples line, never among the user's records.
+        """
+        raise self._unsupported("log_system_metrics")
 
     def rewind(self, step: int) -> str:
         """The reopened run continues at ``step`` after a restart from a checkpoint (``resume_step``).
