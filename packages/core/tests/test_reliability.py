@@ -214,22 +214,24 @@ def test_a_batch_that_fails_part_way_is_stored_exactly_once(memory, tmp_path):
     Flaky.gate.set()
     report = run.finish()
     stored = _memory_steps(MemoryTracker.runs[-1], "loss")
-    figures = tally("batch fails part-way", "flaky", range(50), stored, _steps(run.run_dir / "spill-flaky.jsonl"))
+    # the rest of the batch waited in the spill (the connection failed) and was recovered from it: nothing is owed
+    assert 7 in _steps(run.run_dir / "spill-flaky.jsonl")
+    figures = tally("batch fails part-way", "flaky", range(50), stored)
     assert figures["lost"] == 0 and figures["duplicated"] == 0, figures
     assert stored == list(range(50))  # and in order
     backend = report.backends["flaky"]
-    assert backend.delivered == 50 and backend.spilled == 0 and backend.errors == 1 and report.ok, str(report)
+    assert backend.delivered == 50 and backend.spilled == 0 and backend.recovered == 43, str(report)
+    assert backend.errors == 1 and report.ok, str(report)
 
 
-@pytest.mark.parametrize("refuses", [False, True], ids=["connection-error", "refusal"])
 def test_a_backend_stuck_retrying_part_of_a_batch_loses_nothing_at_the_finish_timeout(
-    memory, tmp_path, monkeypatch, request, refuses
+    memory, tmp_path, monkeypatch, request
 ):
-    # The backend stores the first record of a batch and fails the rest; the retry of the rest (the
-    # record it failed on, or each record while the refused value is looked for) hangs. The finish
-    # timeout then has to spill what that retry still owes, not only what is queued behind it.
+    # The backend stores the first record of a batch and refuses a value in the rest; the retry of the
+    # rest (each record while the refused value is looked for) hangs. The finish timeout then has to
+    # spill what that retry still owes, not only what is queued behind it.
     register_tracker_class(StuckOnRetryTracker)
-    monkeypatch.setattr(StuckOnRetryTracker, "refuses", refuses)
+    monkeypatch.setattr(StuckOnRetryTracker, "refuses", True)
     monkeypatch.setattr(StuckOnRetryTracker, "stored", [])
     monkeypatch.setattr(StuckOnRetryTracker, "go", threading.Event())
     monkeypatch.setattr(StuckOnRetryTracker, "release", threading.Event())

@@ -169,6 +169,7 @@ class FileStore(GeneralTracker):
     release = None  # a test's threading.Event: log_batch waits for it (a call stuck on a dead connection)
     fail_on_call = None  # the log_batch call (1 = the first) that fails, as a server that went away would
     calls = 0
+    failed_at_step = False
 
     def log_batch(self, entries):
         FileStore.calls += 1
@@ -183,11 +184,13 @@ class FileStore(GeneralTracker):
             time.sleep(60)
         if FileStore.calls == FileStore.fail_on_call:
             raise ConnectionError("connection reset")
-        # FILE_STORE_FAIL_BATCH_AT: the batch fails at that step, after storing the entries before it,
-        # so the dispatcher retries that step alone (where FILE_STORE_DIE_AT then kills the process)
+        # FILE_STORE_FAIL_BATCH_AT: the first batch that reaches that step fails there, after storing the
+        # entries before it; the rest waits in the spill, and the retry that delivers it starts at that
+        # step (where FILE_STORE_DIE_AT then kills the process)
         fail_at = int(os.environ.get("FILE_STORE_FAIL_BATCH_AT", "-1"))
         for index, (values, step, kwargs) in enumerate(entries):
-            if step == fail_at:
+            if step == fail_at and not FileStore.failed_at_step:
+                FileStore.failed_at_step = True
                 raise PartialDelivery(index) from ConnectionError("connection reset")
             self.log(values, step=step, **kwargs)
 
@@ -225,8 +228,8 @@ def test_a_call_that_stored_its_points_when_the_process_died_is_not_repeated(tmp
     """SIGKILL inside the SDK call, after the backend wrote the points and before the call returned: the
     cursor file could not say so. The resumed run asks the backend's storage and delivers only the rest.
 
-    ``retry``: the call is the retry of the one record a batch failed on, after the batch stored the
-    records before it."""
+    ``retry``: the call is the retry that starts at the record a batch failed on (a connection error),
+    after the batch stored the records before it."""
     fail_at = "40" if call == "retry" else "-1"
     _killed_inside_the_backend(tmp_path, monkeypatch, 100, die_at=40, FILE_STORE_FAIL_BATCH_AT=fail_at)
     run = Dispatcher(log_with=["file-store", "jsonl"], logging_dir=tmp_path / "runs", resume=True)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+#: refused points listed one per line in the report's text; the rest are counted
+MAX_POINT_LINES = 20
+
 
 class BackendReport:
     """Counts for one backend, in records (one ``log``/media/config call each).
@@ -28,6 +31,9 @@ class BackendReport:
         self.last_error: str | None = None
         self.key_map: dict[str, str] = {}
         self.skipped_values: dict[str, str] = {}
+        #: One ``(key, step, reason)`` per point the backend refused (a value it says is invalid): each is a
+        #: point it does not have. A backend that is down refuses nothing: its records are owed (``spilled``).
+        self.refused_points: list[tuple[str, int | None, str]] = []
         #: record kinds skipped because a package they need is missing -> why (with the install hint)
         self.skipped_kinds: dict[str, str] = {}
         #: how many records of each such kind were skipped
@@ -125,8 +131,15 @@ class FinishReport:
                 lines.append(f"{backend.name}: last error: {backend.last_error}")
             for original, renamed in backend.key_map.items():
                 lines.append(f"{backend.name}: key {original!r} stored as {renamed!r}")
+            for key, step, reason in backend.refused_points[:MAX_POINT_LINES]:
+                lines.append(f"{backend.name}: skipped {key!r} at step {step}: {reason}")
+            if len(backend.refused_points) > MAX_POINT_LINES:
+                more = len(backend.refused_points) - MAX_POINT_LINES
+                lines.append(f"{backend.name}: ... and {more} more refused points (BackendReport.refused_points)")
+            refused = {key for key, _, _ in backend.refused_points}
             for key, reason in backend.skipped_values.items():
-                lines.append(f"{backend.name}: skipped {key!r}: {reason}")
+                if key not in refused:
+                    lines.append(f"{backend.name}: skipped {key!r}: {reason}")
             for kind, reason in backend.skipped_kinds.items():
                 lines.append(f"{backend.name}: {backend.skipped_records.get(kind, 0)} {reason}")
         for key, reason in self.rejected_values.items():

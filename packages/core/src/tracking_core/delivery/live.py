@@ -17,7 +17,7 @@ from ..errors import PartialDelivery
 from ..intake.record import KINDS, Record, call_kwargs, deliver
 from ..notices import logger, warn_once
 from .missing import KIND_NAMES, missing_reason
-from .recovery import LIVE, is_refusal
+from .recovery import is_refusal
 
 if TYPE_CHECKING:
     from .engine import Delivery
@@ -56,20 +56,13 @@ class Live:
         rest = records[done:]
         # Owed until each is stored, skipped or spilled: a finish timeout during the retries below spills them.
         self.delivery.in_flight = rest
-        if not is_refusal(error) and done and rest:
-            # The backend stored what came before in this very call: retry at once from the record it failed on.
-            self.delivery.outage.note_error(error, "log_batch")
-            self.retry_suspect(rest[0])
-            self.delivery.in_flight = rest[1:]
-            if len(rest) > 1 and self.delivery.mode == LIVE and not self.delivery.abandoned:
-                self.deliver_metrics(rest[1:])
-            self.delivery.in_flight = []
-            return
         if isinstance(error, ImportError):
             self.delivery.in_flight = []
             self.kind_unavailable("log", error, rest)
             return
         if not is_refusal(error):
+            # Down, whether or not the call stored the records before the one it failed on: the rest
+            # waits in the spill until the backend answers (a failed retry is no proof the record is bad).
             self.delivery.in_flight = []
             self.delivery.outage.failed(error, "log" if len(entries) == 1 else "log_batch", rest)
             return
@@ -88,31 +81,6 @@ class Live:
     def abandoned_meanwhile(self) -> bool:
         """Read after calls into the backend: ``abandon`` runs on another thread while one is in the SDK."""
         return self.delivery.abandoned
-
-    def retry_suspect(self, record: Record) -> None:
-        """One more try of a record the backend failed on right after storing the ones before it.
-
-        A second failure makes it a record the backend cannot take (skipped, with a warning and a
-        report entry) rather than an outage, so it cannot block everything behind it.
-        """
-        kwargs = call_kwargs(self.delivery.tracker, record)
-        self.delivery.positions.hand_over([record])
-        _, error = self.attempt(
-            self.delivery.tracker.log, self.delivery.values.prepare(record.payload), step=record.step, **kwargs
-        )
-        if self.delivery.abandoned:
-            self.delivery._stored_after_abandon([record] if error is None else [])
-            return
-        if error is None:
-            self.delivery._stored([record])
-            return
-        remainder, failure = self.store_isolating(record) if is_refusal(error) else (record, error)
-        if self.abandoned_meanwhile():
-            return
-        if failure is not None:
-            for key in remainder.payload:
-                self.refuse(key, failure)
-            self.delivery._stored([record])
 
     def store_isolating(self, record: Record) -> tuple[Record, BaseException | None]:
         """Store one metric record, skipping only the keys the backend refuses (found by halving).
@@ -138,7 +106,7 @@ class Live:
                 rest = [key for part in (group, *groups) for key in part]
                 return record._replace(payload={key: payload[key] for key in rest}), error
             if len(group) == 1:
-                self.refuse(group[0], error)
+                self.refuse(group[0], record, error)
             else:
                 half = len(group) // 2
                 groups[0:0] = [group[:half], group[half:]]
@@ -162,7 +130,7 @@ class Live:
         elif is_refusal(error):
             self.refusal_seen(error)
             what = record.payload[0] if record.kind == "table" else record.kind
-            self.refuse(str(what), error)
+            self.refuse(str(what), record, error)
             self.delivery._stored([record])  # nothing of it can be stored: retrying would fail the same way
         else:
             self.delivery.outage.failed(error, record.kind, [record])
@@ -183,10 +151,13 @@ class Live:
             return 0, error
         return 0, None
 
-    def refuse(self, key: str, error: BaseException) -> None:
+    def refuse(self, key: str, record: Record, error: BaseException) -> None:
+        """The backend refused ``key``'s value in ``record``: that one point is skipped, and said so once
+        per key (a warning) and once per point (``BackendReport.refused_points``)."""
         reason = f"refused by the backend ({type(error).__name__}: {error})"[:300]
         warn_once(self.delivery.name, key, f"{reason}; only this value is skipped", reason="refused")
         self.delivery.report.skipped_values[key] = reason
+        self.delivery.values.refused(key, record, reason)
 
     def kind_unavailable(self, kind: str, error: ImportError, records: list[Record]) -> None:
         """A package ``kind`` needs is missing: never retried (it cannot come back by itself), never a

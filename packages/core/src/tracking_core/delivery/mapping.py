@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..contract.tracker import GeneralTracker
+from ..intake.record import Record
 from ..intake.values import is_non_finite
 from ..notices import warn_once
 from ..report import BackendReport
@@ -24,6 +25,17 @@ class BackendValues:
         self._renames_keys = cls.sanitize_key is not GeneralTracker.sanitize_key
         self._filters_non_finite = not getattr(cls, "accepts_non_finite", True)
         self._key_map: dict[str, str] = {}
+        #: (seq, key) of each refused point reported: a record isolated again (after an outage, in a
+        #: replay of the spill) is not reported twice
+        self._refused: set[tuple[int | None, str]] = set()
+
+    def refused(self, key: str, record: Record, reason: str) -> None:
+        """One report entry per point the backend refused: several at one key are several losses."""
+        point = (record.seq, key)
+        if record.seq is not None and point in self._refused:
+            return
+        self._refused.add(point)
+        self._report.refused_points.append((key, record.step, reason))
 
     def prepare(self, values: dict[str, Any]) -> dict[str, Any]:
         """This backend's copy of a metric record."""

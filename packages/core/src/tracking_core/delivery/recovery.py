@@ -18,6 +18,7 @@ the finish report says of the backend (``BackendReport.state``) is a :data:`Stat
 
 from __future__ import annotations
 
+import re
 import time
 import traceback
 from collections.abc import Callable
@@ -38,6 +39,35 @@ MAX_CONSECUTIVE_FAILURES = 5
 #: Words in an SDK's error that blame the value, whatever the exception's type (MLflow wraps SQLite's
 #: "Python int too large to convert to SQLite INTEGER" in an INTERNAL_ERROR, for one).
 _VALUE_HINTS = ("too large to convert", "out of range", "overflow")
+
+#: Words in an error that say the backend, or what stands behind it, is down or overloaded, whatever the
+#: exception's type or error code: MLflow's server answers BAD_REQUEST for any SQLAlchemy error, its
+#: database being unreachable included, and wraps exhausted HTTP retries ("too many 503 error
+#: responses") in an MlflowException. Matched outside a quoted word, where an SDK names the key or value.
+_OUTAGE_HINTS = (
+    "connection",
+    "connect to",
+    "reconnect",
+    "unavailable",
+    "timed out",
+    "timeout",
+    "bad gateway",
+    "internal server error",
+    "error responses",
+    "max retries",
+    "too many requests",
+    "rate limit",
+    "operationalerror",
+    "interfaceerror",
+    "terminated abnormally",
+    "database is locked",
+    "try again",
+)
+_HTTP_5XX = re.compile(r"\b(?:http|status(?: code)?|error code)[ :=]*5\d\d\b")
+#: a quoted word (a key or a value an SDK names), not a quoted response body
+_QUOTED = re.compile(r"'[^'\s]*'|\"[^\"\s]*\"")
+#: error codes (MLflow's, gRPC's) of a server that could not take the request now, whatever it was
+_OUTAGE_CODES = ("UNAVAILABLE", "INTERNAL", "DEADLINE", "EXHAUSTED", "LIMIT_EXCEEDED", "ABORTED")
 
 
 class Mode(str, Enum):
@@ -101,16 +131,41 @@ class RetryPolicy(NamedTuple):
 
 
 def is_refusal(error: BaseException) -> bool:
-    """True when the backend answered but refused what it was given (not when it is down)."""
-    if isinstance(error, (OSError, MemoryError, RecursionError)):
+    """True when the backend answered and refused the value it was given; False when it is down.
+
+    Only a refusal costs a value (it is skipped); anything else is an outage, and the records wait in
+    the spill until the backend answers. So an error that says the backend, its server or the database
+    behind it is unreachable, overloaded or failing (a refused connection, a 5xx, a timeout) is never a
+    refusal, whatever its type or error code.
+    """
+    if isinstance(error, (OSError, MemoryError, RecursionError)) or _caused_by_outage(error):
         return False
     text = str(error).lower()
     if any(hint in text for hint in _VALUE_HINTS):
         return True
+    unquoted = _QUOTED.sub("", text)
+    if any(hint in unquoted for hint in _OUTAGE_HINTS) or _HTTP_5XX.search(unquoted):
+        return False
+    status = getattr(error, "status_code", None)
+    if isinstance(status, int) and (status >= 500 or status in (408, 429)):
+        return False
     code = getattr(error, "error_code", None)  # MLflow's MlflowException, among others
     if isinstance(code, str) and code:
+        if any(part in code for part in _OUTAGE_CODES):
+            return False
         return "INVALID" in code or "BAD_REQUEST" in code
     return isinstance(error, (ValueError, TypeError, ArithmeticError, UnicodeError, KeyError, IndexError))
+
+
+def _caused_by_outage(error: BaseException) -> bool:
+    """An SDK's error raised while it met a connection that failed or timed out (its cause or context)."""
+    seen = 0
+    link = error.__cause__ or error.__context__
+    while link is not None and seen < 8:
+        if isinstance(link, (ConnectionError, TimeoutError)):
+            return True
+        link, seen = link.__cause__ or link.__context__, seen + 1
+    return False
 
 
 class Outage:
