@@ -1,8 +1,11 @@
-"""Run context on the cell's backend: the system series and what reproduces the run, read back from its storage.
+"""Run context on the cell's backend: the system samples and what reproduces the run, where the backend keeps them.
 
-The run starts in a git checkout with an uncommitted change, samples every 50 ms, and the
-backend's own reader must then hold ``system/cpu.percent`` and ``system/memory.rss_gb`` (the
-documented names) and the commit the checkout is at, in the place docs/run-context.md names.
+The run starts in a git checkout with an uncommitted change. With the defaults, the backend holds only
+what the test logged, and the run folder keeps the samples and the context. When the run asks
+(``system_metrics=0.05, context=True``), the backend's reader finds the commit the checkout is at in
+the place docs/run-context.md names, every sample is reported stored on its own line, and the user's
+series are still exactly what was logged. Each backend's own tests read its samples back from the SDK's
+place for system metrics.
 """
 
 from __future__ import annotations
@@ -43,14 +46,6 @@ def checkout(tmp_path, monkeypatch):
 def manifest_context(run: Any) -> dict[str, Any]:
     context: dict[str, Any] = json.loads((Path(run.run_dir) / "run.json").read_text())["context"]
     return context
-
-
-def _jsonl(run: Any, tracker: Any) -> dict[str, str]:
-    from tracking_core.journal import read_journal
-
-    configs = [e["values"]["run_context"] for e in read_journal(tracker.journal_path) if e["type"] == "config"]
-    (context,) = [c for c in configs if isinstance(c, dict) and "git" in c]
-    return {"commit": context["git"]["commit"], "remote": context["git"]["remote_url"]}
 
 
 def _tensorboard(run: Any, tracker: Any) -> dict[str, str]:
@@ -154,7 +149,6 @@ def _dvclive(run: Any, tracker: Any) -> dict[str, str]:
 
 #: where each backend's reader finds the context (a backend without an override stores it as config)
 READERS = {
-    "jsonl": _jsonl,
     "tensorboard": _tensorboard,
     "mlflow": _mlflow,
     "aim": _aim,
@@ -167,7 +161,23 @@ READERS = {
 }
 
 
-def test_system_series_and_run_context_are_read_back(checkout, tmp_path):
+def test_with_the_defaults_the_backend_holds_only_what_was_logged(checkout, tmp_path):
+    run = tracking_core.init("context", log_with=[CELL], logging_dir=tmp_path / "logs", config={"lr": 0.1})
+    for step in range(3):
+        run.log({"loss": 1.0 / (step + 1)}, step=step)
+    report = run.finish(timeout=120)
+    assert report.ok, str(report)
+    backend = report.backends[CELL]
+    assert backend.delivered == 4 and (backend.samples, backend.context_delivered) == (0, None)
+    tracker = run.get_tracker(CELL)
+    series = tracker.read_back_metrics()
+    assert not [key for key in series if "system" in key], sorted(series)
+    assert sorted(series[tracker.sanitize_key("loss")]) == [0, 1, 2]
+    assert manifest_context(run)["git"]["dirty"] is True  # kept in the run folder
+    assert (Path(run.run_dir) / "system.jsonl").read_text()
+
+
+def test_asked_for_samples_and_run_context_reach_the_backends_own_place(checkout, tmp_path):
     run = tracking_core.init(
         "context", log_with=[CELL], logging_dir=tmp_path / "logs", system_metrics=0.05, context=True
     )
@@ -178,14 +188,16 @@ def test_system_series_and_run_context_are_read_back(checkout, tmp_path):
     assert report.ok, str(report)
     tracker = run.get_tracker(CELL)
     series = tracker.read_back_metrics()
-    for name in ("system/cpu.percent", "system/memory.rss_gb"):
-        key = tracker.sanitize_key(name)
-        assert series.get(key), f"{name} not stored (keys: {sorted(series)})"
-        assert all(0 <= step <= 4 for step in series[key])  # at the training step current when sampled
     assert sorted(series[tracker.sanitize_key("loss")]) == [0, 1, 2, 3, 4]
-    assert manifest_context(run)["git"]["dirty"] is True
-    if CELL not in READERS:
+    backend = report.backends[CELL]
+    assert backend.delivered == 5, str(report)  # the samples and the context are not the user's records
+    kept = (Path(run.run_dir) / "system.jsonl").read_text().splitlines()
+    if CELL == "jsonl":  # the journal is the user's records: it takes neither
+        assert (backend.samples, backend.context_delivered) == (0, None)
+        assert manifest_context(run)["git"]["dirty"] is True
         return
+    assert backend.samples == len(kept) >= 3 and backend.samples_missed == 0, str(report)
+    assert backend.context_delivered is True, str(report)
     stored = READERS[CELL](run, tracker)
     assert stored["commit"] == _git(checkout, "rev-parse", "HEAD")
     assert stored["remote"] == "https://example.com/org/proj.git"  # the credentials never left the machine

@@ -238,9 +238,8 @@ def test_runs_tells_finished_crashed_killed_and_running_runs_apart(tmp_path):
 def test_a_replayed_copy_keeps_the_original_start_time_and_counts_what_its_report_counts(tmp_path, monkeypatch):
     import time
 
-    # run context on, as outside the tests: the copy carries the original's, and adds none of the replay's
-    monkeypatch.setenv("TRACKING_SYSTEM_METRICS", "0.05")
-    monkeypatch.setenv("TRACKING_RUN_CONTEXT", "1")
+    # the run folder's own records as users get them (context captured, samples kept): the copy carries the
+    # original's, and adds none of the replay's
     run = tracking_core.init("alpha", logging_dir=tmp_path / "runs", config={"lr": 0.1})
     for step in range(3):
         run.log({"loss": 1.0 / (step + 1)}, step=step)
@@ -258,11 +257,14 @@ def test_a_replayed_copy_keeps_the_original_start_time_and_counts_what_its_repor
     )
     metrics = [[entry["values"] for entry in journal if entry["type"] == "metrics"] for journal in (original, replayed)]
     assert metrics[1] == metrics[0], "the replay added samples of its own"
-    contexts = [
-        [entry["values"]["run_context"]["captured"] for entry in journal if "run_context" in entry.get("values", {})]
-        for journal in (original, replayed)
-    ]
-    assert contexts[1] == contexts[0] != [], "the copy carries the original's run context, and only that"
+    assert not any(key.startswith("system/") for values in metrics[0] for key in values), "samples are not the user's"
+    assert not any("run_context" in entry.get("values", {}) for entry in original + replayed)
+    copy_dir = next(p for p in (tmp_path / "runs" / "alpha").iterdir() if p.is_dir() and p != Path(run.run_dir))
+    manifests = [json.loads((folder / "run.json").read_text()) for folder in (Path(run.run_dir), copy_dir)]
+    assert manifests[0]["context"] is not None and manifests[1]["context"] == manifests[0]["context"], (
+        "the copy carries the original's run context"
+    )
+    assert (copy_dir / "system.jsonl").read_text() == (Path(run.run_dir) / "system.jsonl").read_text() != ""
     listing = tracking("runs", cwd=tmp_path).stdout.splitlines()[2:]
     assert len(listing) == 2
     assert len({line.split()[2] + line.split()[3] for line in listing}) == 1, listing  # the same start time

@@ -51,7 +51,7 @@ def test_a_reused_figure_is_logged_as_it_was(stalled_memory, tmp_path):
         assert copy is not figure and list(copy.axes[0].lines[0].get_ydata()) == [epoch] * 3
     assert len({id(copy) for _, _, copy in delivered}) == 3
     assert plt.get_fignums() == figures_before == [], "copies were registered with pyplot"
-    journal_path = next(tmp_path.rglob("*.jsonl"))
+    journal_path = next(tmp_path.rglob("journal.jsonl"))
     journal = [json.loads(line) for line in journal_path.read_text().splitlines()]
     pngs = [(journal_path.parent / entry["path"]).read_bytes() for entry in journal if entry.get("type") == "figure"]
     assert len(pngs) == len(set(pngs)) == 3, "the journal did not draw each epoch's figure"

@@ -14,8 +14,9 @@ from types import SimpleNamespace
 
 import pytest
 from tracking_core import init
-from tracking_core.context import RUN_CONTEXT_KEY, context_parts, repro, system_metrics_interval
+from tracking_core.context import PARTS, context_parts, extras_of, repro, system_metrics_interval
 from tracking_core.context.sampler import SamplerThread
+from tracking_core.context.samples import read_samples
 from tracking_core.context.system import GB, HostSampler, NvmlSampler, SystemSampler, job_devices
 from tracking_core.journal import read_journal
 
@@ -190,17 +191,29 @@ def test_a_sampler_that_cannot_start_leaves_the_run_alone(caplog):
 
 def test_options_and_environment(monkeypatch):
     monkeypatch.delenv("TRACKING_SYSTEM_METRICS", raising=False)
-    assert system_metrics_interval(None) == 10.0
-    assert system_metrics_interval(False) is None
-    assert system_metrics_interval(2) == 2.0
+    monkeypatch.delenv("TRACKING_RUN_CONTEXT", raising=False)
+    default = extras_of(None, None)
+    # the default: both kept in the run folder, neither sent to a backend
+    assert default.interval == 10.0 and not default.samples_to_backends
+    assert default.parts == dict.fromkeys(PARTS, True) and not default.context_to_backends
+    assert extras_of(True, True) == (10.0, True, dict.fromkeys(PARTS, True), True)
+    assert extras_of(2, {"diff": False}) == (2.0, True, {**dict.fromkeys(PARTS, True), "diff": False}, True)
+    assert extras_of(False, False) == (None, False, None, False)
     monkeypatch.setenv("TRACKING_SYSTEM_METRICS", "0")
-    assert system_metrics_interval(None) is None
-    assert system_metrics_interval(True) == 10.0  # the code's option wins
+    monkeypatch.setenv("TRACKING_RUN_CONTEXT", "0")
+    assert extras_of(None, None) == (None, False, None, False)
+    assert extras_of(True, True).samples_to_backends  # the code's option wins
     monkeypatch.setenv("TRACKING_SYSTEM_METRICS", "30")
-    assert system_metrics_interval(None) == 30.0
+    monkeypatch.setenv("TRACKING_RUN_CONTEXT", "on")
+    assert extras_of(None, None) == (30.0, True, dict.fromkeys(PARTS, True), True)
+    monkeypatch.setenv("TRACKING_SYSTEM_METRICS", "1")
+    assert extras_of(None, None)[:2] == (10.0, True)
     for bad in ("x", -1, 0):
         with pytest.raises(ValueError):
             system_metrics_interval(bad)  # type: ignore[arg-type]
+    monkeypatch.setenv("TRACKING_SYSTEM_METRICS", "often")
+    with pytest.raises(ValueError, match="TRACKING_SYSTEM_METRICS"):
+        extras_of(None, None)
     assert context_parts({"diff": False})["diff"] is False  # type: ignore[index]
     assert context_parts(False) is None
     with pytest.raises(ValueError, match="unknown part"):
@@ -294,13 +307,12 @@ def test_init_does_not_wait_for_git(repo, tmp_path, monkeypatch, memory):
     _hanging_git(tmp_path / "bin", release)
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setattr(sys, "argv", [str(repo / "train.py")])
-    run = init("p", log_with=["memory"], logging_dir=tmp_path / "logs", system_metrics=False, context=True)
+    run = init("p", log_with=["memory"], logging_dir=tmp_path / "logs", system_metrics=False)
     assert not release.exists()  # init returned while git was still blocked
     run.log({"loss": 1.0})
     release.touch()
     run.finish()
-    tracker = memory.runs[-1]
-    context = tracker.config[RUN_CONTEXT_KEY]
+    context = json.loads((run.run_dir / "run.json").read_text())["context"]
     assert len(context["git"]["commit"]) == 40
     assert any("git status" in note for note in context["notes"])  # the stand-in failed
 
@@ -329,31 +341,28 @@ def test_command_line_and_launcher_variables_are_redacted_and_allow_listed(monke
 # -- where it ends up ----------------------------------------------------------------------------
 
 
-def test_samples_and_context_reach_backends_run_json_and_the_journal(tmp_path, memory, monkeypatch):
+def test_by_default_samples_and_context_stay_in_the_run_folder(tmp_path, memory, monkeypatch):
     monkeypatch.chdir(tmp_path)  # not a checkout: no git
-    run = init("p", log_with=["memory", "jsonl"], logging_dir=tmp_path, system_metrics=0.02, context={"packages": True})
-    time.sleep(0.1)
+    run = init("p", log_with=["memory", "jsonl"], logging_dir=tmp_path, config={"lr": 0.1})
     for step in range(3):
         run.log({"loss": float(step)})
-    run.finish()
+    report = run.finish()
     tracker = memory.runs[-1]
-    user = [step for step, values in tracker.metrics if "loss" in values]
-    assert user == [0, 1, 2]  # samples never move the step
-    samples = [(step, values) for step, values in tracker.metrics if "system/cpu.percent" in values]
-    assert samples and all(0 <= step <= 2 for step, _ in samples)
-    assert all("system/memory.rss_gb" in values for _, values in samples)
-    context = tracker.config[RUN_CONTEXT_KEY]
+    assert tracker.metrics == [(0, {"loss": 0.0}), (1, {"loss": 1.0}), (2, {"loss": 2.0})]
+    assert tracker.config == {"lr": 0.1}
+    assert report.backends["memory"].delivered == 4 and report.backends["jsonl"].delivered == 4
+    context = json.loads((run.run_dir / "run.json").read_text())["context"]
     assert context["platform"]["python"] and context["command"]["argv"]
-    packages = Path(context["packages"]).read_text()
-    assert "pytest==" in packages
-    manifest = json.loads((run.run_dir / "run.json").read_text())
-    assert manifest["context"] == context
+    assert "pytest==" in Path(context["packages"]).read_text()
+    (sample,) = read_samples(run.run_dir)  # a run shorter than the interval: the last sample at finish
+    assert sample["index"] == 0 and "system/memory.rss_gb" in sample["values"]
     entries = list(read_journal(run.run_dir / "journal.jsonl"))
-    assert any(e["type"] == "config" and e["values"] == {RUN_CONTEXT_KEY: context} for e in entries)
-    assert any(e["type"] == "metrics" and "system/memory.rss_gb" in e["values"] for e in entries)
+    assert [e["values"] for e in entries if e["type"] == "metrics"] == [{"loss": float(s)} for s in range(3)]
+    assert [e["values"] for e in entries if e["type"] == "config"] == [{"lr": 0.1}]
+    assert "system samples" not in str(report) and "run context" not in str(report)
 
 
-def test_a_backend_overriding_log_run_context_gets_it_there(tmp_path, monkeypatch):
+def test_a_backend_overriding_log_run_context_gets_it_when_the_run_asks(tmp_path, monkeypatch):
     from tracking_core.testing import MemoryTracker
 
     class Native(MemoryTracker):
@@ -364,10 +373,18 @@ def test_a_backend_overriding_log_run_context_gets_it_there(tmp_path, monkeypatc
             Native.contexts.append(context)
 
     monkeypatch.chdir(tmp_path)
-    run = init("p", log_with=[Native()], logging_dir=tmp_path, system_metrics=False, context=True)
+    run = init("p", log_with=[Native()], logging_dir=tmp_path, system_metrics=False)
     run.finish()
-    assert Native.contexts and Native.contexts[0]["format"] == "tracking-run-context"
-    assert MemoryTracker.runs[-1].config is None  # not as config too
+    assert Native.contexts == []  # not asked
+    run = init("p", log_with=[Native(), MemoryTracker()], logging_dir=tmp_path, system_metrics=False, context=True)
+    report = run.finish()
+    (context,) = Native.contexts
+    assert context["format"] == "tracking-run-context"
+    assert context == json.loads((run.run_dir / "run.json").read_text())["context"]
+    assert [tracker.config for tracker in MemoryTracker.runs[-2:]] == [None, None]  # never as config
+    assert report.backends["native"].context_delivered is True and report.backends["native"].delivered == 0
+    assert report.backends["memory"].context_delivered is None  # it does not declare it takes the context
+    assert "native: run context: stored" in str(report)
 
 
 def test_everything_off_starts_no_thread(tmp_path, memory):
@@ -403,10 +420,11 @@ def test_every_rank_samples_into_its_run_or_rank_0_for_the_job(tmp_path, mode):
         assert run_dirs[1] is None  # rank 1 runs no tracker, so it samples nothing
         run_dirs = run_dirs[:1]
     for rank, run_dir in enumerate(run_dirs):
-        entries = list(read_journal(Path(run_dir) / "journal.jsonl"))
-        assert any(e["type"] == "metrics" and "system/memory.rss_gb" in e["values"] for e in entries)
-        (context,) = [e["values"][RUN_CONTEXT_KEY] for e in entries if e["type"] == "config"]
+        assert read_samples(run_dir) and "system/memory.rss_gb" in read_samples(run_dir)[0]["values"]
+        context = json.loads((Path(run_dir) / "run.json").read_text())["context"]
         assert context["launcher"]["RANK"] == str(rank)
+        entries = list(read_journal(Path(run_dir) / "journal.jsonl"))
+        assert not any(key.startswith("system/") for e in entries if e["type"] == "metrics" for key in e["values"])
 
 
 def test_torch_memory_is_read_only_from_a_torch_the_script_imported(monkeypatch):
@@ -477,29 +495,3 @@ def test_the_package_list_read_from_folder_names_is_what_importlib_metadata_repo
         reported.setdefault(re.sub(r"[-_.]+", "-", name).lower(), distribution.version)
     assert installed_packages() == reported
     assert "pytest" in reported
-
-
-def test_a_replay_into_a_new_run_gives_the_context_to_the_backends_own_place(tmp_path, monkeypatch):
-    """A replay (and a spill) merges the run's config records into one: the context still reaches
-    ``log_run_context``, and only the rest of the config is stored as config."""
-    from tracking_core import register_tracker_class
-    from tracking_core.cli.replay import replay
-    from tracking_core.testing import MemoryTracker
-
-    class Native(MemoryTracker):
-        name = "native-context"
-        contexts: list[dict] = []
-
-        def log_run_context(self, context):
-            Native.contexts.append(context)
-
-    register_tracker_class(Native)
-    monkeypatch.chdir(tmp_path)
-    run = init("p", logging_dir=tmp_path, config={"lr": 0.1}, system_metrics=False, context=True)
-    run.log({"loss": 1.0}, step=0)
-    run.finish()
-    replayed = replay(run.run_dir, "native-context", logging_dir=tmp_path / "copy", progress=False, new_run=True)
-    assert replayed.ok, str(replayed)
-    (context,) = Native.contexts
-    assert context["format"] == "tracking-run-context" and context["command"]["argv"]
-    assert MemoryTracker.runs[-1].config == {"lr": 0.1}  # the context is not stored as config beside it

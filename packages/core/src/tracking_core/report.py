@@ -46,6 +46,12 @@ class BackendReport:
         #: Seconds the training loop's ``log()`` calls waited for room in this backend's queue (for a
         #: backend in the delivery process: in the queue to that process, which all its backends share).
         self.loop_waited_seconds = 0.0
+        #: The library's own side records (``init(system_metrics=True, context=True)``), never counted above:
+        #: system samples the backend stored and missed (a failure or an outage: they stay in system.jsonl),
+        #: and whether it took the run context (``None``: it was not sent).
+        self.samples = 0
+        self.samples_missed = 0
+        self.context_delivered: bool | None = None
 
     def __repr__(self) -> str:
         return (
@@ -142,7 +148,23 @@ class FinishReport:
                     lines.append(f"{backend.name}: skipped {key!r}: {reason}")
             for kind, reason in backend.skipped_kinds.items():
                 lines.append(f"{backend.name}: {backend.skipped_records.get(kind, 0)} {reason}")
+            lines.extend(f"{backend.name}: {line}" for line in _side_lines(backend))
         for key, reason in self.rejected_values.items():
             lines.append(f"all backends: skipped {key!r}: {reason}")
         lines.extend(self.notes)
         return "\n".join(lines)
+
+
+def _side_lines(backend: BackendReport) -> list[str]:
+    """The report's own lines for the library's side records: they are never among the user's counts."""
+    lines = []
+    if backend.samples or backend.samples_missed:
+        missed = f", {backend.samples_missed} missed (kept in system.jsonl)" if backend.samples_missed else ""
+        lines.append(f"system samples: {backend.samples} stored{missed}")
+    if backend.context_delivered is not None:
+        lines.append(
+            "run context: stored"
+            if backend.context_delivered
+            else "run context: not stored (the backend failed or was down; it is in run.json)"
+        )
+    return lines

@@ -10,6 +10,7 @@ replaying twice, or replaying after the backend recovered on its own, stores not
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import time
 from collections.abc import Iterable
@@ -17,6 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ..context.samples import SAMPLES_NAME
 from ..delivery.spill import numbered
 from ..delivery.worker import BackendWorker
 from ..intake.config import merge_config
@@ -193,6 +195,19 @@ def replay(
     return report
 
 
+def _carry_run_folder_records(source_dir: Path, manifest: RunManifest) -> None:
+    """A copy keeps what the original run recorded of its own: its context (run.json) and its samples."""
+    try:
+        context = RunManifest.load(source_dir).extra.get("context")
+    except (OSError, ValueError, KeyError, TypeError):
+        context = None
+    if context is not None:
+        manifest.extra["context"] = context
+    samples = source_dir / SAMPLES_NAME
+    if samples.is_file():
+        shutil.copyfile(samples, manifest.path.parent / SAMPLES_NAME)
+
+
 def _source_started(path: Path, header: dict[str, Any]) -> float | None:
     """When the journal's run began: its run.json, else the journal header's ``created``."""
     try:
@@ -223,6 +238,7 @@ def _replay_into_new_run(
         manifest = run._session.manifest
         manifest.extra["replay_of"] = str(header.get("run_id") or path)
         manifest.started = _source_started(path, header) or manifest.started  # the copy began when the original did
+        _carry_run_folder_records(path.parent, manifest)
         manifest.write()
     replay_into(run, path, progress=progress, already=0 if config is None else 1)
     return run.finish()

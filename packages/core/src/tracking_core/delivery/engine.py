@@ -35,10 +35,10 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from ..contract.tracker import GeneralTracker
+from ..contract.tracker import GeneralTracker, has_capability
 from ..errors import TrackingError
-from ..intake.record import CONTROL_KINDS, Record
-from ..notices import logger
+from ..intake.record import CONTROL_KINDS, SIDE_KINDS, Record
+from ..notices import logger, warn_once
 from ..report import BackendReport
 from ..store import rewind
 from ..store.cursor import CursorFile
@@ -282,10 +282,38 @@ class Delivery:
             record.payload.set()
         elif kind == "finish":
             self.finish()
+        elif kind in SIDE_KINDS:
+            self._deliver_side(record)
         else:
             if kind == "config":
                 self.spiller.remember_config(record)
             self._take(records)
+
+    def _deliver_side(self, record: Record) -> None:
+        """A sample or the run context: only to a tracker that declares it, only while it is live (they stay
+        in the run folder), counted on their own line of the report, never as the user's records."""
+        method = SIDE_KINDS[record.kind]
+        if not has_capability(self.tracker, method):
+            return
+        report = self.report
+        stored = False
+        if self.mode == LIVE:
+            try:
+                with self._in_backend():
+                    if record.kind == "system":
+                        self.tracker.log_system_metrics(record.payload, record.step or 0, record.timestamp or 0.0)
+                    else:
+                        self.tracker.log_run_context(record.payload)
+                stored = True
+            except Exception as error:
+                warn_once(self.name, method, f"{method} failed ({error!r}); the run folder keeps it", reason="side")
+        if record.kind == "system":
+            if stored:
+                report.samples += 1
+            else:
+                report.samples_missed += 1
+        else:
+            report.context_delivered = stored
 
     def _internal_error(self, error: Exception) -> None:
         """A defect in this library's own delivery code, not the backend's: the worker must survive it

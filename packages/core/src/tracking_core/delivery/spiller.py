@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from typing import Any, cast
 
 from ..intake.config import merge_config
-from ..intake.record import Record
+from ..intake.record import SIDE_KINDS, Record
 from ..notices import warn_once
 from ..report import BackendReport
 from .spill import SpillJournal
@@ -34,6 +34,12 @@ class Spiller:
 
     def append(self, record: Record, cursor: int) -> None:
         """Spill ``record`` unless the spill or the backend (its ``cursor``) holds it already."""
+        if record.kind in SIDE_KINDS:  # the run folder keeps samples and the context: counted, not spilled
+            if record.kind == "system":
+                self.report.samples_missed += 1
+            else:
+                self.report.context_delivered = False
+            return
         with self.lock:
             if self.journal.holds(record) or (record.seq is not None and record.seq <= cursor):
                 return  # already waiting in the spill, or already held by the backend

@@ -38,6 +38,9 @@ new_record = tuple.__new__
 RecordTuple = tuple[str, Any, "int | None", dict[str, Any], "float | None", "int | None"]
 
 CONTROL_KINDS = frozenset(("flush", "finish"))
+#: The library's own side records -> the tracker method that declares it takes them. They carry no ``seq``:
+#: never spilled, replayed or counted among the user's records (the run folder keeps them).
+SIDE_KINDS = {"system": "log_system_metrics", "context": "log_run_context"}
 
 
 class Kind(NamedTuple):
@@ -76,29 +79,16 @@ def call_kwargs(tracker: GeneralTracker, record: Record) -> dict[str, Any]:
     return {**kwargs, **extra} if extra else kwargs
 
 
-def _own_run_context_hook(tracker: GeneralTracker) -> bool:
-    """The backend puts the run context in its own place; else it is stored as config, like any other."""
-    return type(tracker).log_run_context is not GeneralTracker.log_run_context
-
-
 def deliver(tracker: GeneralTracker, record: Record, values: dict[str, Any] | None = None) -> None:
     """Hand one record to a tracker through the contract's methods."""
     kind, payload, step = record.kind, record.payload, record.step
     if kind == "log":
         tracker.log(payload if values is None else values, step=step, **call_kwargs(tracker, record))
     elif kind == "config":
-        from ..context import split_run_context  # loaded once; config records are few
-
-        # the captured context goes to the backend's own place, also when a spill or a replay merged it
-        # with the rest of the config into one record (context/__init__.py)
-        context, payload = split_run_context(payload) if _own_run_context_hook(tracker) else (None, payload)
-        if payload or context is None:
-            if record.seq is not None and getattr(tracker, "wants_record_ids", False):
-                tracker.store_init_configuration(payload, seq=record.seq)  # type: ignore[call-arg]
-            else:
-                tracker.store_init_configuration(payload)
-        if context is not None:
-            tracker.log_run_context(context)
+        if record.seq is not None and getattr(tracker, "wants_record_ids", False):
+            tracker.store_init_configuration(payload, seq=record.seq)  # type: ignore[call-arg]
+        else:
+            tracker.store_init_configuration(payload)
     elif kind == "images":
         tracker.log_images(payload, step=step, **call_kwargs(tracker, record))
     elif kind == "table":

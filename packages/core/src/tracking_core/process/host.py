@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..contract.selection import construct_tracker
-from ..contract.tracker import GeneralTracker, RunContext
+from ..contract.tracker import GeneralTracker, RunContext, has_capability
 from ..delivery.build import DeliveryOptions, DeliveryPlan, RunPlace, build_delivery
 from ..delivery.engine import Delivery
 from ..delivery.recovery import RetryPolicy
@@ -100,6 +100,7 @@ class Host:
             group=context.group,
             rewind=RewindPoint.from_json(context.rewind),
             superseded=points_of(context.superseded),
+            system_metrics=context.system_metrics and has_capability(tracker, "log_system_metrics"),
         )
         name = tracker.name
         options = self.setup.options

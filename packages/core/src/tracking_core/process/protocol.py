@@ -56,6 +56,8 @@ class RunSetup(NamedTuple):
     #: ``RewindPoint.to_json()`` of the rewind to apply, and of every earlier one (store/rewind.py)
     rewind: dict[str, Any] | None
     superseded: list[dict[str, Any]]
+    #: the run asked for system samples at the backends (``RunContext.system_metrics`` of those that take them)
+    system_metrics: bool = False
 
 
 class DeliveryOptionsSetup(NamedTuple):

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from ..context import RunContextCapture, context_parts, system_metrics_interval
+from ..context import RunContextCapture, extras_of
 from ..contract.distributed import get_rank, get_world_size
 from ..contract.noop import NoOpTracker
 from ..contract.selection import DEFAULT_LOGGING_DIR, TrackerSpec, resolve_specs
@@ -73,12 +73,14 @@ class Dispatcher:
     instances, or defined in the script itself, stay in threads here. If the delivery process dies,
     its backends carry on in threads here from the last record each one holds.
 
-    ``system_metrics`` (``True``: a sample every 10 s, the default; a number of seconds; ``False``; or
-    ``TRACKING_SYSTEM_METRICS`` when the code passes nothing) samples CPU, memory, disk, network and
-    the job's GPUs from a thread of its own into ``system/...`` metrics; ``context`` (``True``,
-    ``False``, ``TRACKING_RUN_CONTEXT``, or ``{part: bool}``) captures what reproduces the run (git
-    state, command, platform, packages, launcher variables) once, off the training thread, into
-    ``run.json`` and every backend. See docs/run-context.md.
+    What the run records of its own stays in its folder unless asked for: a sample of CPU, memory, disk,
+    network and the job's GPUs every 10 s in ``system.jsonl``, and what reproduces the run (git state,
+    command, platform, packages, launcher variables, captured once off the training thread) in
+    ``run.json``. ``system_metrics=True`` (or a number of seconds) also sends the samples to every
+    backend that takes them, on their own axis, in place of the SDK's own monitor; ``context=True`` (or
+    ``{part: bool}``) sends the context to the backends' native places. ``False`` takes none at all.
+    Where the code passes nothing, ``TRACKING_SYSTEM_METRICS`` / ``TRACKING_RUN_CONTEXT`` decide
+    (``1`` asks, ``0`` takes none). See docs/run-context.md.
 
     Under a launcher (torchrun, accelerate, SLURM, MPI) only global rank 0 runs trackers: one run
     per job. ``per_rank=True`` gives every rank its own run instead, grouped under the job's run
@@ -121,7 +123,7 @@ class Dispatcher:
         self.options = options
         self.resume = options.resume
         # docs/run-context.md: checked here, started with the run (context/__init__.py)
-        self._context_options = (system_metrics_interval(system_metrics), context_parts(context))
+        self._context_options = extras_of(system_metrics, context)
         self._context_capture: RunContextCapture | None = None
         #: the step the run carries on at (a checkpoint's global step); earlier points from it on are superseded
         self.resume_step = None if resume_step is None else checked_step(resume_step)

@@ -73,6 +73,7 @@ def start_delivery_process(run: Dispatcher, trackers: list[GeneralTracker], cont
             resumed=run.resumed,
             rewind=context.rewind.to_json() if context.rewind else None,
             superseded=[point.to_json() for point in context.superseded],
+            system_metrics=run._context_options.samples_to_backends,
         ),
         options=DeliveryOptionsSetup(
             on_error=run.on_error,

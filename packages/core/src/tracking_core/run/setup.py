@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, cast
 from ..context import RunContextCapture
 from ..contract.noop import NoOpTracker
 from ..contract.selection import DEFAULT_LOGGING_DIR, construct_tracker
-from ..contract.tracker import GeneralTracker, RunContext
+from ..contract.tracker import GeneralTracker, RunContext, has_capability
 from ..delivery.build import DeliveryPlan, RunPlace, build_delivery
 from ..delivery.engine import Delivery
 from ..delivery.resume import not_resumed_note, resume_state_of
@@ -90,7 +90,10 @@ def init_trackers(
             if isinstance(spec, GeneralTracker)
             else construct_tracker(spec, run.project_name, run.logging_dir, init_kwargs.get(name))
         )
-        tracker.run_context = context._replace(resume=session.resume_state(name)) if run.resumed else context
+        tracker.run_context = context._replace(
+            resume=session.resume_state(name) if run.resumed else None,
+            system_metrics=run._context_options.samples_to_backends and has_capability(tracker, "log_system_metrics"),
+        )
         path = process_mode.remote_path(run, spec, init_kwargs.get(name))
         if path is not None:
             run._remote[name] = (path, init_kwargs.get(name))
