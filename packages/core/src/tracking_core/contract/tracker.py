@@ -19,9 +19,6 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 #: The optional methods a backend may override; a tracker "has" a capability when it overrides it.
 CAPABILITIES = ("log_images", "log_table", "log_figure", "log_artifact", "log_artifacts")
-#: What the library adds of its own, delivered only when the run asks and only to a tracker that overrides the
-#: method: the captured run context and the system sampler's samples (docs/run-context.md).
-RUN_EXTRAS = ("log_run_context", "log_system_metrics")
 
 
 def on_main_process(function: F) -> F:
