@@ -56,7 +56,7 @@ def _show(args: argparse.Namespace) -> int:
     from .show import PlotSkipped, show
 
     try:
-        print(show(args.journals, plot=args.plot, rows=args.rows))
+        print(show(args.journals, plot=args.plot, rows=args.rows, system=args.system))
     except PlotSkipped as skipped:  # the summary was printed; the plot asked for is not there
         print(skipped.summary)
         print(f"tracking show: error: {skipped}", file=sys.stderr)
@@ -128,14 +128,20 @@ def build_parser() -> argparse.ArgumentParser:
     show = commands.add_parser(
         "show",
         help="what one or more runs logged: metrics, tables, images (and a plot)",
-        description="Summarise one or more journals: every metric (points, steps, last, min, max), the first "
-        "rows of each table, the files of each image and figure. With --plot, one PNG overlays the runs' "
-        "metrics and shows the last image of each key (needs matplotlib).",
+        description="Summarise one or more journals: every metric logged (points, steps, last, min, max), the "
+        "first rows of each table, the files of each image and figure. With --plot, one PNG overlays the runs' "
+        "metrics and shows the last image of each key (needs matplotlib). The system samples (system/*) are "
+        "only counted unless --system.",
     )
     show.add_argument("journals", nargs="+", metavar="RUN", help="a run folder or a journal file (several: compared)")
     show.add_argument("--plot", default=None, metavar="PNG", help="also write a plot to this PNG file")
     show.add_argument(
         "--rows", type=_count, default=5, metavar="N", help="table rows to preview per table (default: 5; 0: none)"
+    )
+    show.add_argument(
+        "--system",
+        action="store_true",
+        help="also the runs' system samples: a table each and, with --plot, panels against time since the start",
     )
     show.set_defaults(handler=_show)
 

@@ -1,8 +1,13 @@
 """``tracking show``: what one or more journals hold, as text (and a plot when matplotlib is installed).
 
-Per run: the header, a table of every metric (points, steps, last, min, max), the first rows of each
-logged table and the files of each logged image and figure. With ``plot=``, one PNG overlays the runs:
-one panel per metric with a line per run, then a grid with the last image of each key of each run.
+Per run: the header, a table of every metric the user logged (points, steps, last, min, max), the first
+rows of each logged table and the files of each logged image and figure. With ``plot=``, one PNG
+overlays the runs: one panel per metric with a line per run, then a grid with the last image of each
+key of each run.
+
+The run's system samples (``system/*``, :mod:`.samples`) are only counted unless ``system=True``: then
+they get a table of their own and, in the plot, panels of their own against the seconds since each
+run started, never the user's steps.
 """
 
 from __future__ import annotations
@@ -15,10 +20,12 @@ from typing import Any
 
 from ..store.journal import JournalSummary, read_journal
 from ..store.rewind import current_entries
+from .samples import RunSamples, count_file_samples, is_system, load_samples, run_started
 from .tabular import format_table
 
 #: Most metric panels and image thumbnails one plot holds; the text output lists everything.
 MAX_PANELS = 24
+MAX_SYSTEM_PANELS = 12
 MAX_THUMBNAILS = 16
 
 
@@ -59,7 +66,7 @@ def _label(summary: JournalSummary) -> str:
 
 def _metrics_table(summary: JournalSummary) -> list[str]:
     rows: list[tuple[str, ...]] = [("key", "points", "steps", "last", "min", "max")]
-    for key in sorted(summary.metrics):
+    for key in sorted(key for key in summary.metrics if not is_system(key)):
         points = summary.metrics[key]
         numbers = [v for _, v in points if isinstance(v, (int, float)) and not isinstance(v, bool)]
         finite = [v for v in numbers if math.isfinite(v)]
@@ -108,7 +115,42 @@ def _display_path(path: Path) -> str:
         return str(path)
 
 
-def describe(summary: JournalSummary, media: RunMedia, rows: int = 5) -> str:
+def samples_of(summary: JournalSummary) -> RunSamples:
+    """The run's system samples: its ``system.jsonl``, then the ``system/*`` values its journal holds."""
+    journaled = []
+    for record in read_journal(summary.path):
+        if record["type"] == "metrics":
+            sampled = {key: value for key, value in (record.get("values") or {}).items() if is_system(key)}
+            if sampled:
+                journaled.append((record.get("time"), sampled))
+    return load_samples(summary.path.parent, journaled, run_started(summary.path.parent))
+
+
+def _sample_count(summary: JournalSummary) -> int:
+    """How many samples the run has, read cheaply (the line printed when they are not shown)."""
+    journaled = max((len(points) for key, points in summary.metrics.items() if is_system(key)), default=0)
+    return count_file_samples(summary.path.parent) + journaled
+
+
+def _samples_table(samples: RunSamples) -> list[str]:
+    if not samples.count:
+        return ["", "system samples: none"]
+    times = {moment for points in samples.series.values() for _, moment, _ in points if moment is not None}
+    span = f" over {max(times) - min(times):.0f} s" if len(times) > 1 else ""
+    rows: list[tuple[str, ...]] = [("system sample", "samples", "last", "min", "mean", "max")]
+    for key in sorted(samples.series):
+        stats = samples.stats(key)
+        if stats is not None:
+            rows.append(
+                (key, str(stats["samples"]), _fmt(stats["last"]), _fmt(stats["min"]) if stats["min"] is not None
+                 else "-", _fmt(stats["mean"]) if stats["mean"] is not None else "-",
+                 _fmt(stats["max"]) if stats["max"] is not None else "-")
+            )  # fmt: skip
+    return ["", f"system samples ({samples.count}{span}; taken on a clock, not at steps)", format_table(rows)]
+
+
+def describe(summary: JournalSummary, media: RunMedia, rows: int = 5, samples: RunSamples | None = None) -> str:
+    """The text of one run; ``samples`` (when the system samples were asked for) adds their table."""
     header = summary.header
     lines = [
         f"journal  {summary.path}",
@@ -123,7 +165,15 @@ def describe(summary: JournalSummary, media: RunMedia, rows: int = 5) -> str:
         )
     if summary.config:
         lines.append(f"config   {len(summary.config)} top-level keys: {', '.join(sorted(summary.config)[:8])}")
+    if samples is None:
+        count = _sample_count(summary)
+        if count:
+            lines.append(
+                f"system   {count} sample{'s' if count > 1 else ''}, not shown (tracking show --system lists them)"
+            )
     lines += _metrics_table(summary)
+    if samples is not None:
+        lines += _samples_table(samples)
     lines += _table_previews(media, rows)
     lines += _file_list("images", media.images)
     lines += _file_list("figures", media.figures)
@@ -142,19 +192,25 @@ def show(
     journals: str | os.PathLike[str] | list[str | os.PathLike[str]],
     plot: str | os.PathLike[str] | None = None,
     rows: int = 5,
+    system: bool = False,
 ) -> str:
     """The text ``tracking show`` prints for one journal (or run folder) or several; ``plot`` also writes a PNG.
 
+    ``system`` adds the runs' system samples (a table each, and panels of their own in the plot).
     Raises :class:`PlotSkipped` (with the text) when ``plot`` was asked for and could not be drawn, so a
     script never takes a missing PNG for a written one.
     """
     paths = [journals] if isinstance(journals, (str, os.PathLike)) else list(journals)
     runs = [JournalSummary(path) for path in paths]
     medias = [read_media(summary) for summary in runs]
-    parts = [describe(summary, media, rows) for summary, media in zip(runs, medias)]
+    samples = [samples_of(summary) for summary in runs] if system else None
+    parts = [
+        describe(summary, media, rows, samples[index] if samples else None)
+        for index, (summary, media) in enumerate(zip(runs, medias))
+    ]
     text = ("\n\n" + "=" * 80 + "\n\n").join(parts)
     if plot:
-        text += "\n\n" + _plot(runs, medias, Path(plot), text)
+        text += "\n\n" + _plot(runs, medias, Path(plot), text, samples)
     return text
 
 
@@ -162,11 +218,18 @@ def _numeric(summary: JournalSummary) -> dict[str, list[tuple[int, float]]]:
     series = {
         key: [(s, v) for s, v in points if isinstance(v, (int, float)) and not isinstance(v, bool) and s is not None]
         for key, points in summary.metrics.items()
+        if not is_system(key)
     }
     return {key: points for key, points in series.items() if points}
 
 
-def _plot(runs: list[JournalSummary], medias: list[RunMedia], path: Path, text: str) -> str:
+def _plot(
+    runs: list[JournalSummary],
+    medias: list[RunMedia],
+    path: Path,
+    text: str,
+    samples: list[RunSamples] | None = None,
+) -> str:
     try:
         import matplotlib
 
@@ -178,21 +241,26 @@ def _plot(runs: list[JournalSummary], medias: list[RunMedia], path: Path, text: 
         raise PlotSkipped(reason, text) from None
     series = [_numeric(summary) for summary in runs]
     keys = sorted(set().union(*series))
+    sampled = sorted({key for run in samples or [] for key in run.series})
     thumbnails = [
         (f"{summary.header.get('run_id')}\n{key}" if len(runs) > 1 else key, step, file)
         for summary, media in zip(runs, medias)
         for key, step, file in _last_per_key(media.images)
         if file.suffix.lower() == ".png" and file.is_file()
     ][:MAX_THUMBNAILS]
-    if not keys and not thumbnails:
+    if not keys and not thumbnails and not sampled:
         raise PlotSkipped(f"no plot written to {path}: the run has no numeric metrics and no images", text)
     panels = keys[:MAX_PANELS]
-    columns = 2 if len(panels) > 1 else 1
+    system_panels = sampled[:MAX_SYSTEM_PANELS]
+    columns = 2 if len(panels) + len(system_panels) > 1 else 1
     metric_rows = math.ceil(len(panels) / columns)
+    system_rows = math.ceil(len(system_panels) / columns)
+    heading = 1 if system_panels else 0  # a thin row that says the panels below are on another axis
     thumb_columns = 4
     thumb_rows = math.ceil(len(thumbnails) / thumb_columns)
-    figure = plt.figure(figsize=(11, 2.6 * metric_rows + 2.4 * thumb_rows))
-    grid = figure.add_gridspec(metric_rows + thumb_rows, columns * thumb_columns)
+    ratios = [2.6] * metric_rows + [0.35] * heading + [2.6] * system_rows + [2.4] * thumb_rows
+    figure = plt.figure(figsize=(11, sum(ratios)))
+    grid = figure.add_gridspec(len(ratios), columns * thumb_columns, height_ratios=ratios)
     span = thumb_columns
     for index, key in enumerate(panels):
         axis = figure.add_subplot(grid[index // columns, (index % columns) * span : (index % columns + 1) * span])
@@ -200,12 +268,36 @@ def _plot(runs: list[JournalSummary], medias: list[RunMedia], path: Path, text: 
             if key in points:
                 axis.plot([s for s, _ in points[key]], [v for _, v in points[key]], label=_label(summary))
         axis.set_title(key, fontsize=9)
+        axis.set_xlabel("step", fontsize=7)
         axis.grid(alpha=0.3)
         if len(runs) > 1 and index == 0:
             axis.legend(fontsize=7)
+    if system_panels and samples is not None:
+        axes = {run.axis() for run in samples if run.count}
+        x_label = axes.pop() if len(axes) == 1 else "sample"
+        title = figure.add_subplot(grid[metric_rows, :])
+        title.axis("off")
+        title.text(0, 0.5, f"system samples (against {x_label}, not steps)", fontsize=10, weight="bold", va="center")
+        for index, key in enumerate(system_panels):
+            row, column = metric_rows + heading + index // columns, (index % columns) * span
+            axis = figure.add_subplot(grid[row, column : column + span])
+            for summary, run in zip(runs, samples):
+                drawn = run.points(key) if x_label != "sample" else [
+                    (float(i), v) for i, _, v in run.series.get(key, [])
+                ]  # fmt: skip
+                if drawn:
+                    axis.plot([x for x, _ in drawn], [v for _, v in drawn], marker="." if len(drawn) < 30 else None,
+                              label=_label(summary))  # fmt: skip
+            axis.set_title(key, fontsize=9)
+            axis.set_xlabel(x_label, fontsize=7)
+            axis.set_facecolor("#f6f6f6")
+            axis.grid(alpha=0.3)
+            if len(runs) > 1 and index == 0:
+                axis.legend(fontsize=7)
     cell = columns  # grid columns per thumbnail: four thumbnails a row
+    first_thumb_row = metric_rows + heading + system_rows
     for index, (label, step, file) in enumerate(thumbnails):
-        row, column = metric_rows + index // thumb_columns, (index % thumb_columns) * cell
+        row, column = first_thumb_row + index // thumb_columns, (index % thumb_columns) * cell
         axis = figure.add_subplot(grid[row, column : column + cell])
         axis.imshow(matplotlib.image.imread(file))
         axis.set_title(f"{label} @ step {step}", fontsize=7)
@@ -215,7 +307,10 @@ def _plot(runs: list[JournalSummary], medias: list[RunMedia], path: Path, text: 
     figure.savefig(path)
     plt.close(figure)
     omitted = len(keys) - len(panels)
-    return f"plot written to {path}" + (f" ({omitted} more metrics not plotted)" if omitted else "")
+    left_out = len(sampled) - len(system_panels)
+    notes = [f"{omitted} more metrics not plotted"] if omitted else []
+    notes += [f"{left_out} more system samples not plotted"] if left_out else []
+    return f"plot written to {path}" + (f" ({'; '.join(notes)})" if notes else "")
 
 
 def _last_per_key(images: list[tuple[str, Any, Path]]) -> list[tuple[str, Any, Path]]:

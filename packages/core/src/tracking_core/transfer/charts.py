@@ -50,8 +50,11 @@ def line_chart(
 ) -> str:
     """One ``<svg>`` with a line per ``(label, [(x, y), ...])``, axes with ticks and a legend."""
     left, right, top, bottom = 64, 16, 28, 58
-    height += max(0, math.ceil(len(lines) / 3) - 1) * 14  # legend rows past the first
-    bottom += max(0, math.ceil(len(lines) / 3) - 1) * 14
+    # legend entries per row: up to three, fewer when the labels are too long to sit side by side
+    longest = max((len(label) for label, _ in lines), default=0)
+    per_row = max(1, min(3, (width - left - right) // (28 + math.ceil(longest * 6.5))))
+    height += max(0, math.ceil(len(lines) / per_row) - 1) * 14  # legend rows past the first
+    bottom += max(0, math.ceil(len(lines) / per_row) - 1) * 14
     plot_w, plot_h = width - left - right, height - top - bottom
     finite = [(x, y) for _, pts in lines for x, y in pts if math.isfinite(x) and math.isfinite(y)]
     parts = [
@@ -99,8 +102,8 @@ def line_chart(
         elif shown:
             path = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in shown)
             parts.append(f'<polyline fill="none" stroke="{color}" stroke-width="1.6" points="{path}"/>')
-        lx = left + (index % 3) * (plot_w // 3)
-        ly = top + plot_h + 44 + (index // 3) * 14
+        lx = left + (index % per_row) * (plot_w // per_row)
+        ly = top + plot_h + 44 + (index // per_row) * 14
         parts.append(f'<rect x="{lx}" y="{ly - 8}" width="12" height="3" fill="{color}"/>')
         parts.append(f'<text x="{lx + 16}" y="{ly - 4}">{escape(label)}</text>')
     parts.append("</svg>")

@@ -49,7 +49,7 @@ def _export(args: argparse.Namespace) -> int:
     output = args.output
     if args.format == "parquet" and output is None:
         output = f"{journal.parent.name}.parquet"
-    text = export_run(journal, args.format, output)
+    text = export_run(journal, args.format, output, system=args.system)
     if text:
         sys.stdout.write(text)
     else:
@@ -62,7 +62,7 @@ def _compare(args: argparse.Namespace) -> int:
 
     from .compare import compare_runs
 
-    comparison = compare_runs(args.runs, keys=args.keys, logging_dir=args.logging_dir)
+    comparison = compare_runs(args.runs, keys=args.keys, logging_dir=args.logging_dir, system=args.system)
     if args.json:
         print(json.dumps(comparison.to_json(), indent=1, default=str))
     elif args.html:
@@ -97,20 +97,27 @@ def add_commands(commands: Any) -> None:
         "export",
         help="one run's points as CSV, JSON or Parquet",
         description="Write one run's points, one row per step and key, with its config and context alongside. "
-        "CSV and JSON go to stdout unless --output; Parquet needs pyarrow and a file.",
+        "CSV and JSON go to stdout unless --output; Parquet needs pyarrow and a file. The system samples "
+        "(system/*) are left out unless --system.",
     )
     export.add_argument("run", help="a run folder, a journal, a run id or project/run")
     export.add_argument("--format", choices=("csv", "json", "parquet"), default="csv")
     export.add_argument("--output", "-o", default=None, metavar="FILE", help="write here instead of stdout")
     export.add_argument("--logging-dir", default="runs", metavar="DIR", help="where run ids are looked up")
+    export.add_argument(
+        "--system",
+        action="store_true",
+        help="also the run's system samples: rows with a sample index (column 'sample') and no step",
+    )
     export.set_defaults(handler=_export)
 
     compare = commands.add_parser(
         "compare",
-        help="several runs side by side: last/best/min per series, config differences",
-        description="Compare runs: for each chosen series each run's last, best and min value, and the config "
-        "keys whose values differ. --json for scripts; --html writes one self-contained page with the curves "
-        "overlaid (no network needed to view it).",
+        help="several runs side by side: last/min/max (and best) per series, config differences",
+        description="Compare runs: for each chosen series each run's last, min and max value (and the best, "
+        "where the series' name says which way is better: a loss, an accuracy, ...), and the config keys whose "
+        "values differ. --json for scripts; --html writes one self-contained page with the curves overlaid (no "
+        "network needed to view it). The system samples (system/*) are left out unless --system.",
     )
     compare.add_argument("runs", nargs="+", metavar="RUN", help="run folders, journals, run ids or project/run")
     compare.add_argument("--keys", nargs="+", default=None, metavar="KEY", help="series names or patterns (val/*)")
@@ -118,4 +125,9 @@ def add_commands(commands: Any) -> None:
     output.add_argument("--json", action="store_true", help="print JSON")
     output.add_argument("--html", default=None, metavar="FILE", help="write an HTML page")
     compare.add_argument("--logging-dir", default="runs", metavar="DIR", help="where run ids are looked up")
+    compare.add_argument(
+        "--system",
+        action="store_true",
+        help="also the runs' system samples, in a section of their own against time since each run started",
+    )
     compare.set_defaults(handler=_compare)
