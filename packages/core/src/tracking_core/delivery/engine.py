@@ -152,6 +152,8 @@ class Delivery:
         )
         self._dirty = False
         self._last_flush = time.monotonic()
+        #: when the worker last looked at its queue (took records, or found none): ``seconds_busy`` counts from it
+        self._at_queue = time.monotonic()
         self._reader: SpillReader | None = None
         #: what the backend missed before this process (resume, replay, take-over), delivered first
         self.catch_up = CatchUp(backlog_paths, backlog_records, backlog_before, handed)
@@ -242,6 +244,18 @@ class Delivery:
     def seconds_in_sdk(self) -> float:
         """How long the backend's thread has been inside its current SDK call; 0 outside one."""
         return self._handover.seconds_in_sdk()
+
+    def at_queue(self) -> None:
+        """The worker looks at its queue: whatever it did since, it is ready to take records."""
+        self._at_queue = time.monotonic()
+
+    def seconds_busy(self) -> float:
+        """How long since the worker last looked at its queue: what a full queue has waited for.
+
+        One SDK call that hangs, or calls that each take seconds and fail (an SDK's own HTTP retries: the
+        batch, the flush after it, the spill's retry), count alike: the loop waits for all of them.
+        """
+        return time.monotonic() - self._at_queue
 
     def spill_over(self, pending: list[Record], stuck: bool = True) -> list[Record]:
         """The backend sat in one SDK call while its queue filled up, or ``on_full="spill"``: see ``Outage.spill_over``."""

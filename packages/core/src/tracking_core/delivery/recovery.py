@@ -226,16 +226,16 @@ class Outage:
                 "through its spill journal, in order"
             )
             return
-        seconds = self.delivery.seconds_in_sdk()
+        seconds = self.delivery.seconds_busy()
         logger.warning(
-            "backend %r has been inside one call into its SDK for %.1f s and its queue is full: its records "
-            "go to its spill journal until the call returns, then to the backend, in order",
+            "backend %r has been in calls into its SDK for %.1f s without taking records and its queue is "
+            "full: its records go to its spill journal until the call returns, then to the backend, in order",
             self.delivery.name,
             seconds,
         )
         self.delivery.report.notes.append(
-            f"a call into its SDK did not return for {seconds:.1f} s: the records logged meanwhile went to "
-            "its spill journal instead of making log() wait for the call"
+            f"its calls into its SDK kept it from its queue for {seconds:.1f} s (the last one did not return "
+            "by then): the records logged meanwhile went to its spill journal instead of making log() wait"
         )
 
     def failed(self, error: BaseException, what: str, records: list[Record]) -> None:

@@ -32,8 +32,8 @@ ABANDON_WAIT_SECONDS = 5.0
 START_WAIT_SECONDS = 120.0
 #: how long ``log()`` waits for room in a full queue before it says which backend it is waiting for
 ROOM_WARNING_SECONDS = 30.0
-#: a backend inside one SDK call this long, with its queue full, has its records spilled instead of
-#: making ``log()`` wait for the call (``Delivery.spill_over``)
+#: a backend whose worker has been away from its queue this long, inside an SDK call (one, or several in a
+#: row), with its queue full, has its records spilled instead of making ``log()`` wait (``Delivery.spill_over``)
 SPILL_OVER_SECONDS = 5.0
 
 
@@ -222,8 +222,10 @@ class BackendWorker(ManagedMixin):
                 self.report.dropped += 1
                 warn_once(self.name, "*", "queue full: records are being dropped (on_full='drop')", reason="queue-full")
                 return
-            # Room comes when the worker takes records; while it sits in an SDK call (at once with
-            # on_full="spill", after SPILL_OVER_SECONDS otherwise) the queue goes to the spill instead.
+            # Room comes when the worker takes records; while it sits in SDK calls (at once with
+            # on_full="spill", once it has not looked at its queue for SPILL_OVER_SECONDS otherwise) the
+            # queue goes to the spill instead. That clock does not start again for each call, nor for each
+            # round of this loop: one log() waits about SPILL_OVER_SECONDS at most.
             spilling, delivery = self._spill_when_full, self.delivery
             while True:
                 self.loop_waits.add(self._wait_for_room(0.0 if spilling else SPILL_OVER_SECONDS))
@@ -252,7 +254,8 @@ class BackendWorker(ManagedMixin):
             delivery.handover.release()
 
     def _wait_for_room(self, stuck_after: float) -> float:
-        """Until there is room, or the worker has been inside one SDK call for ``stuck_after`` seconds."""
+        """Until there is room, or the worker is inside an SDK call and has not looked at its queue for
+        ``stuck_after`` seconds (one call, or several in a row)."""
         delivery = self.delivery
         return wait_for_room(
             lambda: self._queue.qsize() >= self._maxsize,
@@ -260,7 +263,7 @@ class BackendWorker(ManagedMixin):
             lambda: (
                 delivery.abandoned
                 or delivery.finished
-                or (delivery.in_sdk() and delivery.seconds_in_sdk() >= stuck_after)
+                or (delivery.in_sdk() and delivery.seconds_busy() >= stuck_after)
             ),
             lambda: (
                 f"backend {self.name!r}'s queue ({self._maxsize} records): the backend is not taking records "
@@ -318,8 +321,10 @@ class BackendWorker(ManagedMixin):
         # included (in short slices): a record it took is always where abandon() looks for it.
         delivery.own()
         try:
+            delivery.at_queue()
             self._start()
             while not (delivery.finished or delivery.abandoned):
+                delivery.at_queue()
                 wait = delivery.wait_time()
                 try:
                     if wait is not None and wait <= 0:
