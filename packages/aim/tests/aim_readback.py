@@ -39,10 +39,11 @@ def get_run(path: str | Path, run_hash: str) -> Any:
 
 
 def metrics(run: Any) -> dict[str, dict[int, float]]:
-    """``{name: {step: value}}`` for every metric series in the default context."""
+    """``{name: {step: value}}`` for every metric series in the default context, Aim's own system series
+    (``__system__*``, its resource tracker's) left out."""
     out: dict[str, dict[int, float]] = {}
     for metric in run.metrics():
-        if metric.context.to_dict():
+        if metric.context.to_dict() or metric.name.startswith("__system__"):
             continue
         steps, (values, _epochs, _times) = metric.data.items_list()
         out[metric.name] = {int(step): value for step, value in zip(steps, values)}

@@ -71,7 +71,7 @@ def test_many_steps_batched_and_queryable(tmp_path: Path) -> None:
     assert len(found) == 1 and len(found[0].data.items_list()[0]) == 1500
 
 
-def test_name_experiment_tags_and_quiet_defaults(repo_dir: Path) -> None:
+def test_name_experiment_tags_and_description(repo_dir: Path) -> None:
     tracker = AimTracker("proj", repo_dir, run_name="baseline", tags=["mlp", "small"], description="first try")
     before = set(threading.enumerate())
     tracker.start()
@@ -89,8 +89,6 @@ def test_name_experiment_tags_and_quiet_defaults(repo_dir: Path) -> None:
     assert run.description == "first try"
     assert run["hparams"] == {"lr": 0.001, "model": {"depth": 2, "layers": [64, 32]}, "scheduler": None}
     assert run.end_time is not None and not run.active
-    assert not [m.name for m in run.metrics() if m.name.startswith("__system__")], "system stats were collected"
-    assert run.get_terminal_logs() is None, "terminal output was captured"
     assert run.get("__system_params") is None, "environment was captured"
 
 
@@ -109,7 +107,7 @@ def test_user_kwargs_win(tmp_path: Path) -> None:
     own_repo = tmp_path / "elsewhere"
     logging_dir = tmp_path / "logs"
     # accelerate's AimTracker raised "multiple values for 'repo'" here.
-    tracker = AimTracker("proj", logging_dir, repo=str(own_repo), experiment="mine", capture_terminal_logs=True)
+    tracker = AimTracker("proj", logging_dir, repo=str(own_repo), experiment="mine", capture_terminal_logs=False)
     tracker.start()
     tracker.log({"x": 1.0}, step=3)
     print("captured by aim")
@@ -118,7 +116,7 @@ def test_user_kwargs_win(tmp_path: Path) -> None:
     run = readback.get_run(own_repo, tracker.run_hash)
     assert run.experiment == "mine"
     assert readback.metrics(run) == {"x": {3: 1.0}}
-    assert run.get_terminal_logs() is not None, "capture_terminal_logs=True was overridden"
+    assert run.get_terminal_logs() is None, "capture_terminal_logs=False was overridden"
 
 
 def test_text_numbers_nan_and_kind_switch(repo_dir: Path) -> None:

@@ -10,6 +10,7 @@ contract                      -> Aim
 ``log_histogram``             -> ``aim.Distribution(hist=counts, bin_range=(first edge, last edge))``
 per-rank runs                 -> the same experiment, run name ``<name>-rank<N>``, tags ``group:<id>`` and ``rank:<N>``
 ``log_artifact(s)``           -> ``run.log_artifact`` into ``file://<logging_dir>/aim-artifacts`` unless ``artifacts_uri`` is given
+``log_system_metrics``        -> ``__system__<name>`` series (Aim's own system metrics), step = sample index
 ``flush``                     -> fsync of the run's RocksDB write-ahead logs
 ``finish``                    -> ``run.close()``
 """
@@ -23,7 +24,7 @@ import time
 from collections.abc import Sequence
 from itertools import pairwise
 from pathlib import Path
-from typing import Any, NamedTuple, cast
+from typing import Any, cast
 
 from tracking_core import GeneralTracker, Histogram, flatten_config, notice, stringify, warn_once
 from tracking_core.adapters import figure_to_png, image_list, merge_config, table_rows, to_hwc_uint8
@@ -33,82 +34,15 @@ from tracking_core.paths import check_artifact_path
 
 from tracking_aim.series_writer import SeriesWriter
 
+from . import readback, system
 from .repo_cache import seed_repo, unseed
+from .sdk import Sdk, drain_tracking_thread, load_sdk
 
-#: Run settings that cost threads or capture data nobody asked for; explicit kwargs still win.
-_QUIET_RUN_DEFAULTS = {
-    "system_tracking_interval": None,  # else a sampler thread and __system__* metrics every 10 s
-    "capture_terminal_logs": False,  # else the process's stdout/stderr are redirected into the repo
-    "log_system_params": False,  # else env vars, installed packages and git info are stored
-}
 #: kwargs of ``Run.track`` that a caller may pass through ``log_kwargs``.
 _TRACK_KEYWORDS = ("context", "epoch")
 #: ``log`` kwargs understood here: ``Run.track``'s, and the dispatcher's time of the ``log`` call.
 _LOG_KEYWORDS = (*_TRACK_KEYWORDS, "timestamp")
 _TABLE_CONTEXT = {"type": "table"}
-
-
-class _Sdk(NamedTuple):
-    Run: type
-    Repo: type
-    Text: type
-    Image: type
-    Figure: type
-    Distribution: type
-
-
-def _load_sdk() -> _Sdk:
-    """Aim's classes from their own modules, tolerating other threads importing aim at the same moment.
-
-    When two threads wait on each other's module locks (``import aim`` in one, ``import
-    aim.storage.context`` in another), Python fails one of the imports (``_DeadlockError``, or
-    ``ImportError`` on a half-initialised module), and ``aim/__init__``'s ``from aim.sdk import *``
-    may then leave the ``aim`` namespace without ``Run`` for good. The defining modules are complete
-    once imported, so they are imported directly, again after a short wait if a cycle broke the import.
-    """
-    for attempt in range(5):
-        try:
-            from aim.sdk.objects.distribution import Distribution
-            from aim.sdk.objects.figure import Figure
-            from aim.sdk.objects.image import Image
-            from aim.sdk.objects.text import Text
-            from aim.sdk.repo import Repo
-            from aim.sdk.run import Run
-
-            return _Sdk(Run, Repo, Text, Image, Figure, Distribution)
-        except (ImportError, RuntimeError) as error:
-            if attempt == 4 or not (isinstance(error, ImportError) or type(error).__name__ == "_DeadlockError"):
-                raise
-            time.sleep(0.05 * (attempt + 1))
-    raise AssertionError("unreachable")
-
-
-def _drain_tracking_thread(run: Any) -> None:
-    """Wait for Aim's optional tracking thread (``__AIM_ENABLE_TRACKING_THREAD__``) to store its backlog.
-
-    ``Run.close`` does not wait for it: the thread then writes to the closed run, fails to reopen its
-    database (RocksDB lock), and the interpreter hangs at exit waiting for that queue.
-    """
-    backlog = getattr(getattr(run.repo, "tracking_queue", None), "_queue", None)
-    if backlog is not None:
-        backlog.join()
-
-
-def _index_run(repo_path: str, run_hash: str) -> None:
-    """Put one closed run into the repo's index, as ``RepoIndexManager.index`` (``aim storage reindex``)
-    does, without the manager's file-watcher thread. Skipped when another process (``aim up``) holds
-    the index: that process indexes the run itself.
-    """
-    writer = _load_sdk().Repo(repo_path)  # a private Repo object, so its index container is closed below
-    try:
-        index = writer._get_index_tree("meta", 0).view(())
-        meta = writer.request_tree("meta", run_hash, read_only=True, skip_read_optimization=True).subtree("meta")
-        meta.subtree("chunks").subtree(run_hash).finalize(index=index)
-    except Exception as error:
-        notice(f"aim: could not index run {run_hash} ({type(error).__name__}: {error}); reading the index as it is")
-    finally:
-        for container in list(writer.container_pool.values()):
-            container.close()
 
 
 def _join(prefix: str | None, name: str) -> str:
@@ -165,8 +99,15 @@ class AimTracker(GeneralTracker):
       default ``file://<logging_dir>/aim-artifacts``.
     * everything else goes to ``aim.Run`` unchanged: ``repo`` (a path or ``aim://host:port``; wins over
       ``logging_dir``), ``experiment`` (wins over the project name), ``run_hash`` + ``force_resume`` to
-      resume, ``system_tracking_interval`` / ``capture_terminal_logs`` / ``log_system_params`` (off
-      here by default: they start threads, redirect the terminal and store the environment).
+      resume, ``system_tracking_interval`` / ``capture_terminal_logs`` / ``log_system_params``.
+
+    What Aim records by itself is left as Aim defaults it, as with accelerate's ``AimTracker``: its resource
+    tracker samples CPU, memory, disk and GPUs every 10 s into ``__system__*`` series, and the process's
+    terminal output is kept as the run's logs (both in the repo). ``log_system_params`` stays Aim's default,
+    off (installed packages, environment variables and ``git`` calls); the run context (``init(context=True)``)
+    stores the same facts in the same place. With ``init(system_metrics=True)`` the library's samples go to
+    ``__system__*`` series instead (``system/gpu.0.utilization_percent`` -> ``__system__gpu.utilization_percent``
+    in context ``{"gpu": 0}``; step = sample index, time = the sample's) and Aim's resource tracker is off.
 
     Aim's own environment variables keep working (``__AIM_REPO_NAME__`` renames the ``.aim`` folder).
     ``log`` kwargs ``context`` (a dict; Aim keeps a separate series per context) and ``epoch`` go to
@@ -194,14 +135,17 @@ class AimTracker(GeneralTracker):
         self._run: Any = None
         self._closed = False
         self._series_kind: dict[tuple[str, str], str] = {}
-        self._sdk: _Sdk | None = None
+        self._sdk: Sdk | None = None
         self._writer: SeriesWriter | None = None
         self._config: dict[str, Any] = {}
 
     # -- start ------------------------------------------------------------------------------------
     def start(self) -> None:
-        self._sdk = sdk = _load_sdk()
-        kwargs = {**_QUIET_RUN_DEFAULTS, **self.run_kwargs}
+        self._sdk = sdk = load_sdk()
+        sampled = self.run_context is not None and self.run_context.system_metrics
+        kwargs, overridden = system.run_settings(self.run_kwargs, sampled)
+        if overridden:
+            self.add_note(overridden)
         kwargs.setdefault("repo", str(self.logging_dir.absolute()))  # Aim creates <dir>/.aim if missing
         if self.project_name is not None:
             kwargs.setdefault("experiment", self.project_name)
@@ -241,7 +185,7 @@ class AimTracker(GeneralTracker):
         else:
             notice(f"aim: run {run.hash} in the Aim repo {location} (view: aim up --repo {shlex.quote(str(location))})")
 
-    def _resumed_run(self, sdk: _Sdk, kwargs: dict[str, Any]) -> Any:
+    def _resumed_run(self, sdk: Sdk, kwargs: dict[str, Any]) -> Any:
         """The earlier process's Aim run when the tracking run is resumed (an explicit ``run_hash`` wins).
 
         Aim reopens a run whose process was killed on its own; a run it cannot reopen (deleted, or
@@ -310,6 +254,17 @@ class AimTracker(GeneralTracker):
         }
         self._run["run_context"] = {key: value for key, value in context.items() if key != "packages"}
 
+    # -- system metrics (docs/run-context.md) -------------------------------------------------------
+    def log_system_metrics(self, values: dict[str, float], index: int, timestamp: float) -> None:
+        """One sample as Aim's own system series (:mod:`tracking_aim.system`): step = ``index``, time = ``timestamp``."""
+        writer = self._writer
+        for context, numbers in system.by_context(values):
+            if writer is not None:
+                writer.track(numbers, index, None, context, timestamp)
+            else:
+                self._run.track(numbers, step=index, context=context)
+        self._commit()
+
     # -- metrics ----------------------------------------------------------------------------------
     def log(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:
         self.log_batch([(values, step, kwargs)])
@@ -339,7 +294,7 @@ class AimTracker(GeneralTracker):
             self._writer.commit()
 
     def _track_values(self, values: dict[str, Any], step: int | None, kwargs: dict[str, Any]) -> None:
-        Text = cast(_Sdk, self._sdk).Text
+        Text = cast(Sdk, self._sdk).Text
         context, epoch = kwargs.get("context"), kwargs.get("epoch")
         for keyword in kwargs:
             if keyword not in _LOG_KEYWORDS:
@@ -380,7 +335,7 @@ class AimTracker(GeneralTracker):
         quality, ...) and ``Run.track``; the same keys, ``context=`` and ``epoch=`` are taken as keywords too.
         """
         options = {**(kwargs or {}), **options}
-        Image = cast(_Sdk, self._sdk).Image
+        Image = cast(Sdk, self._sdk).Image
         image_kwargs = dict(options.pop("aim_image", None) or {})
         dataformats = options.pop("dataformats", None)
         track_kwargs = {**(options.pop("track", None) or {}), **options}
@@ -397,11 +352,11 @@ class AimTracker(GeneralTracker):
         """
         track_kwargs = {key: kwargs.pop(key) for key in _TRACK_KEYWORDS if key in kwargs}
         if type(figure).__module__.startswith("plotly"):
-            value = cast(_Sdk, self._sdk).Figure(figure)
+            value = cast(Sdk, self._sdk).Figure(figure)
         else:
             from PIL import Image as PILImage  # a dependency of aim
 
-            value = cast(_Sdk, self._sdk).Image(PILImage.open(io.BytesIO(figure_to_png(figure, **kwargs))))
+            value = cast(Sdk, self._sdk).Image(PILImage.open(io.BytesIO(figure_to_png(figure, **kwargs))))
         self._run.track(value, name=name, step=step, **track_kwargs)
 
     def log_table(
@@ -419,7 +374,7 @@ class AimTracker(GeneralTracker):
         columns, rows = table_rows(columns, data, dataframe)
         context = {**_TABLE_CONTEXT, **(kwargs.pop("context", None) or {})}
         self._run.track(
-            cast(_Sdk, self._sdk).Text(markdown_table(columns, rows)),
+            cast(Sdk, self._sdk).Text(markdown_table(columns, rows)),
             name=table_name,
             step=step,
             context=context,
@@ -439,7 +394,7 @@ class AimTracker(GeneralTracker):
             warn_once(
                 self.name, name, "Aim draws histogram bins evenly; the uneven edges are not kept", reason="aim-bins"
             )
-        distribution = cast(_Sdk, self._sdk).Distribution(hist=list(histogram.counts), bin_range=(edges[0], edges[-1]))
+        distribution = cast(Sdk, self._sdk).Distribution(hist=list(histogram.counts), bin_range=(edges[0], edges[-1]))
         track_kwargs = {key: kwargs[key] for key in _TRACK_KEYWORDS if key in kwargs}
         self._run.track(distribution, name=name, step=step, **track_kwargs)
 
@@ -502,7 +457,7 @@ class AimTracker(GeneralTracker):
             self._writer.close()  # it holds the run's RocksDB handles, which would outlive run.close()
             self._writer = None
         self._closed = True
-        _drain_tracking_thread(self._run)
+        drain_tracking_thread(self._run)
         self._run.close()  # stops Aim's threads, sets end_time, flushes RocksDB and releases the run's locks
 
     # -- resume and read-back ---------------------------------------------------------------------
@@ -530,21 +485,17 @@ class AimTracker(GeneralTracker):
         never be stored twice here and each step appears once, with its last value.
         Aim's reader sees a closed run only once the repo's index has it (``aim up`` indexes in the
         background), so the run is indexed first, as ``aim storage reindex`` would. A series tracked
-        with a ``context`` is named ``"<name> <context dict>"``.
+        with a ``context`` is named ``"<name> <context dict>"``. Aim's system series (``__system__*``)
+        are not the run's metrics: :meth:`read_back_system` reads them.
         """
-        location = self.repo_path
-        if "://" not in location:
-            _index_run(location, cast(str, self.run_hash))  # read back after finish(): the run has its hash
-        run = _load_sdk().Repo(location).get_run(self.run_hash)
-        if run is None:
-            raise LookupError(f"aim: run {self.run_hash} is not in the repo {location}")
-        history: dict[str, list[tuple[int, Any]]] = {}
-        for metric in run.metrics():
-            context = metric.context.to_dict()
-            steps, (values, _epochs, _times) = metric.data.items_list()
-            name = f"{metric.name} {context}" if context else metric.name
-            history[name] = [(int(step), value) for step, value in zip(steps, values)]
-        return history
+        return self._read_series(system=False)
+
+    def read_back_system(self) -> dict[str, list[tuple[int, Any]]]:
+        """The run's ``__system__*`` series (Aim's resource tracker's, or the library's samples), by step."""
+        return self._read_series(system=True)
+
+    def _read_series(self, system: bool) -> dict[str, list[tuple[int, Any]]]:
+        return readback.series(self.repo_path, cast(str, self.run_hash), system)
 
     def read_back_images(self) -> dict[str, list[tuple[int, Any]]]:
         """Every image of this run through ``aim.Repo``, per sequence, as ``(step, HW or HWC uint8 array)``.
@@ -552,20 +503,4 @@ class AimTracker(GeneralTracker):
         A sequence tracked with a ``context`` is named ``"<name> <context dict>"``; the images of one
         step (a list) come in the order they were logged. Indexed first, as in :meth:`read_back_history`.
         """
-        import numpy as np
-
-        location = self.repo_path
-        if "://" not in location:
-            _index_run(location, cast(str, self.run_hash))  # read back after finish(): the run has its hash
-        run = _load_sdk().Repo(location).get_run(self.run_hash)
-        if run is None:
-            raise LookupError(f"aim: run {self.run_hash} is not in the repo {location}")
-        images: dict[str, list[tuple[int, Any]]] = {}
-        for name, context, _run in run.iter_sequence_info_by_type(("aim.image", "list(aim.image)")):
-            sequence = run.get_image_sequence(name, context)
-            key = f"{name} {context.to_dict()}" if context.to_dict() else name
-            steps, (values, *_rest) = sequence.data.items_list()
-            for step, value in zip(steps, values):
-                for image in value if isinstance(value, list) else [value]:
-                    images.setdefault(key, []).append((int(step), np.asarray(image.to_pil_image())))
-        return images
+        return readback.images(self.repo_path, cast(str, self.run_hash))

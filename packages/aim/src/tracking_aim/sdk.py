@@ -1,0 +1,71 @@
+"""Aim's classes, imported safely from a worker thread, and the two storage chores Aim leaves to its caller."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, NamedTuple
+
+from tracking_core import notice
+
+
+class Sdk(NamedTuple):
+    Run: type
+    Repo: type
+    Text: type
+    Image: type
+    Figure: type
+    Distribution: type
+
+
+def load_sdk() -> Sdk:
+    """Aim's classes from their own modules, tolerating other threads importing aim at the same moment.
+
+    When two threads wait on each other's module locks (``import aim`` in one, ``import
+    aim.storage.context`` in another), Python fails one of the imports (``_DeadlockError``, or
+    ``ImportError`` on a half-initialised module), and ``aim/__init__``'s ``from aim.sdk import *``
+    may then leave the ``aim`` namespace without ``Run`` for good. The defining modules are complete
+    once imported, so they are imported directly, again after a short wait if a cycle broke the import.
+    """
+    for attempt in range(5):
+        try:
+            from aim.sdk.objects.distribution import Distribution
+            from aim.sdk.objects.figure import Figure
+            from aim.sdk.objects.image import Image
+            from aim.sdk.objects.text import Text
+            from aim.sdk.repo import Repo
+            from aim.sdk.run import Run
+
+            return Sdk(Run, Repo, Text, Image, Figure, Distribution)
+        except (ImportError, RuntimeError) as error:
+            if attempt == 4 or not (isinstance(error, ImportError) or type(error).__name__ == "_DeadlockError"):
+                raise
+            time.sleep(0.05 * (attempt + 1))
+    raise AssertionError("unreachable")
+
+
+def drain_tracking_thread(run: Any) -> None:
+    """Wait for Aim's optional tracking thread (``__AIM_ENABLE_TRACKING_THREAD__``) to store its backlog.
+
+    ``Run.close`` does not wait for it: the thread then writes to the closed run, fails to reopen its
+    database (RocksDB lock), and the interpreter hangs at exit waiting for that queue.
+    """
+    backlog = getattr(getattr(run.repo, "tracking_queue", None), "_queue", None)
+    if backlog is not None:
+        backlog.join()
+
+
+def index_run(repo_path: str, run_hash: str) -> None:
+    """Put one closed run into the repo's index, as ``RepoIndexManager.index`` (``aim storage reindex``)
+    does, without the manager's file-watcher thread. Skipped when another process (``aim up``) holds
+    the index: that process indexes the run itself.
+    """
+    writer = load_sdk().Repo(repo_path)  # a private Repo object, so its index container is closed below
+    try:
+        index = writer._get_index_tree("meta", 0).view(())
+        meta = writer.request_tree("meta", run_hash, read_only=True, skip_read_optimization=True).subtree("meta")
+        meta.subtree("chunks").subtree(run_hash).finalize(index=index)
+    except Exception as error:
+        notice(f"aim: could not index run {run_hash} ({type(error).__name__}: {error}); reading the index as it is")
+    finally:
+        for container in list(writer.container_pool.values()):
+            container.close()
