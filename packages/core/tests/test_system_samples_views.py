@@ -263,3 +263,16 @@ def test_a_real_runs_samples_stay_out_of_the_views_by_default(tmp_path, capsys):
     assert list(result["series"]) == ["loss"] and result["runs"][0]["system_samples"] >= 1
     assert main(["compare", str(run.run_dir), "--json", "--system"]) == 0
     assert "system/cpu.percent" in json.loads(capsys.readouterr().out)["system"]
+
+
+def test_export_parquet_with_the_samples_gives_them_a_sample_number_and_no_step(tmp_path, capsys):
+    pq = pytest.importorskip("pyarrow.parquet")
+    new = demo_run(tmp_path / "runs", 1.0)
+    target = tmp_path / "run.parquet"
+    assert main(["export", str(new), "--format", "parquet", "-o", str(target)]) == 0
+    assert "sample" not in pq.read_table(target).column_names
+    assert main(["export", str(new), "--format", "parquet", "-o", str(target), "--system"]) == 0
+    rows = pq.read_table(target).to_pylist()
+    samples = [row for row in rows if row["key"] == "system/cpu.percent"]
+    assert [(row["sample"], row["step"], row["value"]) for row in samples] == [(i, None, 10.0 + i) for i in range(4)]
+    assert {row["sample"] for row in rows if row["key"] == "lr"} == {None}
