@@ -112,7 +112,7 @@ def test_a_spawned_process_logs_into_the_run_of_the_pickled_logger(tmp_path, rea
 def test_close_and_the_runs_own_finish_join_the_worker_threads(tmp_path, read_back_of):
     logger = TrackingLogger(log_with="jsonl", project="threads", logging_dir=tmp_path)
     logger.log_metrics({"loss": 1.0}, step=0)
-    assert _worker_threads() == ["tracking-jsonl"]
+    assert "tracking-jsonl" in _worker_threads()  # with the run's system-metrics sampler and context capture
     logger.close()
     assert _worker_threads() == [] and logger.report.ok
     logger.log_metrics({"loss": 0.5}, step=1)  # the next use reopens the run

@@ -10,6 +10,11 @@ Lightning pickles and deep-copies loggers (``ddp_spawn`` sends the trainer to ne
 state is copied). A copy carries the run id but not the open run (threads, SDK handles): on first use
 it takes the open run of the same id when this process holds one, else it reopens the run by id
 (``resume=<run id>``), so every copy logs into the one run.
+
+A run a logger opened and nobody finished (a test that touches ``experiment`` and ends there, a copy
+that logged last) keeps its daemon threads until the process exits. Each of them answers ``stop()``,
+the convention of TensorBoard's event writer thread that Lightning's test suite stops leftover
+threads with: it finishes the run (delivers, closes the backends, joins every thread of the run).
 """
 
 from __future__ import annotations
@@ -41,6 +46,30 @@ _open_runs_lock = threading.Lock()
 def _is_open(run: tracking_core.Dispatcher) -> bool:
     """False once ``finish()`` started, by whichever holder of the run called it."""
     return not getattr(run, "_finishing", False)
+
+
+class _FinishRun:
+    """A run thread's ``stop()``: finish the run it serves (once; later calls find it finished)."""
+
+    def __init__(self, run: tracking_core.Dispatcher) -> None:
+        self.run = run
+
+    def __call__(self) -> None:
+        if not _is_open(self.run):
+            return
+        try:
+            self.run.finish()
+        except tracking_core.TrackingError as error:  # on_error="raise": stopping a thread must not raise
+            tracking_core.notice(f"lightning: finishing the run on stop() failed: {error}")
+
+
+def _stoppable_threads(run: tracking_core.Dispatcher, before: set[threading.Thread]) -> None:
+    """Give the threads ``run`` started (its backends' workers, the system-metrics sampler, the context
+    capture; all daemons named ``tracking-*``) a ``stop()`` that finishes the run."""
+    stop = _FinishRun(run)
+    for thread in threading.enumerate():
+        if thread not in before and thread.daemon and thread.name.startswith("tracking-"):
+            setattr(thread, "stop", stop)  # noqa: B010  # threading.Thread declares no such attribute
 
 
 class TrackingLogger(Logger):
@@ -212,6 +241,7 @@ class TrackingLogger(Logger):
             if shared is not None and _is_open(shared):  # a copy made in this process: the same open run
                 self._run = shared
             else:
+                before = set(threading.enumerate())
                 self._run = tracking_core.init(
                     self._project,
                     log_with=_by_name(self._log_with) if reopen else self._log_with,
@@ -223,6 +253,7 @@ class TrackingLogger(Logger):
                 )
                 self._run_id = self._run.run_id
                 _open_runs[self._key()] = self._run
+                _stoppable_threads(self._run, before)
         self.trackers = self._run.trackers
 
     def _adopt_fit_checkpoint(self) -> None:
