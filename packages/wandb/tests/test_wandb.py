@@ -233,14 +233,18 @@ SPAWN_SCRIPT = """
 """
 
 
-def test_start_runs_no_git_in_the_working_directory(tmp_path: Path):
-    """disable_git=True is this backend's default, and W&B's process settings honour it too."""
+@pytest.mark.parametrize("disable_git", [None, "true"])
+def test_git_capture_is_as_wb_defaults_it_and_wandb_disable_git_turns_it_off(tmp_path: Path, disable_git):
+    """W&B reads the checkout's git state (``git`` processes) unless told not to, as under Accelerate; no other
+    tool is run for it (no package manager)."""
     repository = tmp_path / "cwd"
     repository.mkdir()
     subprocess.run(["git", "init", "-q", str(repository)], check=True)
     script = repository / "train.py"  # a script file: W&B then looks for its path inside the repository
     script.write_text(textwrap.dedent(SPAWN_SCRIPT), encoding="utf-8")
     env = {key: value for key, value in os.environ.items() if not key.startswith("WANDB_")}
+    if disable_git is not None:
+        env["WANDB_DISABLE_GIT"] = disable_git
     process = subprocess.run(
         [sys.executable, str(script), str(repository / "logs")],
         cwd=repository,
@@ -255,7 +259,9 @@ def test_start_runs_no_git_in_the_working_directory(tmp_path: Path):
     assert result["ok"], result
     # `git version` is GitPython's check of its executable, run when wandb 0.19 imports it: it reads no repository.
     git = [command for command in result["spawned"] if Path(command[0]).name == "git" and command[1:] != ["version"]]
-    assert git == [], result["spawned"]
+    assert bool(git) == (disable_git is None), result["spawned"]
+    tools = {Path(command[0]).name for command in result["spawned"]} - {"git", "wandb-core", "wandb-symon", "gpu_stats"}
+    assert not tools & {"pip", "pip3", "uv", "conda", "mamba", "pixi", "poetry"}, result["spawned"]
 
 
 @pytest.mark.parametrize("mode", ["offline", "disabled"])
@@ -297,7 +303,7 @@ def test_explicit_kwargs_and_settings_win_without_duplicate_argument(tmp_path: P
     run.log({"loss": 1.0}, step=0)
     finish(run)
     assert {field: getattr(tracker.run.settings, field) for field in chosen} == chosen
-    assert tracker.run.settings.console == "off" and tracker.run.settings.x_disable_stats  # our defaults
+    assert tracker.run.settings.console == "off" and not tracker.run.settings.x_disable_stats  # ours; W&B's
     assert "console" not in settings.model_fields_set  # the user's object is not modified
     stored = read_run(tracker.run_dir)
     assert stored.run.project == "explicit" and stored.run.display_name == "my-run"

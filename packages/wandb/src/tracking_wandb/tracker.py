@@ -14,6 +14,8 @@ Contract -> SDK:
 * ``log_figure``                -> ``run.log({name: wandb.Image(<the figure as PNG>)})``
 * ``log_histogram``             -> ``run.log({name: wandb.Histogram(np_histogram=(counts, edges))})``
 * ``log_artifact(s)``           -> ``wandb.Artifact`` + ``run.log_artifact`` (staged locally when offline)
+* ``log_system_metrics``        -> the run's system metrics (``StatsRecord``, W&B's *System* charts; off the
+                                   history): :mod:`tracking_wandb.system_stats`
 * ``flush``                     -> a round trip to ``wandb-core`` plus a wait for its next transaction-log write
 * ``finish``                    -> ``run.finish()``, then a wait until the ``.wandb`` file is complete
                                    (so the dispatcher does not flush first: one write interval less per run)
@@ -42,7 +44,7 @@ from tracking_core.kit.sdk import chosen_instead, not_resumed, per_rank, rank_na
 from tracking_core.notices import logger
 from tracking_core.paths import check_optional_name
 
-from . import compat, run_metadata
+from . import compat, run_metadata, system_stats
 from .transaction_log import NextWrite, read_run, read_runs, wait_until_written
 
 #: Used when neither the user's settings nor ``WANDB_INIT_TIMEOUT`` choose one. W&B waits 90 s (plus a
@@ -61,11 +63,10 @@ WRITER_HANDOFF = 0.1
 FINISH_WRITE_TIMEOUT = 30.0
 
 # Settings this backend chooses when the user (kwargs, settings, WANDB_* variables, settings files) has not.
+# W&B's system monitor (the `wandb-symon` sidecar and the run's metadata), git capture and code saving stay
+# as W&B defaults them, as under Accelerate: none of them runs a package manager or writes under HOME.
 _QUIET_DEFAULTS: dict[str, Any] = {
     "console": "off",  # no stdout/stderr capture: the training script's output is its own
-    "x_disable_stats": True,  # no `wandb-symon` system-metrics sidecar process
-    "disable_git": True,  # no git subprocesses probing the working directory
-    "save_code": False,
     "silent": True,  # W&B's banner is replaced by one notice; the dispatcher warns about bad values/steps
     "init_timeout": DEFAULT_INIT_TIMEOUT,
     "x_transaction_log_flush_interval": DEFAULT_TRANSACTION_LOG_FLUSH_INTERVAL,
@@ -87,13 +88,6 @@ def _as_settings(wandb: Any, settings: Any) -> Any:
     if isinstance(settings, dict):
         return wandb.Settings(**settings)
     return settings.model_copy()  # never mutate the user's object
-
-
-def _settings_choose(settings: Any, field: str) -> bool:
-    """Whether the user's ``settings`` (a ``wandb.Settings``, a dict or None) set ``field``."""
-    if isinstance(settings, dict):
-        return field in settings
-    return field in getattr(settings, "model_fields_set", ())
 
 
 def _global_settings() -> Any:
@@ -260,16 +254,17 @@ class WandBTracker(GeneralTracker):
     falls back to offline and a warning says why. Nothing ever prompts for a login.
 
     Defaults chosen only when the user did not set them (keyword, ``wandb.Settings``, ``WANDB_*``
-    variable or W&B settings file): ``dir=logging_dir``, ``console="off"``, ``x_disable_stats=True``,
-    ``disable_git=True``, ``save_code=False``, ``silent=True``, ``init_timeout=30``,
-    ``x_transaction_log_flush_interval=0.5``, ``x_disable_meta=True`` on W&B 0.21+ (the run context's metadata
-    replaces W&B's own: :mod:`tracking_wandb.run_metadata`), and ``reinit="create_new"`` when another W&B run
-    is active.
-    ``WANDB_CACHE_DIR`` and ``WANDB_DATA_DIR`` (read by W&B from the environment only) default to
-    ``<logging_dir>/wandb/{cache,data}`` when unset and W&B was not yet set up in this process, and so
-    does ``WANDB_DISABLE_GIT=true`` unless it is set or the ``settings`` given choose ``disable_git`` (W&B's
-    process settings, loaded from the environment, would otherwise run ``git`` in the working directory;
-    the variable also outranks a ``disable_git`` in a W&B settings file).
+    variable or W&B settings file): ``dir=logging_dir``, ``console="off"``, ``silent=True``,
+    ``init_timeout=30``, ``x_transaction_log_flush_interval=0.5``, and ``reinit="create_new"`` when another
+    W&B run is active. ``WANDB_CACHE_DIR`` and ``WANDB_DATA_DIR`` (read by W&B from the environment only)
+    default to ``<logging_dir>/wandb/{cache,data}`` when unset and W&B was not yet set up in this process.
+
+    What W&B records of its own is left as W&B defaults it, as under Accelerate: its system monitor (the
+    ``wandb-symon`` sidecar: CPU, memory, disk, network, GPUs as the run's *System* charts), the run's
+    metadata (host, Python, program and arguments, git commit and remote, from ``git``), ``requirements.txt``
+    (from the installed distributions, no process) and code saving as the account sets it. With
+    ``run_context.system_metrics`` (``init(system_metrics=True)``) ``x_disable_stats=True`` turns the
+    monitor off and the library's samples take its place (:meth:`log_system_metrics`).
 
     Per-rank runs (``run_context.group`` set by ``per_rank=True``): every rank's run is in the W&B
     group ``<group>`` and named ``<name>-rank<N>``, ``<name>`` being the ``name=`` given or the group.
@@ -301,8 +296,6 @@ class WandBTracker(GeneralTracker):
         self.earlier_run_dirs: list[Path] = []
         #: the metadata message the installed W&B takes after init (run_metadata.generation)
         self._metadata_kind: tuple[str, str] | None = None
-        #: W&B's own metadata is off (x_disable_meta set here): this backend's message is all of it
-        self._replaces_metadata = False
         self._metadata_sent = False
 
     # -- start ---------------------------------------------------------------------------------
@@ -318,16 +311,16 @@ class WandBTracker(GeneralTracker):
         if "root_dir" not in chosen and self.logging_dir is not None:
             self.logging_dir.mkdir(parents=True, exist_ok=True)
             kwargs["dir"] = str(self.logging_dir.resolve())
-        for field, value in _QUIET_DEFAULTS.items():
+        defaults = dict(_QUIET_DEFAULTS)
+        if self.run_context is not None and self.run_context.system_metrics:
+            defaults["x_disable_stats"] = True  # the library's samples take the place of W&B's monitor
+        for field, value in defaults.items():
             if field not in chosen and not (field == "silent" and "quiet" in chosen):
                 if compat.has_setting(settings, field):
                     setattr(settings, field, value)
                 else:
                     self._lacks_setting(field)
         self._metadata_kind = run_metadata.generation()
-        if self._metadata_kind == run_metadata.ENVIRONMENT and "x_disable_meta" not in chosen:
-            settings.x_disable_meta = True  # the run context's record replaces W&B's own (run_metadata.py)
-            self._replaces_metadata = True
         self._name_rank(kwargs, settings, chosen)
         self._continue_saved_run(kwargs, chosen)
         if "reinit" not in chosen and _another_run_is_active(wandb):
@@ -423,14 +416,8 @@ class WandBTracker(GeneralTracker):
         a copy of it), so they are set process-wide -- and only before W&B is set up, because W&B warns
         when its variables change afterwards.
         """
-        if _wandb_is_set_up():
+        if _wandb_is_set_up() or self.logging_dir is None:
             return
-        # W&B loads its process settings from the environment before a run's settings apply: unless
-        # WANDB_DISABLE_GIT is set there, that load runs `git rev-parse` in the working directory even
-        # though the run itself has disable_git=True (a run's Settings(disable_git=False) still wins).
-        if not _settings_choose(self.init_kwargs.get("settings"), "disable_git"):
-            os.environ.setdefault("WANDB_DISABLE_GIT", "true")
-        if self.logging_dir is None:
             return
         root = self.logging_dir.resolve() / "wandb"
         for variable, folder in (("WANDB_CACHE_DIR", "cache"), ("WANDB_DATA_DIR", "data")):
@@ -489,14 +476,17 @@ class WandBTracker(GeneralTracker):
         if self._metadata_sent or self._run is None or self.mode == "disabled":
             return
         self._metadata_sent = True
-        if compat.setting(self._run.settings, "x_disable_meta", False) and not self._replaces_metadata:
+        own_off = bool(compat.setting(self._run.settings, "x_disable_meta", False))
+        # W&B's own metadata turned off by the user: on 0.21+ the context's record is then all of it
+        replaces = own_off and self._metadata_kind == run_metadata.ENVIRONMENT
+        if own_off and not replaces:
             self.add_note(
                 "x_disable_meta is set: the run context is in the config (run_context), not in W&B's metadata"
             )
         elif self._metadata_kind is None:
             self._metadata_missed(f"wandb {compat.version()} has no metadata message to send after wandb.init")
         else:
-            fields = run_metadata.metadata_fields(context, with_args=self._replaces_metadata)
+            fields = run_metadata.metadata_fields(context, with_args=replaces)
             try:
                 run_metadata.publish(self._run, self._metadata_kind, fields)
             except Exception as error:  # the SDK's private interface changed
@@ -518,6 +508,20 @@ class WandBTracker(GeneralTracker):
     def log(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:
         self._run.log(values, step=step, **kwargs)
         self._dirty = True
+
+    def log_system_metrics(self, values: dict[str, float], index: int, timestamp: float) -> None:
+        """The run's system metrics, where W&B's own monitor puts them (``StatsRecord``, its *System* charts),
+        on their time axis: never a history row, so no step of the user's moves or is dropped."""
+        if self._run is None or self.mode == "disabled":
+            return
+        system_stats.publish(self._run, values, timestamp)
+        self._dirty = True
+
+    def read_back_system_metrics(self) -> list[tuple[float, dict[str, Any]]]:
+        """The run's system metrics as the ``.wandb`` files hold them: ``(Unix time, {key: value})`` per sample."""
+        if self.run_dir is None:
+            raise NotImplementedError("wandb: nothing is stored locally for a disabled run")
+        return read_runs(self.run_dirs).stats
 
     # -- media -----------------------------------------------------------------------------------
     def log_images(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:

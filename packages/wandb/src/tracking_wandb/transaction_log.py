@@ -181,6 +181,8 @@ class RunData:
     artifacts: list[Any] = field(default_factory=list)
     run: Any = None
     record_counts: dict[str, int] = field(default_factory=dict)
+    #: the run's system metrics (W&B's monitor, or the library's samples): ``(Unix time, {key: value})``
+    stats: list[tuple[float, dict[str, Any]]] = field(default_factory=list)
 
     @property
     def files(self) -> Path:
@@ -250,6 +252,7 @@ def read_runs(directories: Sequence[str | Path]) -> RunData:
         merged.config.update(part.config)
         merged.summary.update(part.summary)
         merged.artifacts.extend(part.artifacts)
+        merged.stats.extend(part.stats)
         merged.run = part.run
         for kind, count in part.record_counts.items():
             merged.record_counts[kind] = merged.record_counts.get(kind, 0) + count
@@ -280,4 +283,7 @@ def read_run(directory: str | Path) -> RunData:
                 _put(run.summary, item)
         elif kind == "artifact":
             run.artifacts.append(record.artifact)
+        elif kind == "stats":
+            items = {item.key: json.loads(item.value_json) for item in record.stats.item}
+            run.stats.append((record.stats.timestamp.ToNanoseconds() / 1e9, items))
     return run
