@@ -60,3 +60,17 @@ def text_line(key: str, value: str, step: int | None) -> str:
 #: The configuration object where the tracker records ``[title, series, key]`` for each key that
 #: :func:`key_of` alone would not give back (empty in most runs), so readers get the exact keys.
 KEY_MAP_OBJECT = "tracking keys"
+
+#: The titles ClearML's resource monitor reports its scalars under (``ResourceMonitor._title_machine`` /
+#: ``_title_gpu``): the task's system metrics, which ClearML's web app shows apart from the user's scalars.
+MONITOR_MACHINE = ":monitor:machine"
+MONITOR_GPU = ":monitor:gpu"
+MONITOR_PREFIX = ":monitor:"
+_LIBRARY_PREFIX = "system/"
+
+
+def monitor_title_series(key: str) -> tuple[str, str]:
+    """Where a sample of the library's sampler goes: ``system/gpu.0.utilization_percent`` ->
+    (``:monitor:gpu``, ``gpu.0.utilization_percent``), anything else under ``:monitor:machine``."""
+    series = key[len(_LIBRARY_PREFIX) :] if key.startswith(_LIBRARY_PREFIX) else key
+    return (MONITOR_GPU if series.startswith("gpu.") else MONITOR_MACHINE), series

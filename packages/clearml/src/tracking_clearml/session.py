@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .naming import KEY_MAP_OBJECT, key_of
+from .naming import KEY_MAP_OBJECT, MONITOR_PREFIX, key_of
 
 SINGLE_VALUE_ITERATION = -(2**31)  # where Logger.report_single_value puts its points
 _TEXT_LINE = re.compile(r"^\[(?:step (-?\d+)|summary)\] (.+?): (.*)$")
@@ -76,9 +76,18 @@ class OfflineSession:
         out: dict[str, list[tuple[int, float]]] = {}
         keys = self.key_map()
         for event in self.events("training_stats_scalar"):
-            if event["iter"] != SINGLE_VALUE_ITERATION:
+            if event["iter"] != SINGLE_VALUE_ITERATION and not event["metric"].startswith(MONITOR_PREFIX):
                 key = key_of(event["metric"], event["variant"], keys)
                 out.setdefault(key, []).append((event["iter"], event["value"]))
+        return out
+
+    def system_scalars(self) -> dict[tuple[str, str], list[tuple[int, float]]]:
+        """``{(title, series): [(iteration, value), ...]}`` of the ``:monitor:`` titles (ClearML's resource
+        monitor, or the library's samples in its place), in file order; :meth:`scalar_history` leaves them out."""
+        out: dict[tuple[str, str], list[tuple[int, float]]] = {}
+        for event in self.events("training_stats_scalar"):
+            if event["metric"].startswith(MONITOR_PREFIX):
+                out.setdefault((event["metric"], event["variant"]), []).append((event["iter"], event["value"]))
         return out
 
     def key_map(self) -> dict[tuple[str, str], str]:

@@ -23,11 +23,12 @@ NO_FRAMEWORKS: dict[str, bool] = dict.fromkeys(
     False,
 )
 
-#: ``Task.init`` defaults of a library that only records what it is given; user kwargs win.
+#: ``Task.init`` defaults of a library that only records what it is given; user kwargs win. ClearML's
+#: resource monitor is left on, as ClearML (and Accelerate's ``ClearMLTracker``) defaults it: it reports
+#: ``:monitor:machine`` / ``:monitor:gpu`` scalars from 30 s into the run, so a short run holds none.
 QUIET_INIT: dict[str, Any] = {
     "reuse_last_task_id": False,
     "auto_connect_frameworks": NO_FRAMEWORKS,
-    "auto_resource_monitoring": False,
     "auto_connect_streams": False,
     "auto_connect_arg_parser": False,
 }

@@ -46,7 +46,7 @@ from tracking_core.kit.sdk import chosen_instead, not_resumed, per_rank, rank_na
 from tracking_core.notices import logger
 from tracking_core.png import encode_png
 
-from .naming import KEY_MAP_OBJECT, key_of, text_line, title_series
+from .naming import KEY_MAP_OBJECT, key_of, monitor_title_series, text_line, title_series
 from .session import OfflineSession
 from .startup import (
     LEAKED_ENV,
@@ -114,8 +114,11 @@ class ClearMLTracker(GeneralTracker):
 
     ``kwargs`` go to ``Task.init`` and win over the defaults here: ``project_name`` and ``task_name``
     default to ``CLEARML_PROJECT`` / ``CLEARML_TASK`` or the run's project name; framework patching,
-    repository detection, stdout/stderr capture, argparse capture and resource monitoring are off and
-    ``reuse_last_task_id=False``. A task the application created itself (``Task.current_task()``) is
+    repository detection, stdout/stderr capture and argparse capture are off and ``reuse_last_task_id=False``.
+    ClearML's resource monitor is on, as ClearML defaults it (``:monitor:machine`` / ``:monitor:gpu``
+    scalars from 30 s into the run); with ``run_context.system_metrics`` (``init(system_metrics=True)``) it
+    is off and the library's samples go under those titles instead (:meth:`log_system_metrics`). A task
+    the application created itself (``Task.current_task()``) is
     reused and never closed by this tracker. ``lossless_images=True`` stores images as PNG files (exact
     pixels) instead of ClearML's own encoding of arrays (JPEG unless ``sdk.metrics.images.format`` says
     otherwise), which is what accelerate's users find in the session.
@@ -192,6 +195,8 @@ class ClearMLTracker(GeneralTracker):
             Task.set_offline(offline_mode=True)
         report_from_a_thread(Task)
         kwargs = {**QUIET_INIT, **self.init_kwargs}
+        if self.run_context is not None and self.run_context.system_metrics:
+            kwargs.setdefault("auto_resource_monitoring", False)  # the library's samples take its place
         kwargs.setdefault("project_name", os.environ.get("CLEARML_PROJECT") or self.run_name)
         kwargs.setdefault("task_name", os.environ.get("CLEARML_TASK") or self.run_name)
         context = per_rank(self)
@@ -439,6 +444,17 @@ class ClearMLTracker(GeneralTracker):
         # wait_on_upload: the copy (offline) or upload is done before the caller can change the file.
         if not self._task.upload_artifact(name, artifact_object=os.fspath(path), wait_on_upload=True):
             raise RuntimeError(f"ClearML did not store artifact {name!r} from {path}")
+
+    def log_system_metrics(self, values: dict[str, float], index: int, timestamp: float) -> None:
+        """Where ClearML's resource monitor reports: scalars under ``:monitor:machine`` / ``:monitor:gpu``
+        (the task's system metrics in ClearML's web app), at iteration = the sample's index."""
+        for key, value in values.items():
+            title, series = monitor_title_series(key)
+            self._logger.report_scalar(title, series, value, iteration=index)
+
+    def read_back_system_metrics(self) -> dict[tuple[str, str], list[tuple[int, float]]]:
+        """The ``:monitor:`` scalars of the offline session, ``{(title, series): [(iteration, value), ...]}``."""
+        return self._session().system_scalars()
 
     # -- flush / finish ----------------------------------------------------------------------
     def _save_key_map(self) -> None:
