@@ -184,7 +184,7 @@ def test_images_figures_tables_artifacts(tmp_path, monkeypatch, comet_archive):
 # -- defaults and precedence ----------------------------------------------------------------------
 
 
-def test_quiet_defaults_record_only_what_was_logged(tmp_path, monkeypatch, comet_archive):
+def test_defaults_record_what_was_logged_and_what_comet_records_itself(tmp_path, monkeypatch, comet_archive):
     monkeypatch.chdir(tmp_path)
     run = start_run(tmp_path, context=False)  # Comet's own probes; the run context's panels: test_context_panels.py
     print("this line belongs to the training script")  # must not be captured
@@ -192,12 +192,12 @@ def test_quiet_defaults_record_only_what_was_logged(tmp_path, monkeypatch, comet
     finish(run)
     archive = comet_archive(run.trackers[0])
     kinds = {message["type"] for message in archive.messages}
-    probes = {"standard_output", "installed_packages", "os_packages", "system_details", "git_metadata", "file_name"}
-    assert not kinds & probes, kinds
-    assert not archive.uploads("source_code")
+    assert "standard_output" not in kinds, kinds
+    # Comet's environment details and source file, as Comet records them under Accelerate (no git here)
+    assert {"installed_packages", "os_packages", "system_details", "file_name"} <= kinds, kinds
     assert archive.experiment["project_name"] == "comet"
     assert archive.others()["Name"] == run.run_id
-    assert set(archive.metrics()) <= {"loss", "process duration"}
+    assert {name for name in archive.metrics() if not name.startswith("sys.")} <= {"loss", "process duration"}
 
 
 def test_user_settings_win_over_defaults(tmp_path, monkeypatch, comet_archive):
@@ -213,7 +213,8 @@ def test_user_settings_win_over_defaults(tmp_path, monkeypatch, comet_archive):
         experiment = tracker.tracker
         assert experiment.auto_output_logging == "simple"  # kwarg
         assert experiment.log_env_host is True  # Comet's environment variable
-        assert experiment._log_code is False and experiment.log_env_gpu is False  # quiet defaults
+        assert experiment._log_code is True and experiment.log_env_gpu is True  # Comet's defaults
+        assert experiment.parse_args is False  # a quiet default
     finally:
         tracker.finish()
     archive = comet_archive(tracker)

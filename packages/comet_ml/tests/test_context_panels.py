@@ -54,12 +54,16 @@ def _train(logging_dir: Path, delivery: str) -> tracking_core.Dispatcher:
 
 
 def _panels(archive: Path) -> dict[str, object]:
-    """What Comet's panels get from the archive, parsed and validated as ``comet upload`` does."""
+    """What Comet's panels get from the archive, parsed and validated as ``comet upload`` does.
+
+    Comet's own capture (on, as Comet defaults it) sends its git metadata and file name at start; the
+    context's, sent after it, is the last of each: the one the experiment keeps.
+    """
     from comet_ml import messages, schemas
 
-    (git,) = read_archive_messages(archive, "git_metadata")
+    *_, git = read_archive_messages(archive, "git_metadata")
     schemas.get_git_metadata_msg_validator().validate(git)
-    (name,) = read_archive_messages(archive, "file_name")
+    *_, name = read_archive_messages(archive, "file_name")
     schemas.get_file_name_msg_validator().validate(name)
     info = read_archive_messages(archive, "system_info")
     for payload in info:
@@ -112,7 +116,7 @@ def test_a_comet_without_the_git_message_costs_one_warning_and_keeps_the_paramet
         raise ImportError("cannot import name 'GitMetadataMessage'")
 
     monkeypatch.setattr(context_panels, "send_git_metadata", missing)
-    tracker = CometMLTracker("ctx", logging_dir=tmp_path / "logs")
+    tracker = CometMLTracker("ctx", logging_dir=tmp_path / "logs", log_git_metadata=False)  # Comet's own: off
     tracker.start()
     context = {"format": "tracking-run-context", "git": {"commit": "0" * 40, "branch": "main"}}
     tracker.log_run_context(context)

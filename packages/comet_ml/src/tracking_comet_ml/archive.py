@@ -15,10 +15,20 @@ from typing import Any
 
 from tracking_core.notices import logger
 
+#: Comet's system metrics are named ``sys.*`` (its monitor's, and the library's samples here); Comet's UI
+#: shows them apart and ``comet_ml.API.get_panel_metrics_names`` leaves them out of the user's metrics.
+SYSTEM_PREFIX = "sys."
+_LIBRARY_PREFIX = "system/"
 
-def read_archive_history(path: str | os.PathLike[str]) -> dict[str, list[tuple[int, Any]]]:
+
+def system_metric_name(key: str) -> str:
+    """``system/cpu.percent`` -> ``sys.cpu.percent``: a sample of the library's sampler under Comet's prefix."""
+    return SYSTEM_PREFIX + (key[len(_LIBRARY_PREFIX) :] if key.startswith(_LIBRARY_PREFIX) else key)
+
+
+def read_archive_history(path: str | os.PathLike[str], system: bool = False) -> dict[str, list[tuple[int, Any]]]:
     """``{name: [(step, value), ...]}`` from every metric message of an offline archive's ``messages.json``
-    (one JSON message per line), in message order."""
+    (one JSON message per line), in message order: the user's metrics, or with ``system`` the ``sys.*`` ones."""
     with zipfile.ZipFile(path) as archive:
         lines = archive.read("messages.json").decode("utf-8").splitlines()
     history: dict[str, list[tuple[int, Any]]] = {}
@@ -26,6 +36,8 @@ def read_archive_history(path: str | os.PathLike[str]) -> dict[str, list[tuple[i
         message = json.loads(line) if line.strip() else {}
         if message.get("type") == "metric_msg":
             metric = message["payload"]["metric"]
+            if metric["metricName"].startswith(SYSTEM_PREFIX) != system:
+                continue
             history.setdefault(metric["metricName"], []).append((metric["step"], metric["metricValue"]))
     return history
 

@@ -31,27 +31,55 @@ START_KEYWORDS = frozenset(
 )
 
 #: ``ExperimentConfig`` field -> (Comet setting, value used when neither kwargs nor Comet's config set it).
-#: Comet's defaults capture stdout, log source code, git state and host details, start a CO2 tracker and
-#: print a summary; a tracker that runs inside someone else's training loop records what it is given.
+#: What Comet records beyond what was logged and Accelerate's ``CometMLTracker`` does not ask for either way
+#: stays as a library needs it: no stdout capture, no framework auto-logging, no argv parsing, no summary.
+#: Comet's own system monitor, code capture, git state and environment details are left at Comet's
+#: defaults, as under Accelerate (see :func:`own_defaults` for what changes that).
 QUIET_DEFAULTS: dict[str, tuple[str, Any]] = {
     "auto_output_logging": ("comet.auto_log.output_logger", False),
     "auto_param_logging": ("comet.auto_log.parameters", False),
     "auto_metric_logging": ("comet.auto_log.metrics", False),
-    "auto_log_co2": ("comet.auto_log.co2", False),
-    "log_code": ("comet.auto_log.code", False),
     "log_graph": ("comet.auto_log.graph", False),
     "parse_args": ("comet.auto_log.cli_arguments", False),
-    "log_git_metadata": ("comet.auto_log.git_metadata", False),
-    "log_git_patch": ("comet.auto_log.git_patch", False),
-    "log_env_details": ("comet.auto_log.env_details", False),
-    "log_env_gpu": ("comet.auto_log.env_gpu", False),
-    "log_env_host": ("comet.auto_log.env_host", False),
-    "log_env_cpu": ("comet.auto_log.env_cpu", False),
-    "log_env_network": ("comet.auto_log.env_network", False),
-    "log_env_disk": ("comet.auto_log.env_disk", False),
     "display_summary_level": ("comet.display_summary_level", 0),
 }
+#: Comet's system monitor: the threads that sample CPU, memory and load, GPUs, network and disk every 30 s
+#: into ``sys.*`` metrics. Off when the run sends the library's own samples (``run_context.system_metrics``).
+MONITOR_FIELDS: dict[str, str] = {
+    "log_env_cpu": "comet.auto_log.env_cpu",
+    "log_env_gpu": "comet.auto_log.env_gpu",
+    "log_env_network": "comet.auto_log.env_network",
+    "log_env_disk": "comet.auto_log.env_disk",
+}
+#: Comet's environment details (packages, host, and the monitor's threads, which Comet starts only with them)
+ENV_DETAILS = ("log_env_details", "comet.auto_log.env_details")
 _ENV_DETAIL_FIELDS = ("log_env_gpu", "log_env_host", "log_env_cpu", "log_env_network", "log_env_disk")
+#: Why the environment details stay off in a conda environment (the finish report's note).
+CONDA_NOTE = (
+    "Comet's environment details and system monitor are off: in a conda environment Comet runs "
+    "`conda env export`, `conda list` and `conda info` for them (pass log_env_details=True to have them)"
+)
+
+
+def in_conda_environment() -> bool:
+    """Whether Comet's environment details would run ``conda`` here: Comet's own test, a conda ``sys.prefix``."""
+    return os.path.exists(os.path.join(sys.prefix, "conda-meta", "history"))
+
+
+def own_defaults(system_metrics: bool) -> dict[str, tuple[str, Any]]:
+    """The defaults this backend sets where neither the keywords nor Comet's configuration chose.
+
+    Beyond :data:`QUIET_DEFAULTS`: in a conda environment the environment details stay off (they spawn
+    ``conda``, and Comet starts its monitor only with them); with ``system_metrics`` the run takes the
+    library's samples, so Comet's own monitor (:data:`MONITOR_FIELDS`) is off.
+    """
+    chosen = dict(QUIET_DEFAULTS)
+    if in_conda_environment():
+        chosen[ENV_DETAILS[0]] = (ENV_DETAILS[1], False)
+    if system_metrics:
+        chosen.update({field: (setting, False) for field, setting in MONITOR_FIELDS.items()})
+    return chosen
+
 
 #: Read by ``import comet_ml`` itself, so they can only be environment variables. Set when unset:
 #: the first installs import hooks that patch ML frameworks, the second starts a Sentry error reporter
@@ -66,9 +94,11 @@ _IMPORT_LOCK = threading.Lock()
 _CREATE_LOCK = threading.Lock()
 
 
-def start_keywords(comet_ml: Any, config: Any, init_kwargs: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
+def start_keywords(
+    comet_ml: Any, config: Any, init_kwargs: dict[str, Any], defaults: dict[str, Any], system_metrics: bool = False
+) -> dict[str, Any]:
     """The keywords for ``comet_ml.start``: ``init_kwargs`` checked and sorted into ``comet_ml.start``
-    arguments and an ``ExperimentConfig``, with the quiet defaults and ``defaults`` (``project_name``,
+    arguments and an ``ExperimentConfig``, with :func:`own_defaults` and ``defaults`` (``project_name``,
     ``offline_directory``, ``name``) wherever neither the keywords nor Comet's own settings chose."""
     kwargs = dict(init_kwargs)
     fields = set(inspect.signature(comet_ml.ExperimentConfig).parameters)
@@ -86,20 +116,24 @@ def start_keywords(comet_ml: Any, config: Any, init_kwargs: dict[str, Any], defa
     if project is None and configured(config, "comet.project_name") is None:
         project = defaults["project_name"]
     kwargs["project_name"] = project
-    kwargs["experiment_config"] = comet_ml.ExperimentConfig(**_with_defaults(explicit, config, defaults))
+    params = _with_defaults(explicit, config, defaults, own_defaults(system_metrics))
+    kwargs["experiment_config"] = comet_ml.ExperimentConfig(**params)
     return kwargs
 
 
-def _with_defaults(explicit: dict[str, Any], config: Any, defaults: dict[str, Any]) -> dict[str, Any]:
+def _with_defaults(
+    explicit: dict[str, Any], config: Any, defaults: dict[str, Any], own: dict[str, tuple[str, Any]]
+) -> dict[str, Any]:
     params = dict(explicit)
     env_detail_set = any(
-        field in params or configured(config, QUIET_DEFAULTS[field][0]) is not None for field in _ENV_DETAIL_FIELDS
+        field in params or configured(config, f"comet.auto_log.{field[len('log_') :]}") is not None
+        for field in _ENV_DETAIL_FIELDS
     )
-    for field, (setting, quiet) in QUIET_DEFAULTS.items():
-        if field == "log_env_details" and env_detail_set:
-            continue  # the user turned one probe on; disabling them all would silently undo it
+    for field, (setting, value) in own.items():
+        if field == ENV_DETAILS[0] and env_detail_set:
+            continue  # the user turned one probe on; turning them all off would silently undo it
         if field not in params and configured(config, setting) is None:
-            params[field] = quiet
+            params[field] = value
     if "offline_directory" not in params and configured(config, "comet.offline_directory") is None:
         params["offline_directory"] = defaults["offline_directory"]
     if "name" not in params and configured(config, "comet.start.experiment_name") is None:

@@ -20,6 +20,8 @@ contract                    comet_ml
 ``log_figure``              ``log_image(png, name=name, step=)`` (the figure rendered to PNG)
 ``log_histogram``           ``log_histogram_3d(comet_ml.Histogram, name=, step=)`` (Comet re-bins the counts)
 ``log_artifact(s)``         ``log_asset`` / ``log_asset_folder``
+``log_system_metrics``      ``log_metric("sys.<name>", value, step=<sample index>, include_context=False)``:
+                            where Comet's own monitor puts its ``sys.*`` metrics (its *System metrics*)
 ``flush`` / ``finish``      ``experiment.flush()`` / ``experiment.end()`` (offline: writes the archive)
 ``resume_state``            ``{"experiment_key", "mode", "offline_directory", "data_dir", ...}``; a resumed
                             run: ``comet_ml.start(experiment_key=<saved>, mode="get")`` offline (an archive
@@ -57,12 +59,16 @@ from .archive import (
     drain_offline_streamer,
     read_archive_history,
     read_archive_images,
+    system_metric_name,
 )
 from .startup import (
+    CONDA_NOTE,
+    ENV_DETAILS,
     QUIET_DEFAULTS,
     configured,
     create_experiment,
     import_comet,
+    in_conda_environment,
     start_keywords,
     start_online,
 )
@@ -70,6 +76,8 @@ from .startup import (
 __all__ = ["QUIET_DEFAULTS", "CometMLTracker"]
 
 DEFAULT_START_TIMEOUT = 30.0
+#: Seconds the run context waits for Comet's own start-up capture (git, conda) before it replaces it.
+OWN_CAPTURE_WAIT = 30.0
 
 
 def _image_bytes(image: Any) -> Any:
@@ -121,6 +129,13 @@ class CometMLTracker(GeneralTracker):
     ``COMET_OFFLINE_DIRECTORY``, ``COMET_URL_OVERRIDE``, ``COMET_START_EXPERIMENT_NAME``/``_TAGS``
     and every ``COMET_AUTO_LOG_*`` switch (they win over this tracker's quiet defaults, see
     :data:`QUIET_DEFAULTS`). Comet stores NaN/inf as text, so the dispatcher skips such points with a warning.
+
+    What Comet records of its own, as under Accelerate: its system monitor (CPU, memory, GPUs, network,
+    disk every 30 s as ``sys.*`` metrics), the source file, the git metadata and patch, the host and the
+    installed packages; CO2 too when ``codecarbon`` is installed. Kept off unless set: stdout capture,
+    framework auto-logging, argv parsing and the summary. In a conda environment the environment details
+    (and with them the monitor) stay off: Comet would run ``conda`` for them. A run with
+    ``system_metrics=True`` gets the library's samples as ``sys.*`` metrics instead of Comet's monitor.
     """
 
     name = "comet_ml"
@@ -169,7 +184,14 @@ class CometMLTracker(GeneralTracker):
         comet_ml = import_comet()
         self._max_key_length = int(getattr(comet_ml.config, "MAXIMAL_KEY_LENGTH", self._max_key_length))
         config = comet_ml.get_config()
-        start_kwargs = start_keywords(comet_ml, config, self.init_kwargs, self._defaults())
+        samples = self.run_context is not None and self.run_context.system_metrics
+        start_kwargs = start_keywords(comet_ml, config, self.init_kwargs, self._defaults(), system_metrics=samples)
+        if (
+            in_conda_environment()
+            and ENV_DETAILS[0] not in self.init_kwargs
+            and configured(config, ENV_DETAILS[1]) is None
+        ):
+            self.add_note(CONDA_NOTE)
         online = start_kwargs.pop("online", None)
         if online is None:
             online = configured(config, "comet.start.online")
@@ -293,6 +315,11 @@ class CometMLTracker(GeneralTracker):
         if self._context_sent or not experiment.alive:
             return
         self._context_sent = True
+        # Comet's own git capture (on by default) sends its message from a thread of its own at start: the
+        # context's, redacted, must come after it to be the one the experiment keeps.
+        own_capture = getattr(experiment, "initial_data_logger_thread", None)
+        if own_capture is not None:
+            own_capture.join(OWN_CAPTURE_WAIT)
         metadata = context_panels.git_metadata(context)
         if metadata is not None:
             self._into_panel("git metadata", lambda: context_panels.send_git_metadata(experiment, metadata))
@@ -372,6 +399,21 @@ class CometMLTracker(GeneralTracker):
             pending, pending_step, pending_kwargs = dict(values), step, kwargs
         if pending is not None:
             self.log(pending, step=pending_step, **pending_kwargs)
+
+    def log_system_metrics(self, values: dict[str, float], index: int, timestamp: float) -> None:
+        """Where Comet's own monitor puts its samples: ``sys.*`` metrics without the context (its *System
+        metrics*; ``comet_ml.API`` leaves ``sys.`` names out of the user's metrics), at ``step=index``.
+
+        ``log_metric`` also moves the experiment's current step; it is put back, so the user's points
+        logged without a step stay where they were. Comet stamps each point with the time it is handed over.
+        """
+        experiment = self._experiment
+        current = experiment.curr_step
+        try:
+            for key, value in values.items():
+                experiment.log_metric(system_metric_name(key), value, step=index, include_context=False)
+        finally:
+            experiment.curr_step = current
 
     # -- media -------------------------------------------------------------------------------
     def log_images(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:
@@ -505,10 +547,19 @@ class CometMLTracker(GeneralTracker):
 
     def read_back_history(self) -> dict[str, list[tuple[int, Any]]]:
         """Every metric message in the offline archives of this experiment, oldest archive first, in message
-        order, so a step stored twice shows twice (an online run is read in Comet's UI or ``comet_ml.API``)."""
+        order, so a step stored twice shows twice (an online run is read in Comet's UI or ``comet_ml.API``).
+        System metrics (``sys.*``) are not the user's: :meth:`read_back_system_metrics`."""
+        return self._history(system=False)
+
+    def read_back_system_metrics(self) -> dict[str, list[tuple[int, Any]]]:
+        """The ``sys.*`` series of the offline archives (Comet's monitor, or the library's samples), as
+        :meth:`read_back_history` reads the others."""
+        return self._history(system=True)
+
+    def _history(self, system: bool) -> dict[str, list[tuple[int, Any]]]:
         history: dict[str, list[tuple[int, Any]]] = {}
         for archive in self._local_archives():
-            for name, points in read_archive_history(archive).items():
+            for name, points in read_archive_history(archive, system=system).items():
                 history.setdefault(name, []).extend(points)
         return history
 
