@@ -173,7 +173,7 @@ for step in range(5):
 tracker = run.get_tracker(sys.argv[1])
 if run.rank:
     tracker.log({"direct": 1.0}, step=0)  # the no-op stand-in takes any call
-print(run.rank, len(run.trackers), type(tracker).__name__, run.finish().ok)
+print(run.rank, len(run.trackers), type(tracker).__name__, run.finish().ok, run.run_id, run.run_dir.is_dir())
 """
 
 
@@ -181,19 +181,26 @@ print(run.rank, len(run.trackers), type(tracker).__name__, run.finish().ok)
 def test_one_run_per_job_only_rank_zero_runs_the_backend(tmp_path, world):
     """Launchers set RANK/WORLD_SIZE (torchrun), SLURM_PROCID (srun), OMPI_COMM_WORLD_RANK (mpirun)."""
     variables = ["RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"]
-    clean = {key: value for key, value in os.environ.items() if key not in variables}
-    for rank in range(world - 1, 0, -1):  # the other ranks first: they must leave nothing behind
-        env = {**clean, variables[rank % len(variables)]: str(rank), "WORLD_SIZE": str(world)}
-        result = subprocess.run(
-            [sys.executable, "-c", RANKED, CELL], capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env
+    clean = {key: value for key, value in os.environ.items() if key not in (*variables, "TRACKING_RUN_ID")}
+    job = {"WORLD_SIZE": str(world), "MASTER_PORT": str(29560 + world)}  # what identifies this launch
+    processes = [  # every rank at once, as a launcher starts them
+        subprocess.Popen(
+            [sys.executable, "-c", RANKED, CELL],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=tmp_path,
+            env={**clean, **job, variables[rank % len(variables)]: str(rank)},
         )
-        assert result.returncode == 0, result.stderr
-        assert result.stdout.strip().splitlines()[-1].split() == [str(rank), "0", "NoOpTracker", "True"]
-        assert not [path for path in tmp_path.rglob("*")], f"rank {rank} wrote {sorted(tmp_path.rglob('*'))[:5]}"
-    env = {**clean, "RANK": "0", "WORLD_SIZE": str(world)}
-    result = subprocess.run(
-        [sys.executable, "-c", RANKED, CELL], capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env
-    )
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip().splitlines()[-1].split()[:2] == ["0", "1"], result.stdout  # SDKs print too
-    assert len(list((tmp_path / "runs" / "ranked").iterdir())) == 1
+        for rank in range(world)
+    ]
+    lines = []
+    for process in processes:
+        out, err = process.communicate(timeout=300)
+        assert process.returncode == 0, err
+        lines.append(out.strip().splitlines()[-1].split())  # SDKs print too
+    runs = [path.name for path in (tmp_path / "runs" / "ranked").iterdir() if not path.name.startswith(".")]
+    assert len(runs) == 1, runs  # the other ranks opened no run of their own
+    assert lines[0][:2] == ["0", "1"] and lines[0][4:] == [runs[0], "True"], lines[0]
+    for rank in range(1, world):  # no backend, and rank 0's run id and folder
+        assert lines[rank] == [str(rank), "0", "NoOpTracker", "True", runs[0], "True"], lines[rank]

@@ -24,7 +24,7 @@ RANK_SCRIPT = textwrap.dedent(
         tracker.log_table("t", data=[[1]])
     run.log_table("t", columns=["a"], data=[[1]])
     report = run.finish()
-    print(type(tracker).__name__, report.ok, len(report.backends))
+    print(type(tracker).__name__, report.ok, len(report.backends), run.run_id, run.run_dir.is_dir())
     """
 )
 
@@ -36,16 +36,26 @@ def _python(script: str, *args: str, env: dict | None = None, cwd=None) -> subpr
 
 
 def test_two_ranks_produce_one_run(tmp_path):
+    """Both ranks at once, as a launcher starts them: rank 1 runs no tracker and sees rank 0's run."""
+    ranks = [
+        subprocess.Popen(
+            [sys.executable, "-c", RANK_SCRIPT, str(tmp_path)],
+            env={**os.environ, "RANK": rank, "WORLD_SIZE": "2", "MASTER_PORT": "29551"},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for rank in ("0", "1")
+    ]
     outputs = []
-    for rank in ("0", "1"):
-        env = {**os.environ, "RANK": rank, "WORLD_SIZE": "2"}
-        result = _python(RANK_SCRIPT, str(tmp_path), env=env)
-        assert result.returncode == 0, result.stderr
-        outputs.append(result.stdout.split())
-    runs = list((tmp_path / "ranked").iterdir())
+    for process in ranks:
+        out, err = process.communicate(timeout=120)
+        assert process.returncode == 0, err
+        outputs.append(out.split())
+    runs = [path for path in (tmp_path / "ranked").iterdir() if not path.name.startswith(".")]
     assert len(runs) == 1
-    assert outputs[0] == ["JsonlTracker", "True", "1"]
-    assert outputs[1] == ["NoOpTracker", "True", "0"]
+    assert outputs[0] == ["JsonlTracker", "True", "1", runs[0].name, "True"]
+    assert outputs[1] == ["NoOpTracker", "True", "0", runs[0].name, "True"]
 
 
 def test_import_pulls_no_third_party_module():

@@ -1,4 +1,4 @@
-"""Per-rank runs: how every rank of a job learns the run id that rank 0 chose.
+"""How every rank of a job learns the run id that rank 0 chose: per-rank runs, and one run per job.
 
 In order: ``torch.distributed`` when the application already initialised it (a broadcast from
 rank 0, the authority once the process group exists); ``TRACKING_RUN_ID`` when the user or the
@@ -6,6 +6,11 @@ launcher script sets it; otherwise a small file that rank 0 writes in the projec
 by the launcher's job id so that concurrent jobs never read each other's (the ranks must share
 that folder, as they share ``logging_dir``). A rank that hears nothing within the timeout uses an
 id derived from the job id and says so once.
+
+One run per job (the default) has rank 0 alone open the run, so no rank may wait on another in a
+collective call (rank 0 may be the only one that calls ``init``): rank 0 publishes the id it opened
+(:func:`publish_run_id`: a key in ``torch.distributed``'s store, and the file) and never waits; the
+other ranks read it (:func:`job_run_id`).
 """
 
 from __future__ import annotations
@@ -18,8 +23,9 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from ..notices import warn_once
+from ..notices import logger, warn_once
 
 RUN_ID_VARIABLE = "TRACKING_RUN_ID"
 #: what identifies one launch of a job, per launcher (torchrun, SLURM, Open MPI / PMIx, MPICH)
@@ -79,25 +85,37 @@ def _file_for(project_dir: Path) -> Path:
     return project_dir / ".per-rank" / f"{digest}.json"
 
 
-def _by_file(project_dir: Path, rank: int, choose: Callable[[], str], since: float, timeout: float) -> str | None:
+def _write_file(project_dir: Path, run_id: str) -> None:
     path = _file_for(project_dir)
-    if rank == 0:
-        run_id = choose()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        temporary.write_text(json.dumps({"run_id": run_id, "written": time.time(), "job": job_key()}))
-        os.replace(temporary, path)  # readers see the whole file or none
-        return run_id
-    deadline = time.monotonic() + timeout
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    temporary.write_text(json.dumps({"run_id": run_id, "written": time.time(), "job": job_key()}))
+    os.replace(temporary, path)  # readers see the whole file or none
+
+
+def _read_file(
+    project_dir: Path, since: float, deadline: float, heard: frozenset[str] | set[str] = frozenset()
+) -> str | None:
+    """Wait until the file names a run id written after ``since`` and not among ``heard``."""
+    path = _file_for(project_dir)
     while time.monotonic() < deadline:
         try:
             found = json.loads(path.read_text())
-            if found.get("written", 0) >= since:  # an earlier launch's file is older than this process
+            # an earlier launch's file is older than this process; an id heard before is this job's earlier run
+            if found.get("written", 0) >= since and str(found["run_id"]) not in heard:
                 return str(found["run_id"])
         except (OSError, ValueError, KeyError):
             pass
         time.sleep(0.05)
     return None
+
+
+def _by_file(project_dir: Path, rank: int, choose: Callable[[], str], since: float, timeout: float) -> str | None:
+    if rank == 0:
+        run_id = choose()
+        _write_file(project_dir, run_id)
+        return run_id
+    return _read_file(project_dir, since, time.monotonic() + timeout)
 
 
 def shared_run_id(
@@ -122,3 +140,85 @@ def shared_run_id(
         reason="per-rank-id",
     )
     return fallback, "job id"
+
+
+# -- one run per job ---------------------------------------------------------------------------------
+
+#: the run ids this process heard from rank 0, per project folder: a job that opens one run after
+#: another (a sweep) waits for the next one, not the one it already has
+_HEARD: dict[str, set[str]] = {}
+
+
+def _torch_store() -> Any:
+    """``torch.distributed``'s key-value store, when the script initialised the process group; else None.
+
+    Reading a key there waits for rank 0's write alone: no collective call, which every rank would have
+    to make."""
+    dist = sys.modules.get("torch.distributed")
+    try:
+        if dist is None or not (dist.is_available() and dist.is_initialized()):
+            return None
+        from torch.distributed import distributed_c10d
+
+        return distributed_c10d._get_default_store()
+    except Exception:
+        return None
+
+
+def _store_key(project: str) -> str:
+    return f"tracking/run-id/{project}"
+
+
+def publish_run_id(project_dir: Path, project: str, run_id: str) -> None:
+    """Rank 0 of a one-run-per-job run says which run it opened; it never waits for the other ranks."""
+    store = _torch_store()
+    if store is not None:
+        try:
+            store.set(_store_key(project), run_id)
+        except Exception as error:
+            logger.debug("run id not published in torch.distributed's store: %r", error)
+    try:
+        _write_file(project_dir, run_id)
+    except OSError as error:
+        logger.debug("run id not published in %s: %r", project_dir, error)
+
+
+def _from_store(store: Any, project: str, deadline: float, heard: set[str]) -> str | None:
+    import datetime
+
+    key = _store_key(project)
+    try:
+        store.wait([key], datetime.timedelta(seconds=max(0.0, deadline - time.monotonic())))
+        while time.monotonic() < deadline:
+            run_id = bytes(store.get(key)).decode()
+            if run_id not in heard:
+                return run_id
+            time.sleep(0.05)
+    except Exception as error:  # the wait timed out, or the store went away
+        logger.debug("no run id in torch.distributed's store: %r", error)
+    return None
+
+
+def job_run_id(project_dir: Path, project: str, rank: int, *, timeout: float | None = None) -> tuple[str, str]:
+    """A rank other than 0 in a one-run-per-job run: the run id rank 0 opened, and how it was heard."""
+    timeout = WAIT_SECONDS if timeout is None else timeout
+    since = process_started() - 5.0
+    deadline = time.monotonic() + timeout
+    heard = _HEARD.setdefault(str(project_dir), set())
+    store = _torch_store()
+    run_id = _from_store(store, project, deadline, heard) if store is not None else None
+    channel = "torch.distributed"
+    if run_id is None:
+        run_id, channel = _read_file(project_dir, since, deadline, heard), "file"
+    if run_id is None:
+        run_id, channel = "job-" + hashlib.sha1(job_key().encode()).hexdigest()[:12], "job id"
+        warn_once(
+            "dispatcher",
+            "job_run_id",
+            f"rank {rank} did not hear rank 0's run id within {timeout:.0f} s (no torch.distributed process "
+            f"group, no shared {project_dir}); run.run_id is {run_id}, derived from the launcher's job id, "
+            "and run.run_dir a folder of this machine",
+            reason="per-rank-id",
+        )
+    heard.add(run_id)
+    return run_id, channel

@@ -28,7 +28,7 @@ from ..notices import logger, notice, reset_warnings
 from ..report import BackendReport
 from ..store.manifest import MANIFEST_NAME
 from . import lifecycle, process_mode
-from .rendezvous import shared_run_id
+from .rendezvous import job_run_id, publish_run_id, shared_run_id
 from .session import RunSession, choose_job_run_id, rank_folder
 
 if TYPE_CHECKING:
@@ -52,15 +52,19 @@ def init_trackers(
     run.project_name = project_name
     root = Path(run.logging_dir or DEFAULT_LOGGING_DIR)
     session = per_rank_session(run, root) if run.per_rank else None
+    if session is None and run.rank != 0:
+        session = other_rank_session(run, root / run.project_name)
     if session is None:
         session = RunSession(
             root / run.project_name,
             run.project_name,
             run.resume,
-            writes=run.rank == 0,
+            writes=True,
             replay=run._replay_sources is not None,
         )
         run.run_id = session.run_id
+        if run.world_size > 1 and run._replay_sources is None:
+            publish_run_id(root / run.project_name, run.project_name, session.run_id)
     run._session = session
     run.run_dir, run.resumed = session.run_dir, session.resumed
     point = session.rewind_to(run.resume_step) if run.resume_step is not None else None
@@ -129,6 +133,25 @@ def per_rank_session(run: Dispatcher, root: Path) -> RunSession:
     resume = folder if run.resume and earlier else False
     logger.debug("per-rank run %s (id from %s), rank %d of %d", run.run_id, channel, run.rank, run.world_size)
     return RunSession(job_dir, str(run.project_name), resume, writes=True, run_id=folder)
+
+
+def other_rank_session(run: Dispatcher, project_dir: Path) -> RunSession:
+    """One run per job, on a rank other than 0: the run rank 0 opened, its id and its folder.
+
+    The id comes from rank 0 (``job_run_id``); this rank writes nothing in the run. Where the file
+    system is shared the folder is rank 0's; elsewhere an empty folder of the same path is made here,
+    so that ``run.run_dir`` exists on every rank for the rank's own files.
+    """
+    project = str(run.project_name)
+    run_id, channel = job_run_id(project_dir, project, run.rank)
+    run.run_id = check_name(run_id, "run id")
+    logger.debug("rank %d of run %s (id from %s)", run.rank, run.run_id, channel)
+    session = RunSession(project_dir, project, run.run_id if run.resume else False, writes=False, run_id=run.run_id)
+    try:
+        session.run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        logger.warning("rank %d: cannot make the run folder %s: %s", run.rank, session.run_dir, error)
+    return session
 
 
 def delivery_for(
