@@ -45,10 +45,10 @@ def finish(run: Dispatcher, timeout: float | None) -> FinishReport:
         run._session.close(run._step, run._ended_by or lifecycle.ending() or "finished")
     lifecycle.forget(run)
     run._report = FinishReport(
-        backends={worker.name: worker.report for worker in run._all_workers},
+        backends={worker.name: worker.report for worker in run._all_workers if worker.name not in run._internal},
         run_dir=str(run.run_dir) if run.run_dir else None,
         rejected_values=dict(run._rejected),
-        notes=_loop_waits(run),
+        notes=_loop_waits(run) + _journal_notes(run),
     )
     if not run._report.ok and run._at_exit:  # nobody holds the report: the whole table
         logger.warning("not everything was delivered\n%s", run._report)
@@ -57,6 +57,19 @@ def finish(run: Dispatcher, timeout: float | None) -> FinishReport:
     if run._pending_error is not None:
         run._raise_pending()
     return run._report
+
+
+def _journal_notes(run: Dispatcher) -> list[str]:
+    """The run's own journal is not one of the user's backends, but what it could not keep is said."""
+    notes = []
+    for worker in run._all_workers:
+        report = worker.report
+        if worker.name in run._internal and not report.ok:
+            notes.append(
+                f"the run's journal ({report.state}, {report.spilled} spilled, {report.dropped} dropped): "
+                f"{report.last_error or 'not every record was written'}"
+            )
+    return notes
 
 
 def _loop_waits(run: Dispatcher) -> list[str]:

@@ -144,6 +144,9 @@ class Dispatcher:
         self._remote: dict[str, tuple[tuple[str, str], dict[str, Any] | None]] = {}
         self._finishing = False
         self._specs = resolve_specs(log_with, self.logging_dir)
+        #: trackers the run keeps for itself (the journal when ``log_with`` does not name ``jsonl``): not in
+        #: ``trackers``, ``get_tracker`` or the report's backends (setup.journal_first)
+        self._internal: frozenset[str] = frozenset()
         self._workers: list[ManagedMixin] = []  # emptied by finish()
         self._puts: list[Callable[[Any], None]] = []  # the workers' enqueue functions; emptied by finish()
         self._all_workers: list[ManagedMixin] = []
@@ -403,7 +406,7 @@ class Dispatcher:
     @property
     def trackers(self) -> list[GeneralTracker]:
         """The tracker objects of this run, as ``Accelerator.trackers`` lists them (empty on other ranks)."""
-        return [worker.tracker for worker in self._all_workers]
+        return [worker.tracker for worker in self._all_workers if worker.name not in self._internal]
 
     @property
     def is_main_process(self) -> bool:

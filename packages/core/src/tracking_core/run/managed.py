@@ -105,7 +105,7 @@ def held_tracker(run: Dispatcher, name: str, unwrap: bool) -> Any:
     """``run.get_tracker(name, unwrap)``: the tracker object (its calls come back here), or its SDK object."""
     name = str(getattr(name, "value", name))
     for worker in run._all_workers:
-        if worker.name == name:
+        if worker.name == name and name not in run._internal:
             if unwrap:
                 if getattr(worker, "delivery", None) is None:  # a RemoteWorker: the SDK lives elsewhere
                     raise RuntimeError(
@@ -119,4 +119,5 @@ def held_tracker(run: Dispatcher, name: str, unwrap: bool) -> Any:
     if name in run._skipped or (run.rank != 0 and not run.per_rank) or run._in_forked_child:
         noop = run._skipped.get(name) or NoOpTracker(name)
         return noop.tracker if unwrap else noop
-    raise ValueError(f"{name!r} is not a tracker of this run; its trackers are {[w.name for w in run._all_workers]}")
+    names = [worker.name for worker in run._all_workers if worker.name not in run._internal]
+    raise ValueError(f"{name!r} is not a tracker of this run; its trackers are {names}")

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from ..backends.jsonl import JsonlTracker
 from ..context import RunContextCapture
 from ..contract.noop import NoOpTracker
 from ..contract.selection import DEFAULT_LOGGING_DIR, construct_tracker
@@ -84,7 +85,7 @@ def init_trackers(
     if clean_config is not None:
         import copy  # each backend gets its own copy: one backend mutating it cannot affect another
     remote: list[GeneralTracker] = []
-    for spec in run._specs:
+    for spec in [*run._specs, *journal_first(run)]:
         name = spec.name
         if not runs_trackers:  # one run per job: only global rank 0 runs trackers, whatever the class says
             run._skipped[name] = NoOpTracker(name)
@@ -119,6 +120,23 @@ def init_trackers(
     if run._replay_sources is None:
         run._context_capture = RunContextCapture.start(run, run._context_options)
     lifecycle.watch(run)
+
+
+def journal_first(run: Dispatcher) -> list[type[GeneralTracker]]:
+    """The run's journal, written whatever ``log_with`` says: every run can be shown, exported, compared
+    and replayed into a backend from where that backend stopped (a SIGKILL, a worker torn down mid
+    start-up). Kept out of ``trackers``, ``get_tracker`` and the report's backends when the user did not
+    name ``jsonl`` (:attr:`Dispatcher._internal`). A replay into an existing run writes none: its source
+    is that run's journal."""
+    if run._replay_sources is not None or any(_writes_the_journal(spec) for spec in run._specs):
+        return []
+    run._internal = frozenset((JsonlTracker.name,))
+    return [JsonlTracker]
+
+
+def _writes_the_journal(spec: type[GeneralTracker] | GeneralTracker) -> bool:
+    cls = spec if isinstance(spec, type) else type(spec)
+    return issubclass(cls, JsonlTracker) or spec.name == JsonlTracker.name
 
 
 def per_rank_session(run: Dispatcher, root: Path) -> RunSession:

@@ -1,0 +1,126 @@
+"""Every run writes its journal, whatever ``log_with`` says: the views and replay work on every run, and a
+training process that dies before a backend started loses nothing that reached the journal."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from tracking_core import init, register_tracker_class
+from tracking_core.store.journal import read_journal
+
+SLOW_START = textwrap.dedent(
+    '''
+    """A backend whose start-up takes seconds (MLflow's import and store set-up) and that appends each point to
+    ``points.jsonl`` in the run folder: a file a later process can count."""
+    import json
+    import time
+    from pathlib import Path
+
+    from tracking_core import GeneralTracker
+
+
+    class SlowStart(GeneralTracker):
+        name = "slow-start"
+        requires_logging_directory = False
+        durable_on_return = True
+
+        def __init__(self, project_name, **kwargs):
+            super().__init__()
+
+        @property
+        def tracker(self):
+            return None
+
+        def start(self):
+            time.sleep(3.0)
+
+        def log(self, values, step=None, **kwargs):
+            path = Path(self.run_context.run_dir) / "points.jsonl"
+            with path.open("a") as handle:
+                handle.write(json.dumps([step, values]) + "\\n")
+    '''
+)
+
+DIES_DURING_START_UP = textwrap.dedent(
+    """
+    import os, sys, time
+    sys.path.insert(0, sys.argv[1])
+    from slow_start_tracker import SlowStart
+    from tracking_core import init, register_tracker_class
+
+    register_tracker_class(SlowStart)
+    run = init("p", log_with=["slow-start"], logging_dir=sys.argv[2])
+    print(run.run_dir, flush=True)
+    for step in range(200):
+        run.log({"loss": 1.0 / (step + 1)}, step=step)
+    time.sleep(1.0)
+    os._exit(0)  # a Ray worker torn down, a scheduler's kill: no finish(), no exit hooks
+    """
+)
+
+
+def _tracking(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "tracking_core", *args], capture_output=True, text=True, cwd=cwd, timeout=300
+    )
+
+
+def test_a_run_without_jsonl_has_its_journal_and_every_view_reads_it(tmp_path, memory):
+    run = init("p", log_with=["memory"], logging_dir=tmp_path / "runs", config={"lr": 0.1})
+    for step in range(5):
+        run.log({"loss": 1.0 / (step + 1)}, step=step)
+    report = run.finish()
+    assert [tracker.name for tracker in run.trackers] == ["memory"]  # the journal is not one of the user's
+    assert list(report.backends) == ["memory"] and report.ok
+    with pytest.raises(ValueError, match="not a tracker of this run"):
+        run.get_tracker("jsonl")
+    entries = list(read_journal(Path(run.run_dir) / "journal.jsonl"))
+    assert [e["step"] for e in entries if e["type"] == "metrics"] == [0, 1, 2, 3, 4]
+    assert [e["values"] for e in entries if e["type"] == "config"] == [{"lr": 0.1}]
+
+    shown = _tracking("show", str(run.run_dir), cwd=tmp_path)
+    assert shown.returncode == 0 and "loss" in shown.stdout, shown.stderr
+    exported = _tracking("export", str(run.run_dir), "--format", "json", "-o", str(tmp_path / "out.json"), cwd=tmp_path)
+    assert exported.returncode == 0, exported.stderr
+    assert len(json.loads((tmp_path / "out.json").read_text())["rows"]) == 5
+    other = init("p", log_with=["memory"], logging_dir=tmp_path / "runs")
+    other.log({"loss": 2.0}, step=0)
+    other.finish()
+    compared = _tracking("compare", str(run.run_dir), str(other.run_dir), "--json", cwd=tmp_path)
+    assert compared.returncode == 0, compared.stderr
+    assert "loss" in compared.stdout
+
+
+@pytest.mark.reliability
+def test_a_process_that_dies_while_a_backend_starts_is_delivered_by_replay(tmp_path):
+    from tracking_core.cli.replay import replay
+    from tracking_core.testing.reliability import tally
+
+    (tmp_path / "slow_start_tracker.py").write_text(SLOW_START)
+    died = subprocess.run(
+        [sys.executable, "-c", DIES_DURING_START_UP, str(tmp_path), str(tmp_path / "runs")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert died.returncode == 0, died.stderr
+    run_dir = Path(died.stdout.split()[0])
+    assert not (run_dir / "points.jsonl").exists()  # the backend had stored nothing when the process died
+    sys.path.insert(0, str(tmp_path))
+    try:
+        from slow_start_tracker import SlowStart
+
+        register_tracker_class(SlowStart)
+        report = replay(run_dir / "journal.jsonl", "slow-start", progress=False)
+    finally:
+        sys.path.remove(str(tmp_path))
+    assert report.ok, str(report)
+    points = [json.loads(line) for line in (run_dir / "points.jsonl").read_text().splitlines()]
+    steps = [step for step, _ in points]
+    figures = tally("os._exit during a backend's start-up, then replay", "slow-start", range(200), steps)
+    assert (figures["lost"], figures["duplicated"]) == (0, 0) and steps == list(range(200))
