@@ -20,6 +20,7 @@ contract                   MLflow call (all on ``self.client``, never the fluent
 ``log_figure``             the figure as a PNG artifact ``artifact_file`` (``.png`` added when missing)
 ``log_histogram``          none in MLflow: the core's summary metrics (``<name>/count``, ``/mean``, ...)
 ``log_artifact(s)``        ``log_artifact`` / ``log_artifacts``
+``log_system_metrics``     ``system/...`` metrics at step = sample index, where MLflow's own system metrics are
 ``finish``                 ``set_terminated(run_id, "FINISHED")``
 per-rank runs              run name ``<run name>-rank<N>``, tags ``tracking.group`` / ``tracking.rank``
 =========================  ===========================================================================
@@ -54,7 +55,7 @@ from tracking_core.gitinfo import read_head
 from tracking_core.kit.sdk import rank_name, sdk_object
 from tracking_core.registry import install_command
 
-from . import fast_store
+from . import fast_store, system
 from .schema_cache import seed_store, unseed
 
 # The SDK's limits (mlflow 3.x values); start() reads the installed SDK's own from mlflow.utils.validation.
@@ -260,6 +261,11 @@ class MLflowTracker(GeneralTracker):
     ``DO_NOT_TRACK`` is set. ``MLFLOW_ENABLE_ASYNC_LOGGING`` is not used: calls are synchronous in the
     dispatcher's worker thread.
 
+    System metrics as ``mlflow.start_run`` records them: MLflow's own monitor (``system/...`` metrics every
+    10 s) runs when ``MLFLOW_ENABLE_SYSTEM_METRICS_LOGGING`` is true, off by default. With
+    ``init(system_metrics=True)`` the library's samples are stored that way instead (``system/cpu.percent``, ...,
+    step = sample index, each at the time it was taken) and MLflow's monitor is not started.
+
     Resuming: ``resume_state()`` saves the run id and tracking URI; a later process given it in
     ``run_context.resume`` reopens that run, or starts a new one (with a report note) when it is gone.
     An explicit ``run_id`` / ``MLFLOW_RUN_ID`` wins over the saved state.
@@ -313,6 +319,7 @@ class MLflowTracker(GeneralTracker):
         self._image_time = 0  # last log_image timestamp (ms): strictly increasing keeps the images' order
         self._pending: list[Any] = []  # MLflow's RunOperations of metrics logged with synchronous=False
         self._writer: fast_store.MetricWriter | None = None  # a local sqlite store's metrics, below MLflow's ORM
+        self._sdk_monitor: Any = None  # MLflow's SystemMetricsMonitor, when its environment variable asks
 
     @staticmethod
     def _caller_active_run_id() -> str | None:
@@ -350,6 +357,13 @@ class MLflowTracker(GeneralTracker):
         self._params = dict(run.data.params)  # a resumed run's params cannot change
         self.tracking_uri = uri
         self._writer = self._metric_writer(uri, run.info.run_id)
+        sampled = self.run_context is not None and self.run_context.system_metrics
+        resumed = bool(self.run_id) or isinstance(opened, tuple)  # MLflow's monitor then counts on
+        if not sampled and system.sdk_monitor_wanted():  # as mlflow.start_run; the samples replace it
+            self._sdk_monitor, why_not = system.start_sdk_monitor(run.info.run_id, uri, resumed)
+            if why_not:
+                warn_once(self.name, "system-metrics", why_not, reason="sdk-monitor")
+                self.add_note(why_not)
         self._announce(client, run, uri, embedded)
 
     @staticmethod
@@ -819,6 +833,10 @@ class MLflowTracker(GeneralTracker):
         for path in files(context, run_dir):
             self._client.log_artifact(run_id, str(path), "run_context")
 
+    def log_system_metrics(self, values: dict[str, float], index: int, timestamp: float) -> None:
+        """``system/...`` metrics at step = ``index``, stamped with the sample's time, as MLflow's monitor logs them."""
+        self.log_batch([system.sample_entry(values, index, timestamp)])
+
     # -- finish -----------------------------------------------------------------------------------
     def flush(self) -> None:
         """Wait for the metrics sent with ``log_kwargs={"mlflow": {"synchronous": False}}``."""
@@ -828,6 +846,9 @@ class MLflowTracker(GeneralTracker):
     def finish(self) -> None:
         if self._run is None or self._finished:
             return
+        if self._sdk_monitor is not None:  # its last metrics, before the run ends (as mlflow.end_run)
+            self._sdk_monitor.finish()
+            self._sdk_monitor = None
         self.flush()
         if self._writer is not None:
             self._writer.close()
