@@ -12,6 +12,8 @@ log_table              text-plugin 2-D string tensor (rendered as a table, first
 log_figure             the figure as a PNG image summary
 log_histogram          a ``HistogramProto`` (the histograms and distributions dashboards)
 log_artifact(s)        not supported (TensorBoard has no artifacts): the dispatcher warns once
+log_system_metrics     scalars ``system/...`` in the sub-run ``<run folder>/system``, step = sample index,
+                       wall time = the sample's (TensorBoard itself records no system metrics)
 flush / finish         fsync of the event file / hparams ``session_end_info`` + close
 per-rank runs          ``<run folder>/rank-<N>``: one sub-run per rank in the job's run folder
 =====================  =====================================================================
@@ -46,6 +48,8 @@ CONTEXT_TAG = "run_context"
 #: TensorBoard keeps a run's first hparams, and frameworks hand theirs over just after the run starts.
 HPARAMS_SETTLE_SECONDS = 60.0
 _KNOWN_LOG_KWARGS = ("walltime", "timestamp")
+#: The sub-run (folder inside the run's) holding the library's system samples (``log_system_metrics``).
+SYSTEM_RUN = "system"
 
 
 def _new_run_id() -> str:
@@ -99,6 +103,12 @@ class TensorBoardTracker(GeneralTracker):
     * ``max_queue``: accepted for SummaryWriter compatibility; there is no queue to size.
     * ``run_id``: the run folder's name (by default the dispatcher's run id, so the run's journal and
       event file share one folder).
+
+    TensorBoard records nothing by itself (no system monitor, no code capture), as with accelerate's
+    ``SummaryWriter``. With ``init(system_metrics=True)`` the library's samples are scalars ``system/...`` in
+    the sub-run ``<log_dir>/system``: step = sample index, wall time = when it was taken. A sub-run of its
+    own because TensorBoard drops a run's events by step at a restart (``purge_step``, a rewind), on every
+    tag of the run: the samples' indices are not training steps.
 
     TensorBoard itself has no environment variables for writing; none are read. Values are stored
     as float32 (TensorBoard's scalar type). ``tracker`` (and ``writer``, as in accelerate) returns the
@@ -269,6 +279,20 @@ class TensorBoardTracker(GeneralTracker):
             self.flush()
         elif self._writer is not None:
             self._writer.write_through()  # one write per delivered batch: a killed process keeps it
+
+    def log_system_metrics(self, values: dict[str, float], index: int, timestamp: float) -> None:
+        """Scalars ``system/...`` at step = ``index`` and the sample's wall time, in the ``system`` sub-run."""
+        writer = self._writer._child(SYSTEM_RUN)
+        encoded = self._events.scalars_event(values, index, timestamp)
+        if encoded is not None:
+            writer.add_serialized([encoded])
+        else:  # NaN, infinity or a value beyond float32 (left out, as in log)
+            kept = [
+                self._events.scalar_value_of(k, v) for k, v in values.items() if not _FLOAT32_MAX < abs(v) < math.inf
+            ]
+            if kept:
+                writer.add_summary(kept, index, timestamp)
+        self._flush_if_due()
 
     # -- media ---------------------------------------------------------------------------------
     def log_images(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:
