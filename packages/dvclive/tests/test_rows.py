@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 from tracking_dvclive import rows
-from tracking_dvclive.tracker import _offline_live_class
+from tracking_dvclive.offline import offline_live_class
 
 
 def _live(folder: Path, **kwargs: Any) -> Any:
     from dvclive import Live
 
-    return _offline_live_class(Live)(dir=str(folder), save_dvc_exp=False, dvcyaml=None, **kwargs)
+    return offline_live_class(Live)(dir=str(folder), save_dvc_exp=False, dvcyaml=None, **kwargs)
 
 
 def _one_by_one(live: Any, points: list[rows.Point]) -> None:

@@ -49,6 +49,27 @@ def log_points(live: Any, points: Iterable[Point]) -> None:
         live.summary = _set_in(live.summary, metric.summary_keys, value)
 
 
+def log_sample(live: Any, values: dict[str, float], index: int, timestamp_ms: int) -> None:
+    """One system sample as DVCLive's own monitor writes its rows (``timestamp``, ``step``, value) but at
+    step = the sample's ``index``; the latest values in ``live.summary``, ``live.step`` left as it is."""
+    from dvclive.plots import Metric
+
+    for name, value in values.items():
+        stored: float | str = str(value) if math.isnan(value) or math.isinf(value) else value
+        metric = live._metrics.get(name)
+        if metric is None:
+            metric = live._metrics[name] = Metric(name, live.plots_dir)
+        _append(metric, [[timestamp_ms, index, stored]])
+        live.summary = _set_in(live.summary, metric.summary_keys, stored)
+
+
+def is_sample_file(relative: str) -> bool:
+    """Whether ``plots/metrics/<relative>`` holds the library's samples (``system/cpu.percent.tsv``, on the
+    samples' own axis), not a series at training steps (DVCLive's own ``system/cpu/usage (%).tsv`` is one)."""
+    parts = relative.split("/")
+    return len(parts) == 2 and parts[0] == "system" and "." in parts[1].removesuffix(".tsv")
+
+
 def _append(metric: Any, series: list[list[Any]]) -> None:
     path = metric.output_path  # DVCLive's own path for the metric; it creates the folder
     existed = path.exists()

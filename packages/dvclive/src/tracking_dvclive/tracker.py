@@ -12,6 +12,8 @@ log_figure             the figure as a PNG through ``Live.log_image``, named as 
 log_table              not supported (DVCLive has no table type): the dispatcher warns once
 log_histogram          the contract's summary metrics (DVCLive has no histogram type)
 log_artifact(s)        a copy under ``artifacts/<artifact_path>/`` (DVCLive's ``copy=True`` place)
+log_system_metrics     ``plots/metrics/system/<name>.tsv`` rows ``timestamp step value`` at step = sample index
+                       (DVCLive's own monitor's files and columns; ``live.step`` untouched), latest in ``metrics.json``
 flush / finish         ``metrics.json`` rewritten / ``metrics.json`` and the report (``report=``)
 per-rank runs          each rank's own run folder (``.../<run id>/rank-<N>/dvclive``)
 resume                 the same folder with ``Live(resume=True)``: rows are appended, params kept
@@ -35,11 +37,14 @@ from tracking_core.kit.sdk import sdk_object
 from tracking_core.paths import MAX_NAME_LENGTH, check_artifact_path, warn_links_leaving
 
 from . import rows
+from .offline import offline_live_class
+from .rows import is_sample_file
 
 #: ``dvclive.Live`` arguments that need a DVC repository or git (experiments, caching): never passed on.
 _REPO_ONLY_OPTIONS = ("save_dvc_exp", "dvcyaml", "cache_images", "exp_name", "exp_message")
 #: ``dvclive.Live`` arguments passed on as given.
 _LIVE_OPTIONS = ("resume", "report", "monitor_system")
+_MONITOR_REPLACED = "DVCLive's monitor_system is off: the run's own system samples (system_metrics=True) replace it"
 #: ``Live.log_metric`` keywords a caller may pass through ``log(..., **kwargs)`` (as accelerate does).
 _METRIC_KEYWORDS = ("timestamp", "plot")
 _UNSAFE = re.compile(r"[\\:\x00-\x1f\x7f]")
@@ -65,78 +70,6 @@ def safe_path(key: str) -> str:
     return "/".join(parts) or "_"
 
 
-def _replace(path: str, write: Any) -> None:
-    """``write(temporary path)``, then the temporary file renamed over ``path`` (atomic on one file system)."""
-    temporary = f"{path}.tracking-tmp"
-    write(temporary)
-    os.replace(temporary, path)
-
-
-def _offline_live_class(live_class: type) -> type:
-    """``dvclive.Live`` that never looks for a DVC repository, git or DVC Studio.
-
-    DVCLive's start-up finds the DVC repository above the CWD, or *creates one* at the root of the git
-    repository it sits in (``Repo.init``), reads git's state, and may post to DVC Studio; with
-    ``DVCLIVE_TEST`` set it writes to a temporary folder instead. None of that belongs to a tracker
-    told to write under ``logging_dir``: those steps are replaced by "no repository", which is the
-    state DVCLive itself runs in outside a DVC project (metrics, params, plots and images unchanged).
-    """
-
-    from dvclive.error import InvalidParameterTypeError
-    from dvclive.plots import NumpyEncoder
-    from dvclive.serialize import dump_json, dump_yaml
-    from ruamel.yaml.representer import RepresenterError
-
-    class OfflineLive(live_class):  # type: ignore[misc]
-        """Also writes ``metrics.json`` and ``params.yaml`` whole or not at all (a temporary file, then a
-        rename): DVCLive rewrites them in place, so a process killed mid-write left a truncated file that
-        DVCLive's resume then fails to parse. Such a file left by an earlier writer is read as empty."""
-
-        #: files of the folder that could not be read back on resume (the tracker notes them)
-        unreadable: list[str]
-
-        def make_summary(self) -> None:
-            if self._step is not None:
-                self.summary["step"] = self.step
-            _replace(self.metrics_file, lambda path: dump_json(self.summary, path, cls=NumpyEncoder))
-
-        def _dump_params(self) -> None:
-            try:
-                _replace(self.params_file, lambda path: dump_yaml(self._params, path))
-            except RepresenterError as error:
-                raise InvalidParameterTypeError(error.args[0]) from error
-
-        def read_latest(self) -> Any:
-            try:
-                return super().read_latest()
-            except ValueError:  # json's JSONDecodeError
-                self.__dict__.setdefault("unreadable", []).append(self.metrics_file)
-                return {}
-
-        def _read_params(self) -> None:
-            try:
-                super()._read_params()
-            except Exception:  # DVCLive's YAMLFileCorruptedError, or an empty file (None)
-                self.__dict__.setdefault("unreadable", []).append(self.params_file)
-
-        def _init_dvc(self) -> None:
-            self._dvc_repo = None
-            self._save_dvc_exp = False
-            self._dvc_file = os.path.join(self.dir, "dvc.yaml")
-
-        def _init_test(self) -> None:  # DVCLIVE_TEST: keep the folder asked for
-            self._init_dvc()
-
-        def _init_studio(self) -> None:
-            self._studio_events_to_skip.update(("start", "data", "done"))
-
-        def post_data_to_studio(self, *args: Any, **kwargs: Any) -> None:
-            """No DVC Studio: nothing is queued (DVCLive would read every metric file back at each sync)."""
-
-    OfflineLive.__name__ = OfflineLive.__qualname__ = "OfflineLive"
-    return OfflineLive
-
-
 class DVCLiveTracker(GeneralTracker):
     """Writes a DVCLive folder (``metrics.json``, ``params.yaml``, ``plots/``) that ``dvc plots``, ``dvc
     metrics`` and DVC's VS Code extension read, without running git or DVC.
@@ -157,7 +90,8 @@ class DVCLiveTracker(GeneralTracker):
     * ``dir``: the exact DVCLive folder (overrides the layout above).
     * ``resume``: continue the folder's files instead of clearing them (a resumed tracking run does this
       on its own, in the earlier process's folder).
-    * ``report`` (``"html"``, ``"md"``) and ``monitor_system``: as in DVCLive.
+    * ``report`` (``"html"``, ``"md"``) and ``monitor_system``: as in DVCLive (its system monitor is off
+      unless asked, as with accelerate's ``Live(**kwargs)``).
     * ``live``: an existing ``dvclive.Live`` to log to, as accelerate allows (it is used as it is:
       its own repository and Studio settings apply, and ``finish()`` calls its ``end()``).
 
@@ -165,6 +99,10 @@ class DVCLiveTracker(GeneralTracker):
     repository and git: they are ignored with one warning (commit the folder, or ``dvc exp save``, yourself).
     DVCLive's own environment variables are read by DVCLive (``DVCLIVE_LOGLEVEL``, ``DVCLIVE_RESUME``);
     none is set here. ``tracker`` (and ``live``, as in accelerate) returns the ``dvclive.Live``.
+
+    With ``init(system_metrics=True)`` the library's samples go where DVCLive's own monitor writes
+    (``plots/metrics/system/cpu.percent.tsv``, ...: ``timestamp``, ``step`` = sample index, value) and that
+    monitor is off, ``monitor_system=True`` included (with a report note). A rewind leaves those files alone.
     """
 
     name = "dvclive"
@@ -227,10 +165,19 @@ class DVCLiveTracker(GeneralTracker):
             context = self.run_context
             if context is not None and (context.resume or {}).get("dir"):
                 kwargs["resume"] = True  # the earlier process's rows and params stay
-            self._live = _offline_live_class(Live)(dir=str(self.dir), save_dvc_exp=False, dvcyaml=None, **kwargs)
+            if context is not None and context.system_metrics:  # the samples replace DVCLive's own monitor
+                if kwargs.pop("monitor_system", False):
+                    self.add_note(_MONITOR_REPLACED)
+            self._live = offline_live_class(Live)(dir=str(self.dir), save_dvc_exp=False, dvcyaml=None, **kwargs)
             self._learn_names()  # a resumed folder's metric names hold their places in metrics.json
             for path in self._live.__dict__.get("unreadable", ()):
                 self.add_note(f"{path} could not be read (a process died writing it): rewritten, the .tsv rows kept")
+        elif self.run_context is not None and self.run_context.system_metrics:
+            monitor = getattr(self._live, "_system_monitor", None)
+            if monitor is not None:  # a given Live's own monitor
+                monitor.end()
+                self._live._system_monitor = None
+                self.add_note(_MONITOR_REPLACED)
         notice(f"dvclive: run folder {self.dir}; view with: dvc plots show {self.dir}/plots/metrics")
 
     def _learn_names(self) -> None:
@@ -329,6 +276,12 @@ class DVCLiveTracker(GeneralTracker):
         warn_once(self.name, key, f"{type(value).__name__} is not a number or str; not logged", reason="type")
         return None
 
+    def log_system_metrics(self, values: dict[str, float], index: int, timestamp: float) -> None:
+        """``plots/metrics/system/<name>.tsv`` rows at step = ``index`` with the sample's time (:func:`rows.log_sample`)."""
+        named = {self._metric_name(key): float(value) for key, value in values.items()}
+        rows.log_sample(self._live, named, int(index), int(timestamp * 1000))
+        self._live.make_summary()
+
     # -- media ---------------------------------------------------------------------------------------
     def _save_png(self, key: str, step: int | None, pixels: list[Any]) -> None:
         from PIL import Image
@@ -419,7 +372,8 @@ class DVCLiveTracker(GeneralTracker):
         rows = images = 0
         root = self._plots()
         for path in sorted((root / "metrics").rglob("*.tsv")) if (root / "metrics").is_dir() else ():
-            rows += _cut_rows(path, step)
+            if not is_sample_file(path.relative_to(root / "metrics").as_posix()):  # samples: not at steps
+                rows += _cut_rows(path, step)
         for path in list((root / "images").rglob("*.png")) if (root / "images").is_dir() else ():
             match = _IMAGE_FILE.match(path.name)
             if match and int(match.group(1)) >= step:
