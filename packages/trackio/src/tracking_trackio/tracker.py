@@ -14,6 +14,7 @@ Contract -> SDK:
 * ``log_figure``               -> the figure rendered to PNG, as a ``trackio.Image``
 * ``log_histogram``            -> ``trackio.Histogram(np_histogram=(counts, edges))`` in ``run.log``
 * ``log_artifact(s)``          -> ``run.log_artifact(trackio.Artifact)`` (versioned, content-addressed)
+* ``log_system_metrics``       -> ``run.log_system(values)``: Trackio's system metrics (by time, no step)
 * ``flush``                    -> writes Trackio's queue to SQLite now, in this thread
 * ``finish``                   -> ``run.finish()`` (drains the queue and stops Trackio's thread)
 * per-rank runs                -> ``trackio.init(group=<group>, name=<name>-rank<N>)``
@@ -63,8 +64,11 @@ _LOCATION_ATTRIBUTES = {"TRACKIO_DIR": None, "MEDIA_DIR": "media", "ARTIFACTS_DI
 #: Metric keys Trackio renames to ``__<key>`` (with a warning on every call); used until trackio is imported.
 _FALLBACK_RESERVED_KEYS = ("project", "run", "timestamp", "step", "time", "metrics")
 
-#: ``trackio.init`` defaults set here (each overridable): no CPU sampler thread, no dashboard in notebooks.
-_QUIET_INIT_DEFAULTS = {"auto_log_cpu": False, "embed": False}
+#: ``trackio.init`` defaults set here (each overridable): no dashboard in notebooks.
+_QUIET_INIT_DEFAULTS = {"embed": False}
+#: Trackio's own system monitors (``auto_log_cpu`` from trackio 0.27, ``auto_log_gpu`` from 0.14): off when the
+#: run's own samples replace them (``system_metrics=True``), else as Trackio defaults them.
+_SDK_MONITORS = ("auto_log_cpu", "auto_log_gpu")
 
 #: Stands for a trackio without a module-global ``config`` (0.0.3).
 _NO_CONFIG = object()
@@ -140,16 +144,19 @@ def _release_storage(directory: Path) -> None:
             del _runs_per_dir[directory]
 
 
-def _quiet_defaults(init: Any) -> dict[str, Any]:
-    """The quiet defaults this trackio's ``init`` takes: ``auto_log_cpu`` came in trackio 0.27 (none before it
-    sampled the CPU), so an older ``init`` would refuse it."""
+def _taken_by(init: Any, settings: dict[str, Any]) -> dict[str, Any]:
+    """The settings this trackio's ``init`` takes (``embed`` and the monitors came in later releases)."""
     try:
         parameters = inspect.signature(init).parameters
     except (TypeError, ValueError):
-        return dict(_QUIET_INIT_DEFAULTS)
+        return dict(settings)
     if any(parameter.kind is inspect.Parameter.VAR_KEYWORD for parameter in parameters.values()):
-        return dict(_QUIET_INIT_DEFAULTS)
-    return {key: value for key, value in _QUIET_INIT_DEFAULTS.items() if key in parameters}
+        return dict(settings)
+    return {key: value for key, value in settings.items() if key in parameters}
+
+
+def _quiet_defaults(init: Any) -> dict[str, Any]:
+    return _taken_by(init, _QUIET_INIT_DEFAULTS)
 
 
 def _write_png(image: Any, folder: str, index: int) -> str:
@@ -193,8 +200,15 @@ class TrackioTracker(GeneralTracker):
         # then:  TRACKIO_DIR=runs/trackio trackio show --project my-project
 
     ``project_name`` becomes the Trackio project; ``init_kwargs`` go to ``trackio.init`` (``name``, ``group``,
-    ``resume``, ``auto_log_gpu``, ``space_id``, ``server_url``, ...). Defaults set here, each overridable:
-    ``auto_log_cpu=False`` (no CPU sampler thread) and ``embed=False`` (no dashboard server in notebooks).
+    ``resume``, ``auto_log_gpu``, ``space_id``, ``server_url``, ...). Default set here, overridable:
+    ``embed=False`` (no dashboard server in notebooks).
+
+    Trackio's own system metrics are left as Trackio defaults them, as with accelerate's ``trackio.init``:
+    CPU, memory, disk and network every 10 s when psutil is installed (``auto_log_cpu``, trackio 0.27+), GPUs
+    when NVML or Apple Silicon is found (``auto_log_gpu``, 0.14+), in the run's system metrics. With
+    ``init(system_metrics=True)`` both are off and the library's samples go there instead, through
+    ``Run.log_system`` (``system/cpu.percent``, ...; Trackio keeps system metrics by time, stamped when
+    delivered). A trackio before 0.14 has no system metrics: its samples are counted as missed, with a note.
 
     Honoured SDK settings: ``TRACKIO_DIR`` (storage directory; wins over ``logging_dir``, even when set after
     trackio was imported), ``TRACKIO_SPACE_ID`` / ``TRACKIO_SERVER_URL`` / ``TRACKIO_WRITE_TOKEN`` (log to a
@@ -247,6 +261,10 @@ class TrackioTracker(GeneralTracker):
             self._context = contextvars.Context()
             self._context.run(_quiet.set, True)
             kwargs = {**_quiet_defaults(trackio.init), **self.init_kwargs}
+            if self.run_context is not None and self.run_context.system_metrics:  # the samples replace them
+                if any(kwargs.get(key) for key in _SDK_MONITORS):
+                    self.add_note("Trackio's auto_log_cpu/auto_log_gpu are off: the run's own samples replace them")
+                kwargs.update(_taken_by(trackio.init, dict.fromkeys(_SDK_MONITORS, False)))
             self._name_rank(kwargs)
             if no_group := legacy.drop_group(trackio.init, kwargs):
                 warn_once(self.name, "group", no_group, reason="no-groups")
@@ -424,6 +442,16 @@ class TrackioTracker(GeneralTracker):
             return True
         self._missing(kind, f"this trackio release has no trackio.{kind} (added in trackio {since}): nothing stored")
         return False
+
+    def log_system_metrics(self, values: dict[str, float], index: int, timestamp: float) -> None:
+        """``Run.log_system``: where Trackio's own monitors put theirs, on their time axis (never a step)."""
+        if not hasattr(self._run, "log_system"):
+            message = (
+                "this trackio release has no system metrics (Run.log_system, added in trackio 0.14): samples not stored"
+            )
+            self._missing("system", message)
+            raise RuntimeError(message)
+        self._run.log_system(dict(values))
 
     # -- media -----------------------------------------------------------------------------------
     def log_images(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:
