@@ -4,6 +4,7 @@ training process that dies before a backend started loses nothing that reached t
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
 import textwrap
@@ -97,7 +98,7 @@ def test_a_run_without_jsonl_has_its_journal_and_every_view_reads_it(tmp_path, m
 
 
 @pytest.mark.reliability
-def test_a_process_that_dies_while_a_backend_starts_is_delivered_by_replay(tmp_path):
+def test_a_process_that_dies_while_a_backend_starts_is_delivered_by_replay(tmp_path, caplog):
     from tracking_core.cli.replay import replay
     from tracking_core.testing.reliability import tally
 
@@ -111,6 +112,15 @@ def test_a_process_that_dies_while_a_backend_starts_is_delivered_by_replay(tmp_p
     assert died.returncode == 0, died.stderr
     run_dir = Path(died.stdout.split()[0])
     assert not (run_dir / "points.jsonl").exists()  # the backend had stored nothing when the process died
+    listed = _tracking("runs", str(tmp_path / "runs"), cwd=tmp_path)
+    assert "killed" in listed.stdout and "slow-start (not started, 200 owed)" in listed.stdout, listed.stdout
+    command = f"tracking replay {run_dir} --to slow-start"
+    assert f"{run_dir.name}: {command} delivers what its backends lack" in listed.stdout
+    with caplog.at_level(logging.WARNING, logger="tracking"):
+        init("p", log_with=["jsonl"], logging_dir=tmp_path / "runs").finish()
+    assert f"ended without finish() and its backends lack records of its journal (slow-start 200): {command}" in (
+        caplog.text
+    )
     sys.path.insert(0, str(tmp_path))
     try:
         from slow_start_tracker import SlowStart

@@ -17,10 +17,9 @@ from typing import Any
 
 from ..delivery.spill import numbered, spill_name
 from ..store.cursor import CursorFile, cursor_name
-from ..store.journal import JOURNAL_NAME
+from ..store.journal import JOURNAL_NAME, journal_ends
 from ..store.manifest import MANIFEST_NAME
-
-_TAIL_BYTES = 4096
+from ..store.owed import owed_records, pid_alive, replay_command
 
 
 @dataclass
@@ -34,6 +33,8 @@ class RunInfo:
     steps: str = "-"
     status: str = "-"
     backends: dict[str, str] = field(default_factory=dict)
+    #: a run whose process is gone: the records each backend lacks of its journal (store/owed.py)
+    owed: dict[str, int] = field(default_factory=dict)
 
 
 def _run_dirs(root: Path) -> list[Path]:
@@ -43,28 +44,6 @@ def _run_dirs(root: Path) -> list[Path]:
         for name in (MANIFEST_NAME, JOURNAL_NAME):
             found.update(path.parent for path in root.glob(pattern + name))
     return sorted(found)
-
-
-def _journal_ends(journal: Path) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    """The header record and the last whole record of a journal (``{}``/``None`` when unreadable)."""
-    header: dict[str, Any] = {}
-    last: Any = None
-    try:
-        with open(journal, "rb") as handle:
-            first = handle.readline()
-            size = handle.seek(0, os.SEEK_END)
-            handle.seek(max(0, size - _TAIL_BYTES))
-            tail = handle.read().split(b"\n")
-        header = json.loads(first) if first.endswith(b"\n") else {}
-        for line in reversed(tail[:-1]):  # the piece after the last newline is empty or torn
-            try:
-                last = json.loads(line)
-                break
-            except ValueError:
-                continue
-    except (OSError, ValueError):
-        pass
-    return (header if isinstance(header, dict) else {}), (last if isinstance(last, dict) else None)
 
 
 def _spilled(run_dir: Path, progress: dict[str, Any]) -> dict[str, int]:
@@ -102,25 +81,13 @@ def _started(manifest: dict[str, Any], header: dict[str, Any], run_dir: Path) ->
     return moment.astimezone().strftime("%Y-%m-%d %H:%M:%S")
 
 
-def _alive(pid: Any) -> bool:
-    if not isinstance(pid, int) or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # it exists, owned by someone else
-        return True
-    return True
-
-
 def _status(manifest: dict[str, Any], last: dict[str, Any] | None) -> str:
     """finished, crashed: <error>, killed[: SIGTERM], running, or what the journal alone tells."""
     status = manifest.get("status")
     if status == "running":
         if manifest.get("host") not in (None, socket.gethostname()):
             return f"running (on {manifest['host']})"
-        return "running" if _alive(manifest.get("pid")) else "killed"
+        return "running" if pid_alive(manifest.get("pid")) else "killed"
     if isinstance(status, str) and status:
         return status
     if last is None:
@@ -137,7 +104,7 @@ def describe_run(run_dir: Path) -> RunInfo:
             manifest = json.loads((run_dir / MANIFEST_NAME).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             info.status = f"unreadable {MANIFEST_NAME}"
-    header, last = _journal_ends(run_dir / JOURNAL_NAME) if (run_dir / JOURNAL_NAME).is_file() else ({}, None)
+    header, last = journal_ends(run_dir / JOURNAL_NAME) if (run_dir / JOURNAL_NAME).is_file() else ({}, None)
     info.project = str(manifest.get("project") or header.get("project") or info.project)
     info.run_id = str(manifest.get("run_id") or header.get("run_id") or info.run_id)
     info.started = _started(manifest, header, run_dir)
@@ -153,10 +120,14 @@ def describe_run(run_dir: Path) -> RunInfo:
     progress = manifest.get("progress")
     progress = progress if isinstance(progress, dict) else {}
     spilled = _spilled(run_dir, progress)
-    for name in sorted(set(states) | set(spilled)):
+    if not (info.status == "finished" or info.status.startswith("running")):
+        info.owed = owed_records(run_dir)
+    for name in sorted(set(states) | set(spilled) | set(info.owed)):
         state = "resumable" if states.get(name) else ("started" if name in states else "not started")
         if spilled.get(name):
             state += f", {spilled[name]} spilled"
+        elif info.owed.get(name):
+            state += f", {info.owed[name]} owed"
         info.backends[name] = state
     return info
 
@@ -176,4 +147,8 @@ def format_runs(runs: list[RunInfo]) -> str:
     for run in runs:
         backends = ", ".join(f"{name} ({state})" for name, state in run.backends.items()) or "-"
         rows.append((run.project, run.run_id, run.started, run.steps, run.status, backends))
-    return format_table(rows)
+    lines = [format_table(rows)]
+    for run in runs:
+        if run.owed:
+            lines.append(f"{run.run_id}: {replay_command(run.path, sorted(run.owed))} delivers what its backends lack")
+    return "\n".join(lines)

@@ -28,6 +28,7 @@ from ..kit.paths import check_name
 from ..notices import logger, notice, reset_warnings
 from ..report import BackendReport
 from ..store.manifest import MANIFEST_NAME
+from ..store.owed import predecessor_owing, replay_command
 from . import lifecycle, process_mode
 from .rendezvous import job_run_id, publish_run_id, shared_run_id
 from .session import RunSession, choose_job_run_id, rank_folder
@@ -68,6 +69,8 @@ def init_trackers(
             publish_run_id(root / run.project_name, run.project_name, session.run_id)
     run._session = session
     run.run_dir, run.resumed = session.run_dir, session.resumed
+    if session.writes and not run.resumed and run._replay_sources is None:
+        warn_about_predecessor(session.run_dir)
     point = session.rewind_to(run.resume_step) if run.resume_step is not None else None
     run._step, run._seq = session.last_step, session.last_seq
     context = RunContext(
@@ -120,6 +123,22 @@ def init_trackers(
     if run._replay_sources is None:
         run._context_capture = RunContextCapture.start(run, run._context_options)
     lifecycle.watch(run)
+
+
+def warn_about_predecessor(run_dir: Path) -> None:
+    """The project's previous run on this host ended without ``finish()`` (killed, a Ray worker torn down) and
+    some backend lacks part of its journal: say so once, with the command that delivers it."""
+    found = predecessor_owing(run_dir.parent, run_dir)
+    if found is not None:
+        earlier, owed = found
+        lacking = ", ".join(f"{name} {count}" for name, count in owed.items())
+        logger.warning(
+            "the earlier run %s ended without finish() and its backends lack records of its journal (%s): "
+            "%s delivers them",
+            earlier.name,
+            lacking,
+            replay_command(earlier, sorted(owed)),
+        )
 
 
 def journal_first(run: Dispatcher) -> list[type[GeneralTracker]]:

@@ -138,6 +138,32 @@ def read_journal(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
                 yield record
 
 
+_TAIL_BYTES = 4096
+
+
+def journal_ends(journal: Path) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The header record and the last whole record of a journal (``{}``/``None`` when unreadable), reading
+    only its first line and its last few kilobytes: listing a folder of long runs stays fast."""
+    header: dict[str, Any] = {}
+    last: Any = None
+    try:
+        with open(journal, "rb") as handle:
+            first = handle.readline()
+            size = handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, size - _TAIL_BYTES))
+            tail = handle.read().split(b"\n")
+        header = json.loads(first) if first.endswith(b"\n") else {}
+        for line in reversed(tail[:-1]):  # the piece after the last newline is empty or torn
+            try:
+                last = json.loads(line)
+                break
+            except ValueError:
+                continue
+    except (OSError, ValueError):
+        pass
+    return (header if isinstance(header, dict) else {}), (last if isinstance(last, dict) else None)
+
+
 def read_header(path: str | os.PathLike[str]) -> dict[str, Any]:
     for record in read_journal(path):
         if record["type"] == "header":
