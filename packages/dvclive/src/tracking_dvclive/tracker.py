@@ -231,6 +231,11 @@ class DVCLiveTracker(GeneralTracker):
             warn_once(self.name, "params", f"DVCLive refused the config ({error!r}); stored flattened as strings")
             self._live.log_params({key: stringify(value) for key, value in flatten_config(self._config).items()})
 
+    def log_run_context(self, context: dict[str, Any]) -> None:
+        """``params.yaml`` under ``run_context`` (docs/run-context.md): DVCLive has no place of its own for the
+        git state or the command, and ``dvc params diff`` then compares them between runs with the config."""
+        self.store_init_configuration({"run_context": context})
+
     # -- metrics -------------------------------------------------------------------------------------
     def log(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:
         """What ``Live.log_metric`` per value at ``Live.step = step`` writes; ``step=None`` (direct use) logs at the step

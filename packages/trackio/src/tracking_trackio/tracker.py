@@ -418,6 +418,11 @@ class TrackioTracker(GeneralTracker):
         elif legacy.stores_config():
             self._config_pending = True
 
+    def log_run_context(self, context: dict[str, Any]) -> None:
+        """The run's config under ``run_context`` (docs/run-context.md): Trackio has no place of its own for the
+        git state or the command; its dashboard shows the config beside the run."""
+        self.store_init_configuration({"run_context": context})
+
     def log(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:
         (self._writer or self._run).log(values, step=step, **kwargs)
         self._config_pending = False
