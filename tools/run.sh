@@ -4,7 +4,7 @@
 #
 #   bash tools/run.sh demo     # the main job: `tracking demo` with every backend, embedded defaults
 #   bash tools/run.sh run CMD  # CMD in the all-backends environment: `run tracking show runs/demo/<run>`, `run mlflow ui ...`
-#   bash tools/run.sh test     # lint, types, core alone, one cell per backend, shared tests, oldest SDKs, SDK paths between floor and newest, framework integrations, Accelerate's own tests, launchers, packages, docs (= .ci/run)
+#   bash tools/run.sh test     # lint, types, core alone, one cell per backend, shared tests, oldest SDKs, SDK paths between floor and newest, framework integrations, Accelerate's own tests, launchers, Ray, packages, docs (= .ci/run)
 #   bash tools/run.sh launch   # real launchers (torchrun, accelerate launch, simulated srun/mpirun) over CPU torch
 #   bash tools/run.sh bench    # tools/bench.py in the all-backends environment
 #   bash tools/run.sh lint     # ruff and actionlint (what pre-commit runs)
@@ -127,6 +127,7 @@ run_tests() {
     # Accelerate's own tests/test_tracking.py through the one-line import swap, every SDK it tests installed
     step "Accelerate's own tracking tests" "$hatch" run accelerate-suite:run --junitxml="$reports/accelerate-suite.xml"
     step launchers "$hatch" run launch:run --junitxml="$reports/launch.xml"
+    step "Ray Train and Tune" "$hatch" run ray:run --junitxml="$reports/ray.xml"
   else
     echo "== framework integrations and launchers: skipped (no python3.11 on this machine; the GitHub workflow runs them)"
   fi
