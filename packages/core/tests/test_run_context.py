@@ -495,3 +495,33 @@ def test_the_package_list_read_from_folder_names_is_what_importlib_metadata_repo
         reported.setdefault(re.sub(r"[-_.]+", "-", name).lower(), distribution.version)
     assert installed_packages() == reported
     assert "pytest" in reported
+
+
+def test_a_replay_into_a_new_run_sends_the_context_only_where_the_original_did(tmp_path, monkeypatch):
+    from tracking_core import register_tracker_class
+    from tracking_core.cli.replay import replay
+    from tracking_core.testing import MemoryTracker
+
+    class Native(MemoryTracker):
+        name = "native-context"
+        contexts: list[dict] = []
+
+        def log_run_context(self, context):
+            Native.contexts.append(context)
+
+    register_tracker_class(Native)
+    monkeypatch.chdir(tmp_path)
+    for asked in (False, True):
+        Native.contexts.clear()
+        run = init(
+            "p", logging_dir=tmp_path / str(asked), config={"lr": 0.1}, system_metrics=False, context=asked or None
+        )
+        run.log({"loss": 1.0}, step=0)
+        run.finish()
+        copy = replay(
+            run.run_dir, "native-context", logging_dir=tmp_path / f"copy-{asked}", progress=False, new_run=True
+        )
+        assert copy.ok, str(copy)
+        original = json.loads((run.run_dir / "run.json").read_text())["context"]
+        assert Native.contexts == ([original] if asked else [])
+        assert MemoryTracker.runs[-1].config == {"lr": 0.1}  # never as config beside it

@@ -64,16 +64,20 @@ def _tree(root: Path) -> set[str]:
 
 
 CHILD = r"""
-import json, os, subprocess, sys
+import json, os, subprocess, sys, threading
 calls = []
+def record(call):
+    # the run's own context capture reads git state in its thread (docs/run-context.md): not DVCLive's
+    if threading.current_thread().name != "tracking-run-context":
+        calls.append(call)
 real_popen_init = subprocess.Popen.__init__
 def recording_init(self, args, *a, **kw):
-    calls.append(args if isinstance(args, str) else [str(arg) for arg in args])
+    record(args if isinstance(args, str) else [str(arg) for arg in args])
     raise OSError("no subprocess allowed")
 subprocess.Popen.__init__ = recording_init
 real_spawn = os.posix_spawn
 def recording_spawn(path, *a, **kw):
-    calls.append([str(path)])
+    record([str(path)])
     raise OSError("no subprocess allowed")
 os.posix_spawn = os.posix_spawnp = recording_spawn
 import numpy as np, tracking_core

@@ -18,6 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ..context import CONTEXT_SENT, send_context
 from ..context.samples import SAMPLES_NAME
 from ..delivery.spill import numbered
 from ..delivery.worker import BackendWorker
@@ -195,17 +196,21 @@ def replay(
     return report
 
 
-def _carry_run_folder_records(source_dir: Path, manifest: RunManifest) -> None:
-    """A copy keeps what the original run recorded of its own: its context (run.json) and its samples."""
+def _carry_run_folder_records(source_dir: Path, manifest: RunManifest) -> dict[str, Any] | None:
+    """A copy keeps what the original run recorded of its own: its context (run.json) and its samples.
+    Returns the context when the original sent it to its backends (``context=True``), else ``None``."""
     try:
-        context = RunManifest.load(source_dir).extra.get("context")
+        extra = RunManifest.load(source_dir).extra
     except (OSError, ValueError, KeyError, TypeError):
-        context = None
+        extra = {}
+    context = extra.get("context")
     if context is not None:
         manifest.extra["context"] = context
+        manifest.extra[CONTEXT_SENT] = bool(extra.get(CONTEXT_SENT))
     samples = source_dir / SAMPLES_NAME
     if samples.is_file():
         shutil.copyfile(samples, manifest.path.parent / SAMPLES_NAME)
+    return context if isinstance(context, dict) and extra.get(CONTEXT_SENT) else None
 
 
 def _source_started(path: Path, header: dict[str, Any]) -> float | None:
@@ -238,7 +243,9 @@ def _replay_into_new_run(
         manifest = run._session.manifest
         manifest.extra["replay_of"] = str(header.get("run_id") or path)
         manifest.started = _source_started(path, header) or manifest.started  # the copy began when the original did
-        _carry_run_folder_records(path.parent, manifest)
+        sent = _carry_run_folder_records(path.parent, manifest)
         manifest.write()
+        if sent is not None:  # the original's backends got its context: so do the copy's
+            send_context(run, sent)
     replay_into(run, path, progress=progress, already=0 if config is None else 1)
     return run.finish()

@@ -49,6 +49,8 @@ SYSTEM_METRICS_ENV = "TRACKING_SYSTEM_METRICS"
 #: ``1``/``true``/``on`` sends the captured context to the backends, ``0``/``false``/``off`` captures none;
 #: unset keeps it in ``run.json`` only. The code's option wins.
 RUN_CONTEXT_ENV = "TRACKING_RUN_CONTEXT"
+#: ``run.json``'s flag: the run sent its context to its backends (``context=True``)
+CONTEXT_SENT = "context_sent"
 #: ``finish`` waits this long for a capture still running (a slow git) before going on without it
 FINISH_WAIT = 5.0
 _OFF = ("0", "false", "no", "off")
@@ -146,6 +148,18 @@ def context_parts(option: bool | Mapping[str, bool]) -> dict[str, bool] | None:
     raise ValueError(f"context must be True, False or {{part: bool}} over {list(PARTS)}, got {option!r}")
 
 
+def send_context(dispatcher: Dispatcher, context: dict[str, Any]) -> None:
+    """The captured context to every worker of a started run, as a side record (``log_run_context``)."""
+    from ..intake.record import Record
+
+    with dispatcher._lock:
+        workers = list(dispatcher._workers)
+        if not workers or dispatcher._finishing:
+            return
+        for worker in workers:
+            worker.put(Record("context", copy.deepcopy(context), None, {}, None, None))
+
+
 class RunContextCapture:
     """The sampling thread and the one-off capture of a started run; :meth:`stop` at the run's finish.
 
@@ -215,20 +229,14 @@ class RunContextCapture:
         self._deliver_context(context)
 
     def _deliver_context(self, context: dict[str, Any]) -> None:
-        from ..intake.record import Record
-
         dispatcher = self.dispatcher
         session = dispatcher._session
         if session is not None and session.writes:
             session.manifest.set_extra("context", context)
-        if not self.extras.context_to_backends:
-            return
-        with dispatcher._lock:
-            workers = list(dispatcher._workers)
-            if not workers or dispatcher._finishing:
-                return
-            for worker in workers:
-                worker.put(Record("context", copy.deepcopy(context), None, {}, None, None))
+            if self.extras.context_to_backends:  # a replay into a new run sends it to that run's backends too
+                session.manifest.set_extra(CONTEXT_SENT, True)
+        if self.extras.context_to_backends:
+            send_context(dispatcher, context)
 
     def stop(self) -> None:
         """At the run's finish, before its backends close: the capture (bounded wait) and a last sample."""

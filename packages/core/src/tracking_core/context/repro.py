@@ -281,7 +281,7 @@ def _cpu_model() -> str | None:
                     return line.split(":", 1)[1].strip()
     except OSError:
         pass
-    return platform.processor() or None
+    return platform.machine() or None  # not platform.processor(): on Linux it runs `uname -p`
 
 
 def _version(distribution: str) -> str | None:
