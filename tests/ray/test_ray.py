@@ -49,7 +49,7 @@ def _train(config: dict) -> None:
     Path(config["logs"], f"rank-{rank}.json").write_text(json.dumps(seen))
     if not config["forget"]:
         report = run.finish()
-        assert rank != 0 and not config["per_rank"] or report.ok, str(report)
+        assert (rank != 0 and not config["per_rank"]) or report.ok, str(report)
 
 
 def _fit(logs: Path, *, per_rank: bool = False, forget: bool = False) -> list[dict]:

@@ -418,7 +418,6 @@ class WandBTracker(GeneralTracker):
         """
         if _wandb_is_set_up() or self.logging_dir is None:
             return
-            return
         root = self.logging_dir.resolve() / "wandb"
         for variable, folder in (("WANDB_CACHE_DIR", "cache"), ("WANDB_DATA_DIR", "data")):
             if variable not in os.environ:
