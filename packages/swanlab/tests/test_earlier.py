@@ -49,9 +49,10 @@ def test_the_run_file_is_read_with_swanlabs_own_datastore(tmp_path: Path) -> Non
     assert data.scalars == {"loss": {s: loss(s) for s in range(3)}} and data.config == {"lr": 0.1}
 
 
-def test_the_quiet_defaults_keep_what_the_user_and_merge_settings_chose(tmp_path: Path) -> None:
+def test_the_packages_defaults_keep_what_the_user_and_merge_settings_chose(tmp_path: Path) -> None:
     """SwanLab merges the settings passed to ``init`` over its global ones field by field, all fields at once:
-    the defaults of this package go only where neither the user's ``settings`` nor ``merge_settings`` chose."""
+    the defaults of this package (the package-manager probes off) go only where neither the user's
+    ``settings`` nor ``merge_settings`` chose; everything else is as SwanLab defaults it."""
     import swanlab
     from swanlab.swanlab_settings import get_settings
 
@@ -59,11 +60,13 @@ def test_the_quiet_defaults_keep_what_the_user_and_merge_settings_chose(tmp_path
     merged = "log_proxy_type" if "log_proxy_type" in swanlab.Settings.model_fields else "max_log_length"
     value = {"log_proxy_type": "stderr", "max_log_length": 600}[merged]
     swanlab.merge_settings(swanlab.Settings(**{merged: value}))
-    tracker = started_tracker(SwanLabTracker, tmp_path / "logs", settings=swanlab.Settings(hardware_monitor=True))
+    chosen = swanlab.Settings(hardware_monitor=False, conda_collect=True)
+    tracker = started_tracker(SwanLabTracker, tmp_path / "logs", settings=chosen)
     try:
         used = get_settings()
-        assert (getattr(used, merged), used.hardware_monitor) == (value, True)  # theirs
-        assert not (used.collect_hardware or used.collect_runtime or used.requirements_collect or used.conda_collect)
+        assert (getattr(used, merged), used.hardware_monitor, used.conda_collect) == (value, False, True)  # theirs
+        assert used.collect_hardware and used.collect_runtime  # SwanLab's defaults
+        assert used.requirements_collect is False  # this package's: it runs pip/uv/pixi
     finally:
         tracker.finish()
 

@@ -40,6 +40,8 @@ class SwanLabRunData:
     group: str = ""
     finished: bool = False
     scalar_history: dict[str, list[tuple[int, float]]] = field(default_factory=dict)  #: every scalar record, in order
+    #: SwanLab's own hardware monitor's series (``__swanlab__.<name>``), kept out of ``scalar_history``.
+    system_history: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
     media: dict[str, list[MediaPoint]] = field(default_factory=dict)
     config: dict[str, Any] = field(default_factory=dict)
     saved_files: list[str] = field(default_factory=list)
@@ -70,6 +72,10 @@ class SwanLabRunData:
         return tables
 
 
+#: Where SwanLab keeps its own monitor's series on every line: keys under this prefix, which ``swanlab.log``
+#: refuses (``swanlab.sdk.internal.pkg.helper.fmt_system_key``; the earlier line's hardware collectors).
+SYSTEM_KEY_PREFIX = "__swanlab__."
+
 #: The run file of the earlier SDK line (0.6.2 to 0.7.x).
 BACKUP_FILE = "backup.swanlab"
 
@@ -99,20 +105,32 @@ def find_run_file(run_dir: str | os.PathLike[str]) -> Path:
 
 
 def read_run(run_dir: str | os.PathLike[str]) -> SwanLabRunData:
+    """The run in ``run_dir``, whichever SwanLab line wrote it; SwanLab's own system series apart."""
     from .local.store import is_local_folder
 
     if is_earlier_folder(run_dir):
         from .earlier.store import read_folder
 
-        return read_folder(Path(run_dir))
+        return system_apart(read_folder(Path(run_dir)))
     if is_local_folder(Path(run_dir)):
         from .local.store import read_folder as read_local_folder
 
-        return read_local_folder(Path(run_dir))
+        return system_apart(read_local_folder(Path(run_dir)))
+    return system_apart(_read_records(Path(run_dir)))
+
+
+def system_apart(data: SwanLabRunData) -> SwanLabRunData:
+    """``data`` with SwanLab's own monitor's series moved from ``scalar_history`` to ``system_history``."""
+    for key in [key for key in data.scalar_history if key.startswith(SYSTEM_KEY_PREFIX)]:
+        data.system_history[key] = data.scalar_history.pop(key)
+    return data
+
+
+def _read_records(run_dir: Path) -> SwanLabRunData:
+    """A run folder of SwanLab 0.8 and later, through its own ``DataStoreReader`` and record messages."""
     from swanlab.proto.swanlab.record.v1 import record_pb2
     from swanlab.sdk.internal.core_python.store import DataStoreReader
 
-    run_dir = Path(run_dir)
     data = SwanLabRunData(run_dir)
     run_file = find_run_file(run_dir)
     if run_file.stat().st_size < _FILE_HEADER_BYTES:

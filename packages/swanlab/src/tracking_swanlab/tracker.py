@@ -11,6 +11,8 @@ log_table                     ``run.log({name: swanlab.echarts.Table().add(colum
 log_figure                    ``run.log({name: swanlab.Image(<the figure as PNG>)}, step=step)``
 log_histogram                 the contract's default (count/min/max/mean/std): SwanLab has no histogram type
 log_artifact(s)               ``run.save(path, base_path=folder, policy="now")``  (linked into ``files/``)
+log_run_context               ``run.config.update({"run_context": context})``
+log_system_metrics            ``run.log({"system/<name>": value}, step=index)`` (each key its own steps)
 finish                        ``run.finish()``
 resume_state                  ``{"id", "project", "name", "mode", "run_dirs"}``; a resumed run:
                               ``swanlab.init(id=<saved id>, resume="allow", name=<saved name>, ...)``
@@ -40,6 +42,7 @@ from typing import Any, cast
 
 from tracking_core import GeneralTracker, RunContext, notice, warn_once
 from tracking_core.adapters import figure_to_png, image_list, merge_config, probe_http, table_rows, to_hwc_uint8
+from tracking_core.context import RUN_CONTEXT_KEY
 from tracking_core.kit.sdk import chosen_instead, not_resumed, per_rank, rank_name, saved_resume, sdk_object
 from tracking_core.notices import logger
 from tracking_core.paths import check_optional_name
@@ -59,21 +62,22 @@ _MAX_KEY_LENGTH = 512
 #: either end (``swanlab.formatter.check_key_format``).
 EARLIER_MAX_KEY_LENGTH = 255
 
-#: Settings a library user almost never wants from a tracker started on their behalf: a hardware
-#: sampler thread, a proxy that rewires ``sys.stdout``/``sys.stderr``, and the start-up probes that
-#: run other programs (``pixi list``, ``uv pip list``, ``pip list`` for the requirements, ``conda env
-#: export``, ``git`` three times, ``lscpu``/``nvidia-smi``-like tools for the hardware snapshot): up to
-#: 25 s of waiting on whatever is on PATH, and files in the user's caches. Applied only when neither
-#: the user's ``settings``, SwanLab's environment variables/config files nor ``swanlab.merge_settings``
-#: chose them.
-_QUIET_DEFAULTS = {
-    "probe.monitor": False,
+#: What SwanLab records by itself is left as SwanLab (and Accelerate's ``SwanLabTracker``, a plain
+#: ``swanlab.init(project=...)``) defaults it: the hardware monitor (``probe.monitor``), the hardware,
+#: runtime and git snapshot and the terminal output. Kept off where neither the user's ``settings``,
+#: SwanLab's environment variables/config files nor ``swanlab.merge_settings`` chose them: the two probes
+#: that run a package manager at start-up -- ``probe.requirements`` (``pixi list``, ``uv pip list``,
+#: ``pip list``: up to 25 s, and files in the user's caches) and ``probe.conda`` (``conda env export``,
+#: off in SwanLab too).
+_KEPT_OFF = {
     "probe.requirements": False,
     "probe.conda": False,
-    "probe.git": False,
-    "probe.hardware": False,
-    "terminal.proxy_type": "none",
 }
+#: SwanLab's own hardware monitor, off when the run's system samples take its place (``system_metrics``).
+_MONITOR = "probe.monitor"
+#: The prefix under which this backend logs the run's system samples (``system/cpu.percent``, ...): a
+#: section of their own, each key on its own step sequence (the sample's index).
+SAMPLE_PREFIX = "system/"
 
 DEFAULT_ONLINE_CHECK_TIMEOUT = 5.0
 
@@ -237,13 +241,20 @@ class SwanLabTracker(GeneralTracker):
       A ``mode`` the user chose is kept: an unreachable host then fails start-up, and the dispatcher
       keeps the records in its spill journal.
     * ``log_dir``: ``<logging_dir>/swanlog``.
-    * ``settings``: no hardware monitor thread and no stdout/stderr proxy; ``interactive`` is always
-      off, so SwanLab never waits on ``input()`` from a tracker's worker thread.
+    * ``settings``: what SwanLab records by itself is as SwanLab (and Accelerate's ``SwanLabTracker``)
+      defaults it -- the hardware monitor (every 10 s, ``__swanlab__.*`` system charts), the hardware,
+      runtime (command, host, Python) and git snapshot, the terminal output -- except the two probes that
+      run a package manager at start-up: ``probe.requirements`` (``pip list``/``uv pip list``/``pixi
+      list``) and ``probe.conda`` (``conda env export``) stay off. ``interactive`` is always off, so
+      SwanLab never waits on ``input()`` from a tracker's worker thread.
+    * with ``run_context.system_metrics`` (the run asked ``init(system_metrics=True)``): SwanLab's monitor
+      is off (``probe.monitor=False``) and the run's samples are logged as ``system/...`` scalars, each at
+      step = the sample's index (:meth:`log_system_metrics`).
 
     Honoured SwanLab settings (environment, ``.env``, ``swanlab.yaml``, ``swanlab.merge_settings``):
     ``SWANLAB_MODE``, ``SWANLAB_LOG_DIR`` (and the older ``SWANLAB_LOGDIR``), ``SWANLAB_API_KEY``,
     ``SWANLAB_API_HOST``, ``SWANLAB_WEB_HOST``, ``SWANLAB_ROOT`` (credentials in ``.netrc`` there),
-    ``SWANLAB_PROBE_MONITOR``, ``SWANLAB_TERMINAL_PROXY_TYPE`` and every other ``SWANLAB_*`` setting.
+    ``SWANLAB_PROBE_MONITOR``, ``SWANLAB_PROBE_REQUIREMENTS``, ``SWANLAB_TERMINAL_PROXY_TYPE`` and every other ``SWANLAB_*`` setting.
 
     Per-rank runs (``run_context.group`` set by ``per_rank=True``): every rank's run is in the SwanLab
     group ``<group>`` and named ``<name>-rank<N>``, ``<name>`` being the name given or the group.
@@ -322,7 +333,10 @@ class SwanLabTracker(GeneralTracker):
             if not _chosen("log_dir", sources) and not os.environ.get("SWANLAB_LOGDIR"):
                 kwargs["log_dir"] = str(self.logging_dir / "swanlog")
         settings: dict[str, Any] = {}
-        for path, value in _QUIET_DEFAULTS.items():
+        kept_off = dict(_KEPT_OFF)
+        if self._samples_wanted():
+            kept_off[_MONITOR] = False  # the run's samples take the monitor's place
+        for path, value in kept_off.items():
             if not _chosen(path, sources):
                 _set_path(settings, path, value)
         settings = _deep_merge(settings, user_settings)
@@ -474,6 +488,34 @@ class SwanLabTracker(GeneralTracker):
         self._last_step[key] = step
         return True
 
+    # -- run context and system samples --------------------------------------------------------------
+    def log_run_context(self, context: dict[str, Any]) -> None:
+        """The run context (git, command, platform, packages) as the run's config under ``run_context``:
+        SwanLab's own git and runtime snapshot has no public place this library can add to."""
+        self.store_init_configuration({RUN_CONTEXT_KEY: context})
+
+    def _samples_wanted(self) -> bool:
+        """Whether the run's system samples come here, and so SwanLab's own monitor is off."""
+        return bool(getattr(self.run_context, "system_metrics", False))
+
+    def log_system_metrics(self, values: dict[str, float], index: int, timestamp: float) -> None:
+        """One sample as the scalars ``system/...`` at step = the sample's index.
+
+        SwanLab's own monitor keeps its series under the key prefix ``__swanlab__.``, which ``run.log``
+        refuses, and reaching that place means the internals of each SDK line (the 0.8+ core's column and
+        scalar records, the 0.6-0.7 experiment object, 0.5.8's none in local mode). ``run.log`` is public on
+        every line, and every SwanLab key keeps its own step sequence: index 0 beside a user's step 0 is
+        neither a repeat nor a step backwards, and nothing is dropped or warned about. SwanLab stamps the
+        time it receives the sample (``timestamp`` has no public place). SwanLab 0.8+ does move its own next
+        automatic step up to the highest step logged; the dispatcher, the only caller here, gives every
+        user record its step, so the user's axis is not moved.
+        """
+        if self._run is None or self._finished or self.mode == "disabled":
+            return
+        payload = {self.sanitize_key(key): float(value) for key, value in values.items()}
+        if payload:
+            self._run.log(payload, step=index)
+
     def sanitize_key(self, key: str) -> str:
         cleaned = _CONTROL_CHARACTERS.sub("_", key).strip(_EDGE_CHARACTERS)
         cleaned = cleaned[: self._max_key_length].rstrip(_EDGE_CHARACTERS)
@@ -603,7 +645,29 @@ class SwanLabTracker(GeneralTracker):
         processes shows twice (within one process a repeated step is dropped, see ``_accepts``). A part
         whose run file is still empty holds nothing: SwanLab 0.10.3 writes that file unflushed until
         ``finish()``, so a process that was killed (or has not finished) may have nothing in it yet.
+        SwanLab's own system series and the run's system samples are left out (:meth:`read_back_system_metrics`).
         """
+        samples = self._samples_wanted()
+        return {
+            key: points
+            for key, points in self._all_scalars().items()
+            if not (samples and key.startswith(SAMPLE_PREFIX))
+        }
+
+    def read_back_system_metrics(self) -> dict[str, list[tuple[int, float]]]:
+        """The run's system series: SwanLab's own monitor's (``__swanlab__.<name>``, step = its sample count)
+        and, when the run's samples came here, theirs (``system/<name>``, step = the sample's index)."""
+        from .reader import read_run
+
+        system: dict[str, list[tuple[int, float]]] = {}
+        for folder in self.run_dirs:
+            for key, points in read_run(folder).system_history.items():
+                system.setdefault(key, []).extend(points)
+        if self._samples_wanted():
+            system.update({key: p for key, p in self._all_scalars().items() if key.startswith(SAMPLE_PREFIX)})
+        return system
+
+    def _all_scalars(self) -> dict[str, list[tuple[int, Any]]]:
         from .reader import read_run
 
         history: dict[str, list[tuple[int, Any]]] = {}

@@ -82,7 +82,7 @@ class EarlierRun:
 
     def finish(self) -> None:
         try:
-            with kept_process_hooks(self._swanlab):  # SwanLab's finish would reset sys.excepthook
+            with kept_process_hooks():  # SwanLab's finish would reset sys.excepthook
                 self._run.finish()
         finally:
             # swanlab.init put its log folder and mode into the process environment, where the next run of

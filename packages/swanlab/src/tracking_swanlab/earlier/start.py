@@ -6,7 +6,8 @@ What differs from 0.8's start (``tracker.py``), all of it this line's own API:
 * settings are one flat ``swanlab.Settings`` (``hardware_monitor``, ``requirements_collect``, ...) that
   ``swanlab.init`` merges over the process's global settings field by field, all fields at once: so the
   settings passed here are the global ones (``swanlab.merge_settings``) with the user's ``settings`` on
-  top and the quiet defaults only where neither chose;
+  top and the package's defaults (package-manager probes off; with the run's system samples, the
+  hardware monitor off too) only where neither chose;
 * before 0.6.5, an offline ``swanlab.init`` merges a fresh ``Settings(backup=True)`` over the settings it
   was given, every field of it, which puts every other field back to its default (the probes that run
   ``pip list`` and ``git`` among them): :func:`fieldwise_merge` makes that merge take only the field set,
@@ -38,17 +39,16 @@ from tracking_core.kit.sdk import chosen_instead, not_resumed, per_rank, rank_na
 from .hooks import kept_process_hooks
 from .run import LOG_DIR_VARIABLE, MODE_VARIABLE, EarlierRun, environment_before_init
 
-#: The settings of this line that the 0.8+ start turns off too: the hardware probe and sampler thread
-#: (``lscpu``/``nvidia-smi``-like tools), the runtime probe (``git`` three times), the requirements
-#: (``pixi list``, ``uv pip list``, ``pip list``) and ``conda env export``, and the stdout/stderr proxy.
+#: The settings of this line that the 0.8+ start keeps off too: the requirements (``pixi list``, ``uv pip
+#: list``, ``pip list``) and ``conda env export``, the probes that run a package manager. The rest is as
+#: SwanLab defaults it: the hardware and runtime snapshot (``collect_hardware``, ``collect_runtime``), the
+#: hardware monitor (``hardware_monitor``; it needs ``collect_hardware``) and the terminal output.
 QUIET_DEFAULTS: dict[str, Any] = {
-    "collect_hardware": False,
-    "hardware_monitor": False,
-    "collect_runtime": False,
     "requirements_collect": False,
     "conda_collect": False,
-    "log_proxy_type": "none",
 }
+#: This line's hardware monitor, off when the run's system samples take its place.
+MONITOR_SETTING = "hardware_monitor"
 
 API_KEY_VARIABLE = "SWANLAB_API_KEY"
 EXPERIMENT_NAME_VARIABLE = "SWANLAB_EXP_NAME"
@@ -90,7 +90,8 @@ def start(
     user_settings = kwargs.pop("settings", None)
     if tracker.logging_dir is not None and "logdir" not in kwargs and not os.environ.get(LOG_DIR_VARIABLE):
         kwargs["logdir"] = str(tracker.logging_dir / "swanlog")
-    settings = quiet_settings(swanlab, user_settings)
+    samples = bool(getattr(tracker.run_context, "system_metrics", False))  # the run's samples replace the monitor
+    settings = quiet_settings(swanlab, user_settings, monitor=not samples)
 
     _name_rank(tracker, swanlab, kwargs)
     earlier_dirs, continued_id = _continue_saved_run(tracker, kwargs)
@@ -118,7 +119,7 @@ def start(
         problem = probe_http(host, online_check_timeout)
         if problem is None:
             try:
-                with fieldwise_merge(), forget_a_failed_start(swanlab), kept_process_hooks(swanlab):
+                with fieldwise_merge(), forget_a_failed_start(swanlab), kept_process_hooks():
                     if continued_id is not None and _takes(swanlab.init, "resume"):
                         run = swanlab.init(settings=settings, id=continued_id, resume="allow", **kwargs)
                     else:
@@ -141,7 +142,7 @@ def start(
         local_init: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
         if around_local_init is not None and kwargs.get("mode", wanted) == without_account:
             local_init = around_local_init(kwargs.get("logdir"))
-        with local_init, fieldwise_merge(), forget_a_failed_start(swanlab), kept_process_hooks(swanlab):
+        with local_init, fieldwise_merge(), forget_a_failed_start(swanlab), kept_process_hooks():
             run = swanlab.init(settings=settings, **kwargs)
     started = run_class(swanlab, run, name=_run_name(run), owner=tracker, environment_before=environment_before)
     _note_ungrouped(tracker, swanlab, started)
@@ -160,8 +161,9 @@ def start(
 
 
 # -- settings -------------------------------------------------------------------------------------
-def quiet_settings(swanlab: Any, user_settings: Any) -> Any:
-    """The ``swanlab.Settings`` to pass: the global ones, the user's on top, the quiet defaults where neither chose."""
+def quiet_settings(swanlab: Any, user_settings: Any, *, monitor: bool = True) -> Any:
+    """The ``swanlab.Settings`` to pass: the global ones, the user's on top, the quiet defaults where neither
+    chose; without ``monitor`` (the run's samples take its place) the hardware monitor too."""
     from swanlab.swanlab_settings import get_settings
 
     settings_class = swanlab.Settings
@@ -175,7 +177,8 @@ def quiet_settings(swanlab: Any, user_settings: Any) -> Any:
     else:
         raise TypeError(f"settings must be a swanlab.Settings or a mapping, not {type(user_settings).__name__}")
     values = current.model_dump()
-    for name, quiet in QUIET_DEFAULTS.items():
+    off = dict(QUIET_DEFAULTS) if monitor else {**QUIET_DEFAULTS, MONITOR_SETTING: False}
+    for name, quiet in off.items():
         if name in settings_class.model_fields and name not in chosen and values.get(name) == getattr(default, name):
             values[name] = quiet
     values.update(chosen)
