@@ -290,6 +290,26 @@ def test_a_failed_finish_warns_in_one_line_and_leaves_the_table_to_the_report(tm
     assert "\n" not in line and "failing (" in line and "spilled" in line
 
 
+def test_the_end_of_run_line_names_the_report_file_and_the_replay_that_delivers_the_rest(tmp_path, caplog):
+    """A caller that holds no report (accelerate's ``end_training()``) learns where it is and what to run."""
+    tracking_core.register_tracker_class(FailingTracker)
+    try:
+        run = tracking_core.init("p", log_with=["failing"], logging_dir=tmp_path / "runs")
+        run.log({"loss": 1.0}, step=0)
+        with caplog.at_level("WARNING", logger="tracking"):
+            report = run.finish(timeout=5)
+    finally:
+        from tracking_core.contract import registry
+
+        registry.unregister_tracker_class("failing")
+    (line,) = [r.getMessage() for r in caplog.records if "not everything was delivered" in r.getMessage()]
+    report_file = Path(run.run_dir) / "report.txt"
+    assert str(report_file) in line and report_file.read_text() == str(report) + "\n"
+    command = f"tracking replay {run.run_dir} --to failing"
+    assert command in line, line
+    assert "finish() returns" not in line
+
+
 def test_the_demo_ends_with_commands_that_run_as_printed(tmp_path):
     folder = tmp_path / "my runs"
     folder.mkdir()

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..delivery.worker import ManagedMixin
 from ..intake.record import Record
 from ..notices import logger
 from ..report import FinishReport
+from ..store.owed import replay_command
 from . import lifecycle
 
 if TYPE_CHECKING:
@@ -50,10 +52,10 @@ def finish(run: Dispatcher, timeout: float | None) -> FinishReport:
         rejected_values=dict(run._rejected),
         notes=_loop_waits(run) + _journal_notes(run),
     )
-    if not run._report.ok and run._at_exit:  # nobody holds the report: the whole table
-        logger.warning("not everything was delivered\n%s", run._report)
-    elif not run._report.ok:  # one line: the caller holds the report and prints it if it wants the table
-        logger.warning("not everything was delivered: %s (see the report finish() returns)", run._report.summary())
+    report_file = _keep_report(run, run._report)
+    if not run._report.ok:  # at exit nobody holds the report: the whole table; else one line
+        table = f"\n{run._report}\n" if run._at_exit else ": "
+        logger.warning("not everything was delivered%s%s", table, _what_to_do(run._report, report_file))
     if run._pending_error is not None:
         run._raise_pending()
     return run._report
@@ -101,3 +103,32 @@ def flush_workers(run: Dispatcher, workers: list[ManagedMixin], timeout: float |
     if run._pending_error is not None:
         run._raise_pending()
     return done
+
+
+#: the table of the run's last ``finish()``, in its folder: the report of a caller that did not keep it
+REPORT_NAME = "report.txt"
+
+
+def _keep_report(run: Dispatcher, report: FinishReport) -> Path | None:
+    """Write the report's table into the run folder (``None``: this process writes no run folder)."""
+    if run._session is None or not run._session.writes or run.run_dir is None:
+        return None
+    path = Path(run.run_dir) / REPORT_NAME
+    try:
+        path.write_text(f"{report}\n", encoding="utf-8")
+    except OSError as error:
+        logger.debug("could not write %s: %s", path, error)
+        return None
+    return path
+
+
+def _what_to_do(report: FinishReport, report_file: Path | None) -> str:
+    """Which backends lack what, where the table is, and the command that delivers what they are owed."""
+    parts = [report.summary()]
+    if report_file is not None:
+        parts.append(f"the full report is in {report_file}")
+    owing = [name for name in report.failed if report.backends[name].spilled]  # its spill: in the journal too
+    if owing and report.run_dir is not None:
+        parts.append(f"to deliver the rest: {replay_command(Path(report.run_dir), owing)}")
+    return "; ".join(parts)
+
