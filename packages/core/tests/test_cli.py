@@ -52,6 +52,17 @@ def test_every_option_of_every_command_has_help(command, tmp_path):
     assert result.returncode == 0 and result.stdout.startswith(f"usage: tracking {command}")
 
 
+def test_no_help_text_shows_an_escaped_percent_sign():
+    """argparse formats argument help with ``%``, but a description only when it names ``%(prog)``."""
+    from tracking_core.cli import build_parser
+
+    parser = build_parser()
+    subparsers = next(a for a in parser._actions if a.dest == "command")
+    for name, command in [("tracking", parser), *subparsers.choices.items()]:
+        assert "%%" not in command.format_help(), name
+    assert "80% validation accuracy" in " ".join(subparsers.choices["demo"].format_help().split())
+
+
 def test_demo_with_zero_steps_runs(tmp_path):
     result = tracking("demo", "--steps", "0", "--backends", "jsonl", "--logging-dir", "runs", cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr

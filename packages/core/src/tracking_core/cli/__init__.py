@@ -150,7 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="a small real training run logged to every installed backend",
         description="Train a logistic regression on generated data, log it to every installed backend (or "
         "--backends) in its embedded mode, then read back what each backend stored. Exit status 1 when a "
-        "backend failed, or when 50 or more steps did not reach 80%% validation accuracy.",
+        "backend failed, or when 50 or more steps did not reach 80% validation accuracy.",
     )
     demo.add_argument(
         "--logging-dir", default="runs", metavar="DIR", help="where every backend writes (default: ./runs)"
