@@ -63,6 +63,19 @@ def test_no_help_text_shows_an_escaped_percent_sign():
     assert "80% validation accuracy" in " ".join(subparsers.choices["demo"].format_help().split())
 
 
+def test_what_the_demo_and_the_commands_it_prints_leave_in_a_clone_is_ignored():
+    """``tracking demo`` run at the root of a clone, then the viewers it names (``dvc plots show`` writes
+    ``dvc_plots/`` where it runs): none of it shows up as a change to commit."""
+    root = Path(__file__).resolve().parents[3]
+    if not (root / ".git").exists() or not (root / ".gitignore").is_file():
+        pytest.skip("not a clone of the repository")
+    left = ["runs/demo/run.json", "mlruns/0/meta.yaml", "mlflow.db", ".aim/run", "wandb/run", "swanlog/run"]
+    left.append("dvc_plots/index.html")
+    for path in left:
+        checked = subprocess.run(["git", "check-ignore", "-q", "--no-index", path], cwd=root)
+        assert checked.returncode == 0, f"{path} is not in .gitignore"
+
+
 def test_demo_with_zero_steps_runs(tmp_path):
     result = tracking("demo", "--steps", "0", "--backends", "jsonl", "--logging-dir", "runs", cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
