@@ -135,3 +135,16 @@ def test_sdk_check_imports_no_sdk_and_skips_custom_trackers(memory, tmp_path):
 
     assert missing_sdks([memory, Custom]) == {}
     assert BackendNotInstalledError.__mro__[1] is ImportError
+
+
+@pytest.mark.parametrize(("typo", "meant"), [("mlfow", "mlflow"), ("tensorbaord", "tensorboard"), ("jsnol", "jsonl")])
+def test_a_misspelt_backend_name_is_answered_with_the_name_it_is_close_to(tmp_path, typo, meant):
+    """Built-in names count whether installed or not: the user may mean one they have yet to install."""
+    with pytest.raises(ValueError, match=rf"Unknown tracker '{typo}'.*did you mean '{meant}'\?"):
+        tracking_core.init("p", log_with=[typo], logging_dir=tmp_path)
+
+
+def test_a_name_close_to_nothing_gets_no_suggestion(tmp_path):
+    with pytest.raises(ValueError, match="Unknown tracker 'zzzzzz'") as raised:
+        tracking_core.init("p", log_with="zzzzzz", logging_dir=tmp_path)
+    assert "did you mean" not in str(raised.value)

@@ -197,8 +197,10 @@ def resolve_tracker_class(name: str) -> type[GeneralTracker]:
             raise BackendNotInstalledError(
                 f"Tracker {name!r} is not installed. Install it with: {install_command(name)}"
             )
+        available = get_available_trackers()
         raise ValueError(
-            f"Unknown tracker {name!r}. Available now: {', '.join(get_available_trackers())}. "
+            f"Unknown tracker {name!r}{_did_you_mean(name, [*known, *available])} "
+            f"Available now: {', '.join(available)}. "
             f"Built-in names: {', '.join(known)}; custom trackers need register_tracker_class()."
         )
     try:
@@ -209,3 +211,11 @@ def resolve_tracker_class(name: str) -> type[GeneralTracker]:
             f"Tracker {name!r} is registered by {entry.value} but could not be imported ({error}). "
             f"Reinstall it with: {install_command(name).replace('pip install', 'pip install --force-reinstall', 1)}"
         ) from error
+
+
+def _did_you_mean(name: str, names: list[str]) -> str:
+    """``": did you mean 'mlflow'?"`` for a name one slip away from a known one (else ``"."``)."""
+    import difflib
+
+    close = difflib.get_close_matches(name.lower(), list(dict.fromkeys(names)), n=1)
+    return f": did you mean {close[0]!r}?" if close else "."
