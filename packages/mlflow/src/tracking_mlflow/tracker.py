@@ -80,6 +80,16 @@ _EMBEDDED_EXPERIMENT = "tracking"
 _UNREACHABLE_CODES = {"INTERNAL_ERROR", "TEMPORARILY_UNAVAILABLE", "REQUEST_LIMIT_EXCEEDED"}
 
 
+def _has_ui() -> bool:
+    """Whether ``mlflow ui`` can run here: mlflow-skinny lacks its server's Flask."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("flask") is not None and importlib.util.find_spec("mlflow.server") is not None
+    except (ImportError, ValueError):
+        return False
+
+
 class _DeletedRun(ValueError):
     """The run exists but is deleted: MLflow refuses to log to it or to set its status."""
 
@@ -564,10 +574,9 @@ class MLflowTracker(GeneralTracker):
                 f"mlflow: {where}; view it at {uri.rstrip('/')}/#/experiments/{info.experiment_id}/runs/{info.run_id}"
             )
         elif uri.startswith(("sqlite:", "file:", "postgresql", "mysql", "mssql")) or embedded:
-            notice(
-                f"mlflow: {where}; view it with: mlflow ui --backend-store-uri {shlex.quote(uri)} "
-                f"(`mlflow ui` comes with full mlflow: {install_command('mlflow', extra='ui')})"
-            )
+            install = install_command("mlflow", extra="ui")
+            hint = "" if _has_ui() else f" (`mlflow ui` comes with full mlflow: {install})"
+            notice(f"mlflow: {where}; view it with: mlflow ui --backend-store-uri {shlex.quote(uri)}{hint}")
         else:
             notice(f"mlflow: {where} at {uri}")
 
