@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..contract.tracker import RunEnd
 from ..delivery.worker import ManagedMixin
 from ..intake.record import Record
 from ..notices import logger
@@ -32,7 +33,9 @@ def finish(run: Dispatcher, timeout: float | None) -> FinishReport:
         workers = run._workers
         run._set_workers([], [])
         run._finishing = True
+    end = run_end(run)
     for worker in workers:
+        worker.tracker.run_end = end  # read by its finish(), in the worker, after the queue hands it the marker
         worker.put(Record("finish", None, None, _EMPTY, None, None))
     deadline = time.monotonic() + timeout
     for worker in workers:
@@ -44,7 +47,7 @@ def finish(run: Dispatcher, timeout: float | None) -> FinishReport:
     if run._link is not None:
         run._link.close(timeout=30.0)
     if run._session is not None:
-        run._session.close(run._step, run._ended_by or lifecycle.ending() or "finished")
+        run._session.close(run._step, end.status, end.ended)
     lifecycle.forget(run)
     run._report = FinishReport(
         backends={worker.name: worker.report for worker in run._all_workers if worker.name not in run._internal},
@@ -59,6 +62,22 @@ def finish(run: Dispatcher, timeout: float | None) -> FinishReport:
     if run._pending_error is not None:
         run._raise_pending()
     return run._report
+
+
+def run_end(run: Dispatcher) -> RunEnd:
+    """How the run ended, for run.json and each backend's ``finish()`` (``GeneralTracker.run_end``).
+
+    A SIGTERM that unwound a ``with`` block is ``killed: SIGTERM``, not the ``SystemExit`` the block saw.
+    A replay into the run's own folder ends the backends' runs as the run ended: its run.json status
+    and end time (a run whose process died without one was killed).
+    """
+    if run._replay_sources is not None and run._session is not None:
+        extra = run._session.manifest.extra
+        status, ended = extra.get("status"), extra.get("ended")
+        if not isinstance(status, str) or status in ("", "running"):
+            status = "killed"
+        return RunEnd(status, float(ended) if isinstance(ended, (int, float)) else None)
+    return RunEnd(lifecycle.ending() or run._ended_by or "finished", time.time())
 
 
 def _journal_notes(run: Dispatcher) -> list[str]:
@@ -131,4 +150,3 @@ def _what_to_do(report: FinishReport, report_file: Path | None) -> str:
     if owing and report.run_dir is not None:
         parts.append(f"to deliver the rest: {replay_command(Path(report.run_dir), owing)}")
     return "; ".join(parts)
-
