@@ -213,3 +213,34 @@ def test_init_with_system_metrics_delivers_samples_as_system_scalars(tmp_path: P
     system = tracker.read_back_system_metrics()
     assert system["system/cpu.percent"][0][0] == 0, system  # on the samples' own axis, from index 0
     assert not [key for key in system if key.startswith(SYSTEM_KEY_PREFIX)]  # SwanLab's own monitor was off
+
+
+def _monitor_sample(run: Any, step: int, value: float) -> None:
+    """One sample written the way SwanLab 0.8+'s own monitor writes it (its column, then its scalar record)."""
+    from google.protobuf.timestamp_pb2 import Timestamp
+    from swanlab.sdk.internal.probe_python.monitor import builder
+    from swanlab.sdk.internal.probe_python.typings import SystemScalar
+
+    scalar = SystemScalar(key="cpu.pct", name="CPU", chart_name="CPU Utilization (%)")
+    stamp = Timestamp()
+    stamp.GetCurrentTime()
+    run._core.upsert_columns([builder.build_probe_column(scalar, chart_index="cpu00000")])
+    run._core.upsert_scalars([builder.build_probe_scalar("cpu.pct", value=value, step=step, timestamp=stamp)])
+
+
+@pytest.mark.skipif(EARLIER, reason="SwanLab 0.8+'s monitor records (test_earlier.py covers the earlier line)")
+def test_swanlabs_own_monitor_series_stay_out_of_the_history_and_the_import(tmp_path: Path) -> None:
+    from tracking_swanlab.importer import read_runs
+
+    tracker = _tracker(tmp_path, system_metrics=False)
+    tracker.start()
+    tracker.log({"loss": 0.5}, step=0)
+    _monitor_sample(tracker.run, 1, 7.0)
+    tracker.finish()
+    own = f"{SYSTEM_KEY_PREFIX}cpu.pct"
+    assert read_run(tracker.run_dir).system_history == {own: [(1, 7.0)]}
+    assert tracker.read_back_history() == {"loss": [(0, 0.5)]}
+    assert tracker.read_back_system_metrics() == {own: [(1, 7.0)]}
+    [imported] = list(read_runs(str(tracker.run_dir)))
+    assert [(point.key, point.step) for point in imported.points] == [("loss", 0)]
+    assert any("__swanlab__" in what for what in imported.not_carried), imported.not_carried

@@ -4,7 +4,8 @@ A run folder's ``run-<id>.swanlab`` is a log of protobuf ``Record`` messages (wh
 uploads), read here with SwanLab's own ``DataStoreReader`` and ``record_pb2`` -- record by record, and
 through ``scan()`` rather than the reader's iterator, which ends quietly at a damaged record where an
 import must say so. Scalars (with their steps and timestamps) become points; text, image and table
-media (files under ``media/``) become media; the config comes from ``files/config.yaml`` as
+media (files under ``media/``) become media (SwanLab's own monitor's ``__swanlab__.*`` scalars are not the
+user's: counted as not carried); the config comes from ``files/config.yaml`` as
 :mod:`tracking_swanlab.reader` reads it. The folders of a resumed run (one id) are read as one run.
 
 A folder of SwanLab 0.6.2 to 0.7.x (``backup.swanlab``, JSON records) is read by
@@ -25,7 +26,7 @@ from tracking_core.transfer.model import Media, Point, SourceError, SourceRun
 
 from .local import DATABASE as LOCAL_DATABASE
 from .local import importer as local_importer
-from .reader import BACKUP_FILE, _media_file
+from .reader import BACKUP_FILE, SYSTEM_KEY_PREFIX, _media_file
 from .store_files import table_file
 
 __all__ = ["read_runs"]
@@ -125,7 +126,9 @@ def _scan(files: list[Path]) -> _Scan:
         try:
             for record in _records(path):
                 kind = _kind(record)
-                if kind == "scalar":
+                if kind == "scalar" and record.scalar.key.startswith(SYSTEM_KEY_PREFIX):
+                    scan.drop("SwanLab's own system metrics (__swanlab__.*) points")
+                elif kind == "scalar":
                     scan.scalars += 1
                     scan.last_step = record.scalar.step
                 elif kind == "media":
@@ -154,7 +157,7 @@ def _points(files: list[Path], damaged: Path | None) -> Iterator[Point]:
     for path in files:
         try:
             for record in _records(path):
-                if _kind(record) == "scalar":
+                if _kind(record) == "scalar" and not record.scalar.key.startswith(SYSTEM_KEY_PREFIX):
                     scalar = record.scalar
                     yield Point(scalar.key, scalar.step, scalar.value.number, _seconds(scalar.timestamp))
         except _Damaged:

@@ -15,6 +15,7 @@ from typing import Any
 
 from tracking_core.transfer.model import Media, Point, SourceError, SourceRun
 
+from ..reader import SYSTEM_KEY_PREFIX
 from ..store_files import iso_seconds, table_file
 from . import store
 
@@ -57,7 +58,9 @@ def _scan(path: Path) -> _Scan:
     try:
         for record in store.records(path):
             name = store.kind(record)
-            if name == "Scalar":
+            if name == "Scalar" and record.key.startswith(SYSTEM_KEY_PREFIX):
+                scan.drop("SwanLab's own system metrics (__swanlab__.*) points")
+            elif name == "Scalar":
                 scan.scalars += 1
                 scan.last_step = record.step
             elif name == "Media":
@@ -78,7 +81,7 @@ def _scan(path: Path) -> _Scan:
 def _points(path: Path) -> Iterator[Point]:
     try:
         for record in store.records(path):
-            if store.kind(record) == "Scalar":
+            if store.kind(record) == "Scalar" and not record.key.startswith(SYSTEM_KEY_PREFIX):
                 value = record.metric.get("data")
                 yield Point(record.key, record.step, float(value), iso_seconds(record.metric.get("create_time")))
     except store.Damaged:
