@@ -15,7 +15,15 @@ from .__about__ import __version__
 from .contract.distributed import get_rank, get_world_size, is_main_process
 from .contract.histogram import Histogram
 from .contract.registry import LoggerType, get_available_trackers, register_tracker_class
-from .contract.tracker import CAPABILITIES, GeneralTracker, RunContext, capabilities_of, has_capability, on_main_process
+from .contract.tracker import (
+    CAPABILITIES,
+    GeneralTracker,
+    RunContext,
+    RunEnd,
+    capabilities_of,
+    has_capability,
+    on_main_process,
+)
 from .errors import BackendNotInstalledError, PartialDelivery, TrackingError, TrackingWarning
 
 if TYPE_CHECKING:
@@ -67,6 +75,7 @@ __all__ = [
     "NoOpTracker",
     "PartialDelivery",
     "RunContext",
+    "RunEnd",
     "TrackingError",
     "TrackingWarning",
     "__version__",

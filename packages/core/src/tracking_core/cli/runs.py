@@ -95,6 +95,17 @@ def _status(manifest: dict[str, Any], last: dict[str, Any] | None) -> str:
     return "finished" if last.get("type") == "finish" else "not finished"  # run.json from before statuses
 
 
+def run_status(run_dir: Path) -> str | None:
+    """The status ``tracking runs`` lists for the run in ``run_dir``, from its run.json (``None``: none says it)."""
+    try:
+        manifest = json.loads((run_dir / MANIFEST_NAME).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(manifest, dict) or not manifest.get("status"):
+        return None
+    return _status(manifest, None)
+
+
 def describe_run(run_dir: Path) -> RunInfo:
     """Project, id, start time, steps, status and per-backend state of one run folder."""
     info = RunInfo(run_dir, run_dir.parent.name, run_dir.name)

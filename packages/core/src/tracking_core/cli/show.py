@@ -20,6 +20,7 @@ from typing import Any
 
 from ..store.journal import JournalSummary, read_journal
 from ..store.rewind import current_entries
+from .runs import run_status
 from .samples import RunSamples, count_file_samples, is_system, load_samples, run_started
 from .tabular import format_table
 
@@ -149,13 +150,24 @@ def _samples_table(samples: RunSamples) -> list[str]:
     return ["", f"system samples ({samples.count}{span}; taken on a clock, not at steps)", format_table(rows)]
 
 
+def _status(summary: JournalSummary) -> str:
+    """The run's status as ``tracking runs`` lists it (run.json's: a run that ended by an exception or Ctrl-C
+    still wrote its journal's finish record); the journal's own end where no run.json says it."""
+    status = run_status(summary.path.parent)
+    if status is not None and status.startswith("running"):
+        return f"{status}, not finished"
+    if status is not None:
+        return status
+    return "finished" if summary.finished else "not finished (killed or still running)"
+
+
 def describe(summary: JournalSummary, media: RunMedia, rows: int = 5, samples: RunSamples | None = None) -> str:
     """The text of one run; ``samples`` (when the system samples were asked for) adds their table."""
     header = summary.header
     lines = [
         f"journal  {summary.path}",
         f"project  {header.get('project')}   run {header.get('run_id')}   source {header.get('source')}   "
-        f"format v{header.get('version')}   {'finished' if summary.finished else 'not finished (killed or still running)'}",
+        f"format v{header.get('version')}   {_status(summary)}",
         "records  " + ", ".join(f"{kind} {count}" for kind, count in sorted(summary.counts.items())),
     ]
     if summary.superseded:

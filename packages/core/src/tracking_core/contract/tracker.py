@@ -67,6 +67,39 @@ class RunContext(NamedTuple):
     #: takes its samples (:meth:`GeneralTracker.log_system_metrics`): switch the SDK's own monitor off in
     #: ``start()``, so nothing is recorded twice. ``False``: leave the SDK's own monitor as the SDK defaults it.
     system_metrics: bool = False
+    #: when the run began (Unix seconds): ``init()`` of its first process, ``run.json``'s ``started``. A backend
+    #: whose SDK run is created later, in its worker, gives it to the SDK as the run's start. ``None``: not known.
+    started: float | None = None
+
+
+class RunEnd(NamedTuple):
+    """How the run ended, set on each tracker (``tracker.run_end``) just before its ``finish()``.
+
+    ``status`` is ``run.json``'s: ``finished``; ``crashed: <error type>`` (an uncaught exception, or one
+    that left the ``with`` block); ``killed: KeyboardInterrupt`` (Ctrl-C), ``killed: SIGTERM``, or
+    ``killed`` (the training process died and a delivery process closes the run). ``ended`` is when the run
+    ended (Unix seconds: ``finish()`` was called, not when this backend got through its queue), ``None``
+    when not known. A backend ends its SDK run in the SDK's own terms from :attr:`outcome` or :attr:`exit_code`.
+    """
+
+    status: str = "finished"
+    ended: float | None = None
+
+    @property
+    def outcome(self) -> str:
+        """``"finished"``, ``"failed"`` (crashed) or ``"killed"`` (interrupted, terminated, died)."""
+        kind = self.status.partition(":")[0].strip()
+        return kind if kind in ("finished", "killed") else "failed"
+
+    @property
+    def exit_code(self) -> int:
+        """The process's exit code as a shell reports it: 0, 1 (crashed), 130 (Ctrl-C), 143 (SIGTERM), 137."""
+        if self.outcome == "finished":
+            return 0
+        if self.outcome == "failed":
+            return 1
+        reason = self.status.partition(":")[2].strip()
+        return {"KeyboardInterrupt": 130, "SIGINT": 130, "SIGTERM": 143}.get(reason, 137)
 
 
 class GeneralTracker:
@@ -86,7 +119,10 @@ class GeneralTracker:
       in the kwargs of ``log``/``log_batch``, so the SDK stores when a point was logged, not when the
       worker delivered it.
     * ``run_context`` -- a :class:`RunContext` the dispatcher sets before ``start()`` (``None`` when
-      the tracker is used on its own).
+      the tracker is used on its own); ``run_context.started`` is when the run began.
+    * ``run_end`` -- a :class:`RunEnd` the dispatcher sets just before ``finish()``: how the run ended
+      (finished, crashed, killed) and when, for the SDK's run status and end time. A tracker used on its
+      own, or finished alone, keeps the default (finished, time unknown).
     * ``report_notes()`` -- what a person should know about this run in the finish report.
     * ``resume_state()`` -- the SDK's identity of the run (run id, hash, ...), so a restarted job can
       continue it: the dispatcher passes it back in ``run_context.resume`` before ``start()``.
@@ -124,6 +160,7 @@ class GeneralTracker:
     durable_on_return: ClassVar[bool | None] = None
     durable_at_finish: ClassVar[bool] = False
     run_context: RunContext | None = None
+    run_end: RunEnd = RunEnd()
 
     if TYPE_CHECKING:  # declared for the checker only: __init__ looks for each subclass's own `tracker`
 
@@ -173,7 +210,7 @@ class GeneralTracker:
         """Make everything logged so far durable (written to disk or sent)."""
 
     def finish(self) -> None:
-        """Close the run. The dispatcher calls it once."""
+        """Close the run, with ``run_end``'s status where the SDK keeps one. The dispatcher calls it once."""
 
     def sanitize_key(self, key: str) -> str:
         """Return the key as this backend can store it (identity unless the SDK refuses some keys)."""

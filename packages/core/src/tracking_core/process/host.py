@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..contract.selection import construct_tracker
-from ..contract.tracker import GeneralTracker, RunContext, has_capability
+from ..contract.tracker import GeneralTracker, RunContext, RunEnd, has_capability
 from ..delivery.build import DeliveryOptions, DeliveryPlan, RunPlace, build_delivery
 from ..delivery.engine import Delivery
 from ..delivery.recovery import RetryPolicy
@@ -101,6 +101,7 @@ class Host:
             rewind=RewindPoint.from_json(context.rewind),
             superseded=points_of(context.superseded),
             system_metrics=context.system_metrics and has_capability(tracker, "log_system_metrics"),
+            started=context.started,
         )
         name = tracker.name
         options = self.setup.options
@@ -148,7 +149,9 @@ class Host:
             try:
                 message = self.connection.recv()
             except (EOFError, OSError):
-                self._finish([name for name in self.workers if name not in self._finishing], orphaned=True)
+                self._finish(
+                    [name for name in self.workers if name not in self._finishing], RunEnd("killed"), orphaned=True
+                )
                 break
             self._handle(message)
         for closer in self._closers:
@@ -170,7 +173,8 @@ class Host:
                     events.append(event)
             threading.Thread(target=self._ack_flush, args=(message.token, events), daemon=True).start()
         elif message.kind == "finish":
-            self._finish([name for name in message.names if name in self.workers and name not in self._finishing])
+            names = [name for name in message.names if name in self.workers and name not in self._finishing]
+            self._finish(names, RunEnd(*message.end))
 
     def _ack_flush(self, token: int, events: list[threading.Event]) -> None:
         for event in events:
@@ -178,11 +182,13 @@ class Host:
         self._report_safe_once()
         self.send(Flushed("flushed", token))
 
-    def _finish(self, names: list[str], orphaned: bool = False) -> None:
-        """Close the named backends together; each reports when done (or abandoned at the timeout)."""
+    def _finish(self, names: list[str], end: RunEnd, orphaned: bool = False) -> None:
+        """Close the named backends together, as the run ended (``end``); each reports when done (or abandoned
+        at the timeout)."""
         deadline = time.monotonic() + self.setup.options.finish_timeout
         for name in names:
             self._finishing.add(name)
+            self.workers[name].tracker.run_end = end
             self.workers[name].put(Record("finish", None, None, _EMPTY, None, None))
         for name in names:
             thread = threading.Thread(target=self._close, args=(name, deadline, orphaned), daemon=True)

@@ -139,8 +139,9 @@ class DeliveryLink:
             self._flushes[token] = event
         self._queue.put((Flush("flush", token, tuple(names)), "control"))
 
-    def finish(self, names: list[str]) -> None:
-        self._queue.put((Finish("finish", tuple(names)), "control"))
+    def finish(self, names: list[str], end: tuple[str, float | None] = ("finished", None)) -> None:
+        """Finish the named backends; ``end`` is how the run ended (``GeneralTracker.run_end``)."""
+        self._queue.put((Finish("finish", tuple(names), end), "control"))
 
     # -- feeder thread -----------------------------------------------------------------------
     def _feed(self) -> None:

@@ -58,6 +58,8 @@ class RunSetup(NamedTuple):
     superseded: list[dict[str, Any]]
     #: the run asked for system samples at the backends (``RunContext.system_metrics`` of those that take them)
     system_metrics: bool = False
+    #: when the run began (``RunContext.started``)
+    started: float | None = None
 
 
 class DeliveryOptionsSetup(NamedTuple):
@@ -111,6 +113,8 @@ class Flush(NamedTuple):
 class Finish(NamedTuple):
     kind: Literal["finish"]
     names: tuple[str, ...]
+    #: how the run ended (``GeneralTracker.run_end``): ``(status, ended)``
+    end: tuple[str, float | None] = ("finished", None)
 
 
 Command = Records | Flush | Finish

@@ -26,7 +26,7 @@ from ..intake.record import Record
 from ..intake.values import snapshot
 from ..notices import notice, warn_once
 from ..report import BackendReport, FinishReport
-from . import calls, closing, managed, setup
+from . import calls, closing, lifecycle, managed, setup
 from .managed import UNWRAP_TIMEOUT as UNWRAP_TIMEOUT  # kept importable from here
 from .options import DEFAULT_FINISH_TIMEOUT, DEFAULT_FLUSH_INTERVAL, RunOptions, checked_step
 from .options import DELIVERY_ENV as DELIVERY_ENV  # kept importable from here
@@ -435,7 +435,7 @@ class Dispatcher:
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: Any) -> None:
         if kind is not None and not (kind is SystemExit and getattr(error, "code", None) in (0, None)):
-            self._ended_by = f"crashed: {kind.__name__}"
+            self._ended_by = lifecycle.status_of(kind)
         self.finish()
 
 

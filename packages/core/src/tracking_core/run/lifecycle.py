@@ -50,8 +50,16 @@ _ending: str | None = None  # why the process is ending, when it is not a normal
 
 
 def ending() -> str | None:
-    """``"crashed: <error type>"`` after an uncaught exception, ``"killed: SIGTERM"`` after SIGTERM, else ``None``."""
+    """Why the process is ending (:func:`status_of` an uncaught exception, ``"killed: SIGTERM"``), else ``None``."""
     return _ending
+
+
+def status_of(kind: type[BaseException]) -> str:
+    """run.json's status for a run ended by an exception of type ``kind``: Ctrl-C (``KeyboardInterrupt``) is
+    a person stopping the run, ``killed: KeyboardInterrupt`` as MLflow's ``KILLED``; anything else crashed it."""
+    if issubclass(kind, KeyboardInterrupt):
+        return f"killed: {kind.__name__}"
+    return f"crashed: {kind.__name__}"
 
 
 def watch(run: _Run) -> None:
@@ -90,13 +98,14 @@ def _install() -> None:
 
 
 def _install_excepthook() -> None:
-    """Note an uncaught exception before the exit hook finishes the runs, so they end as ``crashed``."""
+    """Note an uncaught exception before the exit hook finishes the runs, so they end as ``crashed`` (or
+    ``killed`` by Ctrl-C)."""
     previous = sys.excepthook
 
     def hook(kind: type[BaseException], error: BaseException, trace: Any) -> None:
         global _ending
         if _ending is None:
-            _ending = f"crashed: {kind.__name__}"
+            _ending = status_of(kind)
         previous(kind, error, trace)
 
     sys.excepthook = hook

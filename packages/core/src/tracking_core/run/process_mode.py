@@ -74,6 +74,7 @@ def start_delivery_process(run: Dispatcher, trackers: list[GeneralTracker], cont
             rewind=context.rewind.to_json() if context.rewind else None,
             superseded=[point.to_json() for point in context.superseded],
             system_metrics=run._context_options.samples_to_backends,
+            started=context.started,
         ),
         options=DeliveryOptionsSetup(
             on_error=run.on_error,
@@ -167,6 +168,7 @@ def delivery_died(run: Dispatcher, link: Any, why: str) -> None:
             worker.manage(run._direct_call)
             worker.launch()
             if run._finishing:
+                tracker.run_end = remote.tracker.run_end  # set by finish() on the remote worker's tracker
                 worker.put(Record("finish", None, None, _EMPTY, None, None))
             remote.replacement = worker
             replacements[remote] = worker

@@ -204,12 +204,12 @@ class RunSession:
         if self.writes:
             self.manifest.set_progress(backend, seq, step)
 
-    def close(self, last_step: int, status: str = "finished") -> None:
-        """The run ends with ``status`` (``finished``, or ``crashed: ...``/``killed: ...``) in run.json;
-        a replay leaves the status of the run it completes as it was."""
+    def close(self, last_step: int, status: str = "finished", ended: float | None = None) -> None:
+        """The run ends with ``status`` (``finished``, or ``crashed: ...``/``killed: ...``) at ``ended`` (default:
+        now) in run.json; a replay leaves the status of the run it completes as it was."""
         if self.writes:
             self.manifest.last_step = max(last_step, self.manifest.last_step)
             if self.manifest.extra.get("status") == "running" and self.manifest.extra.get("pid") == os.getpid():
                 self.manifest.extra["status"] = status
-                self.manifest.extra["ended"] = time.time()
+                self.manifest.extra["ended"] = time.time() if ended is None else ended
             self.manifest.write()

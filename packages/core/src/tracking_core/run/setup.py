@@ -83,6 +83,7 @@ def init_trackers(
         group=run.run_id if run.per_rank else None,
         rewind=point,
         superseded=session.rewinds,
+        started=session.manifest.started,
     )
     clean_config = sanitize_config(config) if config is not None else None
     if clean_config is not None:
