@@ -222,6 +222,27 @@ def test_constructor_options(tmp_path):
         TensorBoardTracker("p", tmp_path, max_queues=10)
 
 
+def test_a_run_id_named_twice_is_refused_unless_resumed(tmp_path, event_reader):
+    """``run_id`` names the run: one folder for its journal and event files. A second run under it would add
+    an event file that TensorBoard merges into the first run (two values at step 0): it is refused."""
+    named = {"tensorboard": {"run_id": "baseline"}}
+    with tracking_core.init("proj", log_with="tensorboard", logging_dir=tmp_path, init_kwargs=named) as run:
+        run.log({"loss": 1.0}, step=0)
+    folder = tmp_path / "proj" / "baseline"
+    assert run.run_dir == folder and run.trackers[0].log_dir == folder
+    with pytest.raises(FileExistsError, match="resume='baseline'"):
+        tracking_core.init("proj", log_with="tensorboard", logging_dir=tmp_path, init_kwargs=named)
+    assert len(event_files(tmp_path)) == 1
+    assert event_reader(folder).scalars() == {"loss": {0: 1.0}}
+
+    with tracking_core.init(
+        "proj", log_with="tensorboard", logging_dir=tmp_path, init_kwargs=named, resume="baseline"
+    ) as resumed:
+        resumed.log({"loss": 2.0})
+    assert resumed.run_dir == folder
+    assert event_reader(folder).scalars() == {"loss": {0: 1.0, 1: 2.0}}, "the resumed run carries on at step 1"
+
+
 def _run_python(code: str, tmp_path: Path, extra_path: Path | None = None) -> str:
     env = dict(os.environ)
     if extra_path is not None:

@@ -101,8 +101,10 @@ class TensorBoardTracker(GeneralTracker):
     * ``flush_secs``: at most this many seconds between flushes while logging (by default the
       dispatcher flushes every second while data is pending, on ``flush()`` and at ``finish()``).
     * ``max_queue``: accepted for SummaryWriter compatibility; there is no queue to size.
-    * ``run_id``: the run folder's name (by default the dispatcher's run id, so the run's journal and
-      event file share one folder).
+    * ``run_id``: names the run (by default the dispatcher chooses a fresh id): the run's id and folder,
+      where its journal and event files sit together. An id taken by an earlier run is refused at
+      ``init`` unless the run resumes it (``resume="<id>"``, or ``resume=True``): a second event file in
+      the folder would merge into the earlier run in TensorBoard (two values at each step).
 
     TensorBoard records nothing by itself (no system monitor, no code capture), as with accelerate's
     ``SummaryWriter``. With ``init(system_metrics=True)`` the library's samples are scalars ``system/...`` in
@@ -118,6 +120,8 @@ class TensorBoardTracker(GeneralTracker):
     """
 
     name = "tensorboard"
+    #: ``init_kwargs={"tensorboard": {"run_id": ...}}`` names the run (tracking_core.run.session.named_run_id)
+    run_id_keyword = "run_id"
     durable_on_return = True  # each delivered batch reaches the event file (fsync at flush)
     requires_logging_directory = True
     wants_timestamps = True

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ..delivery.resume import not_resumed_note as not_resumed_note
 from ..delivery.resume import resume_state_of as resume_state_of
 from ..delivery.spill import journal_tail, spill_name
+from ..kit.paths import check_name
 from ..notices import logger, notice
 from ..store import rewind
 from ..store.cursor import NOWHERE as NOWHERE
@@ -52,6 +53,54 @@ def choose_job_run_id(project_dir: Path, resume: bool | str) -> str:
         if jobs:
             return max(jobs, key=lambda job: (job / rank_folder(0) / MANIFEST_NAME).stat().st_mtime).name
     return new_run_id()
+
+
+def named_run_id(specs: list[Any], init_kwargs: dict[str, dict[str, Any]]) -> str | None:
+    """The run id the user named, if any: the ``init_kwargs`` keyword by which a backend names its run
+    folder (its class's ``run_id_keyword``, e.g. TensorBoard's ``run_id``). It becomes the run's id, so
+    the journal, ``run.json`` and that backend's files share the folder, and ``resume`` can name it."""
+    named = {}
+    for spec in specs:  # a tracker given as an instance was built by the caller: init_kwargs do not reach it
+        keyword = getattr(spec, "run_id_keyword", None) if isinstance(spec, type) else None
+        value = (init_kwargs.get(spec.name) or {}).get(keyword) if keyword else None
+        if value is not None:
+            named[spec.name] = str(value)
+    if len(set(named.values())) > 1:
+        given = ", ".join(f"{name} {value!r}" for name, value in named.items())
+        raise ValueError(f"init_kwargs name two run ids ({given}); a run has one: give every backend the same")
+    return next(iter(named.values()), None)
+
+
+def resume_for_named(project_dir: Path, run_id: str, resume: bool | str) -> bool | str:
+    """What ``resume`` means for a run whose id the user named: ``True`` resumes that run if it exists
+    (else starts it), a run id must be that one, and ``False`` refuses an id that is taken.
+
+    Refusing (rather than adding to the earlier run, as a TensorBoard folder would) keeps two runs
+    apart unless the user asks for one: continuing is one option away, and says so when it happens.
+    """
+    check_name(run_id, "run_id")
+    earlier = project_dir / run_id / MANIFEST_NAME
+    if isinstance(resume, str) and resume != run_id:
+        raise ValueError(f"resume={resume!r} and run_id {run_id!r} name two runs: give one of them")
+    if resume is True:
+        return run_id if earlier.is_file() else False
+    if not resume and earlier.is_file():
+        raise FileExistsError(
+            f"run id {run_id!r} is taken: {earlier.parent} holds a run{_ended(earlier)}. A second run under it "
+            f"would merge into it (two values at one step). Pass resume={run_id!r} to continue that run, "
+            "or choose another run id (or none, for a fresh one)."
+        )
+    return resume
+
+
+def _ended(manifest: Path) -> str:
+    try:
+        extra = json.loads(manifest.read_text(encoding="utf-8"))
+        status, when = extra.get("status"), extra.get("ended") or extra.get("opened")
+    except (OSError, ValueError, AttributeError):
+        return ""
+    stamp = time.strftime(", %Y-%m-%d %H:%M", time.localtime(when)) if isinstance(when, (int, float)) else ""
+    return f" ({status}{stamp})" if isinstance(status, str) else ""
 
 
 class RunSession:

@@ -31,7 +31,7 @@ from ..store.manifest import MANIFEST_NAME
 from ..store.owed import predecessor_owing, replay_command
 from . import lifecycle, process_mode
 from .rendezvous import job_run_id, publish_run_id, shared_run_id
-from .session import RunSession, choose_job_run_id, rank_folder
+from .session import RunSession, choose_job_run_id, named_run_id, rank_folder, resume_for_named
 
 if TYPE_CHECKING:
     from .dispatcher import Dispatcher
@@ -57,12 +57,15 @@ def init_trackers(
     if session is None and run.rank != 0:
         session = other_rank_session(run, root / run.project_name)
     if session is None:
+        named = named_run_id(run._specs, init_kwargs) if run._replay_sources is None else None
+        resume = run.resume if named is None else resume_for_named(root / run.project_name, named, run.resume)
         session = RunSession(
             root / run.project_name,
             run.project_name,
-            run.resume,
+            resume,
             writes=True,
             replay=run._replay_sources is not None,
+            run_id=named,
         )
         run.run_id = session.run_id
         if run.world_size > 1 and run._replay_sources is None:
