@@ -21,7 +21,9 @@ contract                   MLflow call (all on ``self.client``, never the fluent
 ``log_histogram``          none in MLflow: the core's summary metrics (``<name>/count``, ``/mean``, ...)
 ``log_artifact(s)``        ``log_artifact`` / ``log_artifacts``
 ``log_system_metrics``     ``system/...`` metrics at step = sample index, where MLflow's own system metrics are
-``finish``                 ``set_terminated(run_id, "FINISHED")``
+``finish``                 ``set_terminated(run_id, status, end_time)``: ``FINISHED``, ``FAILED`` (an
+                           exception ended the run) or ``KILLED`` (Ctrl-C, SIGTERM), at the time the run
+                           ended; ``create_run(start_time=...)`` is when ``init()`` was called
 per-rank runs              run name ``<run name>-rank<N>``, tags ``tracking.group`` / ``tracking.rank``
 =========================  ===========================================================================
 
@@ -78,6 +80,9 @@ _HTTP_DEFAULTS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_T
 _EMBEDDED_EXPERIMENT = "tracking"
 # Error codes of a store that failed to answer (not of a missing run): a new run there would fail the same way.
 _UNREACHABLE_CODES = {"INTERNAL_ERROR", "TEMPORARILY_UNAVAILABLE", "REQUEST_LIMIT_EXCEEDED"}
+# How the run ended (GeneralTracker.run_end) in MLflow's RunStatus: an exception FAILED, as mlflow.start_run's
+# context manager ends it; Ctrl-C, SIGTERM or a dead process KILLED, MLflow's word for a run stopped from outside.
+_STATUS = {"finished": "FINISHED", "failed": "FAILED", "killed": "KILLED"}
 
 
 def _has_ui() -> bool:
@@ -519,7 +524,10 @@ class MLflowTracker(GeneralTracker):
             tags = _context_tags(tags)
         except Exception as error:  # context tags are a nicety, never a reason to fail
             warn_once(self.name, "tags", f"could not add MLflow's context tags ({error!r})", reason="context-tags")
-        return client.create_run(experiment_id, tags=tags, run_name=run_name)
+        # the run began at init(), seconds before this worker had MLflow imported and its store open
+        started = context.started if context is not None else None
+        start_time = int(started * 1000) if started is not None else None
+        return client.create_run(experiment_id, start_time=start_time, tags=tags, run_name=run_name)
 
     def _experiment_id(self, client: Any, embedded: bool) -> str:
         from mlflow.exceptions import MlflowException
@@ -862,7 +870,9 @@ class MLflowTracker(GeneralTracker):
         if self._writer is not None:
             self._writer.close()
             self._writer = None
-        self._client.set_terminated(self.active_run_id, "FINISHED")
+        end = self.run_end
+        ended = int(end.ended * 1000) if end.ended is not None else None
+        self._client.set_terminated(self.active_run_id, _STATUS[end.outcome], end_time=ended)
         self._finished = True
 
     # -- resume and read-back ---------------------------------------------------------------------
