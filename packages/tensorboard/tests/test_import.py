@@ -66,6 +66,19 @@ def test_an_sdk_written_run_imports_with_steps_times_media_and_hparams(tmp_path,
     assert len(list((tmp_path / "runs").glob("*/*/run.json"))) == 1
 
 
+@pytest.mark.parametrize("given", ["run folder", "event file", "project folder"])
+def test_the_project_is_the_folder_above_the_run(tmp_path, given):
+    """``tensorboard --logdir runs/proj`` shows the runs of ``proj``: a run named by its own folder (or one of
+    its event files) belongs to the project above it, not to a project named after the run."""
+    source = tmp_path / "runs" / "proj" / "run1"
+    write_tensorboard(source)
+    path = {"run folder": source, "event file": next(source.glob("events*")), "project folder": source.parent}[given]
+    report = import_runs("tensorboard", str(path), logging_dir=tmp_path / "imported", progress=False)
+    (imported,) = report.runs
+    assert imported.run_dir.parent == tmp_path / "imported" / "proj"
+    assert json.loads((imported.run_dir / "run.json").read_text())["project"] == "proj"
+
+
 def test_a_run_this_library_wrote_keeps_its_exact_config(tmp_path):
     import tracking_core
 

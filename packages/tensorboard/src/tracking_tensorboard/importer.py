@@ -210,12 +210,14 @@ def read_runs(source: str, *, options: dict[str, str] | None = None) -> Iterator
             reader.read(path)
         relative = folder.relative_to(base).as_posix()
         name = folder.name if relative == "." else relative
+        # a run given by its own folder belongs to the folder above it (``tensorboard --logdir <project>``)
+        project = (folder.resolve().parent if relative == "." else base.resolve()).name or folder.resolve().name
         not_carried = [f"{count} {what}" for what, count in sorted(reader.skipped.items())]
         yield SourceRun(
             backend="tensorboard",
             source_id=f"{name}/{files[0].name}",
             name=name,
-            project=base.resolve().name,
+            project=project,
             started=reader.first_time,
             config=reader.exact_config if reader.exact_config is not None else reader.hparams,
             points=reader.points,
