@@ -13,8 +13,9 @@ backend's progress after every flush (once a second while data flows)::
 ``seq`` (see :mod:`tracking_core.intake.record`). ``last_step`` is the last step any backend holds
 durably (the step a resumed run carries on after); ``replay_of`` marks a run made by
 ``tracking replay --new-run``, which ``resume=True`` never picks. ``status`` is ``running`` (with the
-``pid`` and ``host`` of the training process) until the run ends ``finished``, ``crashed: <error>`` or
-``killed: SIGTERM``; a run killed outright stays ``running``, which ``tracking runs`` shows as ``killed``
+``pid`` and ``host`` of the training process) until the run ends (at ``ended``) ``finished``,
+``crashed: <error>``, ``killed: KeyboardInterrupt`` or ``killed: SIGTERM``; a run killed outright
+stays ``running``, which ``tracking runs`` shows as ``killed``
 once that process is gone. ``context`` holds what reproduces the run (:mod:`tracking_core.context`).
 Writes replace the file
 atomically, so a process killed at any moment leaves the previous version. Version 1 files
