@@ -361,3 +361,22 @@ def test_replaying_after_a_re_import_sends_only_what_is_new(fake):
     assert dropped["backends"] == {} and dropped["progress"] == {}
     assert any("replay state" in item for item in again.runs[0].not_carried)
     assert sorted(imported_runs(fake / "runs")) == [("fake", "src#1"), ("fake", "src#2")]
+
+
+@pytest.mark.parametrize(("ended", "status"), [(None, "imported"), (1_000.0, "finished")])
+def test_show_and_runs_give_an_imported_run_the_same_status(tmp_path, capsys, ended, status):
+    """An imported run's process never ran here: neither command calls it killed or still running."""
+    from tracking_core.testing.transfer import canonical_points
+    from tracking_core.transfer.writer import write_run
+
+    source = SourceRun(
+        backend="canonical", source_id="s", name="s", project="proj", started=1.0, ended=ended,
+        points=list(canonical_points()), location="here",
+    )  # fmt: skip
+    run_dir = write_run(source, tmp_path / "runs", project="proj").run_dir
+    assert main(["runs", str(tmp_path / "runs")]) == 0
+    (row,) = capsys.readouterr().out.splitlines()[2:]
+    assert row.split()[5] == status, row  # project, run, date, time, steps, status
+    assert main(["show", str(run_dir)]) == 0
+    header = capsys.readouterr().out.splitlines()[1]
+    assert header.endswith(f"   {status}") and "not finished" not in header, header
