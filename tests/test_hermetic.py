@@ -25,8 +25,9 @@ CELL = os.environ.get("TRACKING_BACKEND") or "jsonl"
 PACKAGE_MANAGERS = ("uv", "pixi", "conda", "mamba", "pip", "pip3", "poetry")
 STAND_INS = (*PACKAGE_MANAGERS, "git", "nvidia-smi", "lscpu")
 #: Tools other than package managers that a backend's SDK runs itself with its defaults, as it does under
-#: Accelerate (its README says so): W&B's git capture asks git for the work tree even outside one.
-SDK_OWN_TOOLS: dict[str, set[str]] = {"wandb": {"git"}}
+#: Accelerate (its README says so): W&B's git capture asks git for the work tree even outside one; SwanLab's
+#: snapshot reads git and lscpu.
+SDK_OWN_TOOLS: dict[str, set[str]] = {"wandb": {"git"}, "swanlab": {"git", "lscpu"}}
 
 #: Files a backend's SDK writes outside logging_dir whatever it is told, relative to HOME (each is
 #: listed, with its reason, in that backend's README).
