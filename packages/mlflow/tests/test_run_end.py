@@ -69,15 +69,15 @@ INTERRUPTED = """
 import os, sys, time
 import tracking_core
 
-how = sys.argv[1]
-run = tracking_core.init("ended", log_with="mlflow", logging_dir="runs")
-run.get_tracker("mlflow", unwrap=True)  # MLflow is up: the end lands mid-loop, with points delivered
+how, delivery = sys.argv[1], sys.argv[2]
+run = tracking_core.init("ended", log_with="mlflow", logging_dir="runs", delivery=delivery)
 
 
 def loop():
     for step in range(100_000):
         run.log({"loss": 1.0 / (step + 1)}, step=step)
         if step == 20:
+            run.flush(120)  # MLflow is up and holds these: the end lands mid-loop
             print("ready", flush=True)
         if step == 40 and how == "raise":
             raise RuntimeError("the training loop broke")
@@ -101,33 +101,35 @@ def _tracking(*args: str, cwd: Path) -> str:
 
 
 @pytest.mark.parametrize(
-    ("how", "signal_number", "status", "mlflow_status"),
+    ("how", "delivery", "signal_number", "status", "mlflow_status"),
     [
-        ("plain", signal.SIGINT, "killed: KeyboardInterrupt", "KILLED"),
-        ("with", signal.SIGINT, "killed: KeyboardInterrupt", "KILLED"),
-        ("with", signal.SIGTERM, "killed: SIGTERM", "KILLED"),
-        ("raise", None, "crashed: RuntimeError", "FAILED"),
+        ("plain", "thread", signal.SIGINT, "killed: KeyboardInterrupt", "KILLED"),
+        ("plain", "process", signal.SIGINT, "killed: KeyboardInterrupt", "KILLED"),
+        ("with", "thread", signal.SIGINT, "killed: KeyboardInterrupt", "KILLED"),
+        ("with", "thread", signal.SIGTERM, "killed: SIGTERM", "KILLED"),
+        ("raise", "thread", None, "crashed: RuntimeError", "FAILED"),
     ],
 )
 def test_an_interrupted_run_has_one_status_in_run_json_runs_show_and_mlflow(
-    tmp_path, how, signal_number, status, mlflow_status
+    tmp_path, how, delivery, signal_number, status, mlflow_status
 ):
     process = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(INTERRUPTED), how],
+        [sys.executable, "-c", textwrap.dedent(INTERRUPTED), how, delivery],
         cwd=tmp_path,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        start_new_session=True,  # its own process group, as a terminal's foreground job
     )
     assert process.stdout is not None
     try:
         assert process.stdout.readline().strip() == "ready", process.stderr.read() if process.stderr else ""
         if signal_number is not None:
-            os.kill(process.pid, signal_number)
+            os.killpg(process.pid, signal_number)  # Ctrl-C reaches the whole foreground group
         _, errors = process.communicate(timeout=120)
     finally:
         if process.poll() is None:
-            process.kill()
+            os.killpg(process.pid, signal.SIGKILL)
     assert process.returncode != 0, errors
 
     (run_dir,) = (tmp_path / "runs" / "ended").iterdir()
