@@ -41,7 +41,8 @@ class RemoteWorker(ManagedMixin):
         if kind == "flush":  # the dispatcher waits on the record's event: the delivery process acknowledges
             self._link.flush_async(record[1], [self.name])
         elif kind == "finish":
-            self._link.finish([self.name], tuple(self.tracker.run_end))
+            end = self.tracker.run_end
+            self._link.finish([self.name], (end.status, end.ended))
         else:
             self._link.enqueue(record, (self.name,))
 
