@@ -617,14 +617,14 @@ class WandBTracker(GeneralTracker):
         return self._pending_write.done
 
     def finish(self) -> None:
-        """End the run and wait (bounded) until ``wandb-core`` has written it completely.
-
-        ``run.finish()`` can return before the ``.wandb`` file holds the last records.
+        """End the run with the process's exit code (``run_end``: 0, 1 after an exception, 130 after Ctrl-C,
+        143 after SIGTERM; W&B shows a non-zero one as failed) and wait (bounded) until ``wandb-core`` has
+        written it completely: ``run.finish()`` can return before the ``.wandb`` file holds the last records.
         """
         if self._run is None or self._finished:
             return
         self._finished = True
-        self._run.finish()
+        self._run.finish(exit_code=self.run_end.exit_code)
         log_file = Path(self._run.settings.sync_file) if self.mode != "disabled" else None
         if log_file is not None and not compat.setting(self._run.settings, "x_skip_transaction_log", False):
             if not wait_until_written(log_file, FINISH_WRITE_TIMEOUT):
