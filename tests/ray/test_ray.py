@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 
 ray = pytest.importorskip("ray", reason="the Ray cell: hatch run ray:run")
-from ray import tune  # noqa: E402
 from ray.train import RunConfig, ScalingConfig  # noqa: E402
 from ray.train.torch import TorchTrainer  # noqa: E402
 
@@ -133,27 +132,16 @@ def test_a_worker_that_forgets_finish_loses_nothing_after_replay(tmp_path):
         assert (figures["lost"], figures["duplicated"]) == (0, 0), figures
 
 
-def _trial(config: dict) -> None:
-    import tracking_core
+def test_the_docs_example_runs_as_printed(tmp_path):
+    """docs/distributed.md's Ray example, with its shared folder pointed here: two Train workers, then Tune's four
+    trials two at a time, all in one MLflow store, each run exactly its own points."""
+    import re
 
-    run = tracking_core.init(
-        "ray-tune", log_with=["mlflow"], logging_dir=config["logs"], config={"lr": config["lr"]},
-        init_kwargs={"mlflow": {"run_name": f"lr-{config['lr']}"}},
-    )  # fmt: skip
-    for step in range(50):
-        run.log({"loss": config["lr"] / (step + 1)}, step=step)
-    assert run.finish().ok
-
-
-def test_tune_trials_share_one_mlflow_store(tmp_path):
-    learning_rates = [0.1, 0.01, 0.001, 0.0001]
-    tuner = tune.Tuner(
-        _trial,
-        param_space={"logs": str(tmp_path), "lr": tune.grid_search(learning_rates)},
-        tune_config=tune.TuneConfig(max_concurrent_trials=2),
-        run_config=tune.RunConfig(storage_path=str(tmp_path / "ray"), name="tune"),
-    )
-    results = tuner.fit()
-    assert not results.errors, results.errors
+    page = (Path(__file__).resolve().parents[2] / "docs" / "distributed.md").read_text(encoding="utf-8")
+    (code,) = re.findall(r"<!-- not-run: needs Ray[^>]*-->\n```python\n(.*?)```", page, re.DOTALL)
+    code = code.replace('LOGS = "/shared/runs"', f"LOGS = {str(tmp_path)!r}")
+    exec(compile(code, "docs/distributed.md (Ray example)", "exec"), {"__name__": "docs_example"})
     stored = _mlflow_steps(tmp_path, "ray-tune")
-    assert stored == {f"lr-{lr}": list(range(50)) for lr in learning_rates}
+    assert stored == {f"lr-{lr}": list(range(50)) for lr in (0.1, 0.01, 0.001, 0.0001)}
+    (train,) = _mlflow_steps(tmp_path, "ray-train").values()
+    assert train == list(range(STEPS))

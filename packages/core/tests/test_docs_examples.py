@@ -98,7 +98,8 @@ def test_every_page_is_checked():
 
 def test_not_run_blocks_stay_few():
     not_run = sum(len(re.findall(r"<!--\s*not-run\b", expand_includes(page.read_text()))) for page in PAGES)
-    assert not_run <= 5, "most examples must run; mark only the ones that cannot (external packages, unknown paths)"
+    # the sixth: docs/distributed.md's Ray example, which needs Ray; tests/ray runs it as printed
+    assert not_run <= 6, "most examples must run; mark only the ones that cannot (external packages, unknown paths)"
 
 
 @pytest.mark.parametrize("page", [p for p in PAGES if examples(p)], ids=lambda p: p.relative_to(DOCS).as_posix())
