@@ -4,7 +4,7 @@
 #
 #   bash tools/run.sh demo     # the main job: `tracking demo` with every backend, embedded defaults
 #   bash tools/run.sh run CMD  # CMD in the all-backends environment: `run tracking show runs/demo/<run>`, `run mlflow ui ...`
-#   bash tools/run.sh test     # lint, types, core alone, one cell per backend, shared tests, oldest SDKs, SDK paths between floor and newest, framework integrations, Accelerate's own tests, launchers, Ray, packages, docs (= .ci/run)
+#   bash tools/run.sh test     # lint, types, core alone, one cell per backend, shared tests, oldest SDKs, SDK paths between floor and newest, deployments (mlflow server on PostgreSQL, aim server), framework integrations, Accelerate's own tests, launchers, Ray, packages, docs (= .ci/run)
 #   bash tools/run.sh launch   # real launchers (torchrun, accelerate launch, simulated srun/mpirun) over CPU torch
 #   bash tools/run.sh bench    # tools/bench.py in the all-backends environment
 #   bash tools/run.sh lint     # ruff and actionlint (what pre-commit runs)
@@ -75,6 +75,20 @@ chromium_for_screenshots() {
   fi
 }
 
+postgres_for_deployments() {
+  # The deployment tests run PostgreSQL (Debian's package) under an `mlflow server`; as root with apt
+  # (CI, a fresh machine) it is installed here. The deploy cell requires it (TRACKING_DEPLOYMENTS=required):
+  # without it that cell fails, saying what is missing.
+  if ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1; then return 0; fi
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "== installing postgresql for the deployment tests"
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql; } >/dev/null 2>&1 \
+      || echo "could not install postgresql: the deploy cell will fail"
+  else
+    echo "no PostgreSQL (initdb) and not root with apt-get: the deploy cell will fail (apt-get install postgresql)"
+  fi
+}
+
 python310() {
   # A CPython 3.10 already on this machine (PATH or pyenv), for the oldest-Python core cell. Nothing is
   # downloaded: interpreters come from GitHub, which this machine cannot reach; CI's workflow has its own.
@@ -119,6 +133,9 @@ run_tests() {
     step "$cell (SDK paths between floor and newest)" "$hatch" run "sdk-path.$cell:unit" --junitxml="$reports/sdk-path-$cell.xml"
   done
   step migrations "$hatch" run migrate:run --junitxml="$reports/migrations.xml"
+  # A team's mlflow server on PostgreSQL and Aim's remote server, their faults injected for real
+  postgres_for_deployments
+  step deployments "$hatch" run deploy:run --junitxml="$reports/deployments.xml"
   # torch (CPU) is a wheel for CPython 3.11 on this machine's disk; without a 3.11 the cells cannot install it
   if command -v python3.11 >/dev/null 2>&1; then
     for framework in $(framework_cells); do

@@ -169,7 +169,7 @@ def record(scenario: str, backend: str, job: dict[str, Any], figures: dict[str, 
         {
             "scenario": scenario,
             "backend": backend,
-            "down": f"{job['outage_seconds']:.1f} s",
+            "down": job.get("down") or f"{job['outage_seconds']:.1f} s",
             "ok": job["ok"],
             "sent": figures["sent"],
             "stored": figures["delivered"],

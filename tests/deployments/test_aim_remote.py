@@ -96,4 +96,5 @@ def test_server_killed_and_still_down_when_the_job_ends(deployment: AimDeploymen
     server = deployment.server
     assert server is not None
     job = deploy_jobs.run_job(deployment.init_call(), "aim", tmp_path, server.kill, finish_timeout=10)
+    job["down"] = "past the job's end"
     _check("aim server SIGKILLed mid-run, down until the job ended", deployment, job, tmp_path)

@@ -11,7 +11,8 @@ contract                      -> Aim
 per-rank runs                 -> the same experiment, run name ``<name>-rank<N>``, tags ``group:<id>`` and ``rank:<N>``
 ``log_artifact(s)``           -> ``run.log_artifact`` into ``file://<logging_dir>/aim-artifacts`` unless ``artifacts_uri`` is given
 ``log_system_metrics``        -> ``__system__<name>`` series (Aim's own system metrics), step = sample index
-``flush``                     -> fsync of the run's RocksDB write-ahead logs
+``flush``                     -> fsync of the run's RocksDB write-ahead logs; with an ``aim://`` server, waits
+                                 until the server acknowledged every write Aim's client queued
 ``finish``                    -> ``run.close()``
 """
 
@@ -115,7 +116,6 @@ class AimTracker(GeneralTracker):
     """
 
     name = "aim"
-    durable_on_return = True  # each batch is in RocksDB's write-ahead log when log returns; flush fsyncs it
     requires_logging_directory = True
     wants_timestamps = True
 
@@ -146,7 +146,7 @@ class AimTracker(GeneralTracker):
         kwargs, overridden = system.run_settings(self.run_kwargs, sampled)
         if overridden:
             self.add_note(overridden)
-        kwargs.setdefault("repo", str(self.logging_dir.absolute()))  # Aim creates <dir>/.aim if missing
+        kwargs.setdefault("repo", self.repo_path)  # Aim creates <dir>/.aim if missing
         if self.project_name is not None:
             kwargs.setdefault("experiment", self.project_name)
         repo = kwargs["repo"]
@@ -207,11 +207,24 @@ class AimTracker(GeneralTracker):
 
     @property
     def repo_path(self) -> str:
-        """Where the Aim repo lives: the ``repo`` kwarg if given, else ``logging_dir``."""
+        """Where the Aim repo lives: the ``repo`` kwarg if given, else the ``aim://`` server of the run this
+        one resumes (a replay of its spill), else ``logging_dir``."""
         repo = self.run_kwargs.get("repo")
         if repo is None:
+            resume = self.run_context.resume if self.run_context is not None else None
+            earlier = resume.get("repo") if resume and "run_hash" not in self.run_kwargs else None
+            if isinstance(earlier, str) and "://" in earlier:
+                return earlier
             return str(self.logging_dir.absolute())
         return str(getattr(repo, "root_path", repo))
+
+    @property  # the answer depends on the repo (a class attribute elsewhere)
+    def durable_on_return(self) -> bool:  # type: ignore[override]
+        """Local repo: each batch is in RocksDB's write-ahead log when ``log`` returns. ``aim://`` server:
+        Aim's client hands each write to its own thread, which sends it once the server answers, so a call
+        that returned has stored nothing yet (and that queue ends with the process): records count as
+        delivered once :meth:`flush` saw the server acknowledge every write."""
+        return "://" not in self.repo_path
 
     # -- config -----------------------------------------------------------------------------------
     def store_init_configuration(self, values: dict[str, Any]) -> None:
@@ -441,8 +454,14 @@ class AimTracker(GeneralTracker):
 
     # -- flush / finish ---------------------------------------------------------------------------
     def flush(self) -> None:
-        """fsync the run's write-ahead logs (every ``log`` already wrote them; this survives power loss)."""
+        """fsync the run's write-ahead logs (every ``log`` already wrote them; this survives power loss).
+
+        With an ``aim://`` server: wait until the server acknowledged every write Aim's client queued
+        (while the server is down, until it is back: the dispatcher spills meanwhile)."""
         if self._run is None or self._closed:
+            return
+        if getattr(self._run.repo, "is_remote_repo", False):
+            self._run.repo._client.get_queue().wait_for_finish()  # what Aim's own close waits for
             return
         self._commit()
         pool = getattr(self._run.repo, "container_pool", None)  # local repos only; a remote repo sends per call
