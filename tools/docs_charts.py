@@ -1,12 +1,11 @@
 """Draw the benchmarks' and guarantees' figures as SVG charts for the docs, from the tables they print.
 
-The README holds each benchmark's output as printed (``python tools/bench.py --loop``, ``python
-tools/bench.py``, ``python tools/bench.py --throughput``) and the reliability table the test session
-prints; docs/moving-runs.md holds the import benchmark's (``python tools/bench.py --import``). This
-script reads those tables and draws them with the charts of ``tracking compare --html``
-(``tracking_core.transfer.charts``) into ``docs/figures/*.svg``, which docs/benchmarks.md,
-docs/guarantees.md and docs/moving-runs.md embed. Paste a new benchmark output into its page, then
-run it again:
+docs/benchmarks.md holds each benchmark's output as printed (``python tools/bench.py --loop``, ``python
+tools/bench.py``, ``python tools/bench.py --throughput``), docs/guarantees.md the reliability table the
+test session prints, docs/moving-runs.md the import benchmark's (``python tools/bench.py --import``).
+This script reads those tables and draws them with the charts of ``tracking compare --html``
+(``tracking_core.transfer.charts``) into ``docs/figures/*.svg``, which those pages embed. Paste a new
+benchmark output into its page, then run it again:
 
     python tools/docs_charts.py            # rewrite docs/figures/*.svg
     python tools/docs_charts.py --check    # exit 1 if a committed figure differs from its table
@@ -30,10 +29,10 @@ Row = dict[str, str]
 
 
 def section(text: str, name: str) -> str:
-    """The README between ``--8<-- [start:name]`` and ``[end:name]``."""
+    """A page's text between ``--8<-- [start:name]`` and ``[end:name]``."""
     match = re.search(rf"\[start:{name}\][^\n]*\n(.*?)\n[^\n]*\[end:{name}\]", text, re.S)
     if not match:
-        raise SystemExit(f"docs_charts: README.md has no section {name!r}")
+        raise SystemExit(f"docs_charts: no section {name!r} in the page")
     return match.group(1)
 
 
@@ -91,7 +90,7 @@ def by_backend(
 
 
 def loop_charts(performance: str) -> dict[str, str]:
-    rows = printed_table(performance, "### The training loop")
+    rows = printed_table(performance, "## The training loop")
     series = [
         ("tracking, threads", "path=tracking (threads)"),
         ("tracking, delivery process", "path=tracking (process)"),
@@ -119,7 +118,7 @@ def loop_charts(performance: str) -> dict[str, str]:
 
 
 def caller_charts(performance: str) -> dict[str, str]:
-    rows = [row for row in printed_table(performance, "### What one `log()` costs") if row["case"] != "floor"]
+    rows = [row for row in printed_table(performance, "## What one `log()` costs") if row["case"] != "floor"]
     series = [
         ("SDK direct", "path=SDK direct"),
         ("accelerate.tracking", "path=reference (accelerate)"),
@@ -147,7 +146,7 @@ def caller_charts(performance: str) -> dict[str, str]:
 
 
 def throughput_chart(performance: str) -> dict[str, str]:
-    rows = printed_table(performance, "### Sustained throughput")
+    rows = printed_table(performance, "## Sustained throughput")
     cats = [row["backend"] for row in rows]
     columns = [("SDK direct", "SDK direct pts/s"), ("threads", "threads pts/s"), ("delivery process", "process pts/s")]
     series: list[tuple[str, list[float | None]]] = [
@@ -223,10 +222,13 @@ def import_chart(moving_runs: str) -> dict[str, str]:
     }
 
 
-def figures(readme: str, moving_runs: str | None = None) -> dict[str, str]:
-    performance = section(readme, "performance")
-    out = {**loop_charts(performance), **caller_charts(performance), **throughput_chart(performance)}
-    out.update(guarantees_chart(section(readme, "guarantees")))
+def figures(benchmarks: str, guarantees: str | None = None, moving_runs: str | None = None) -> dict[str, str]:
+    """Every chart, by file name: from the benchmarks page's text, the guarantees page's and moving-runs'
+    (those two read from docs/ unless given)."""
+    out = {**loop_charts(benchmarks), **caller_charts(benchmarks), **throughput_chart(benchmarks)}
+    if guarantees is None:
+        guarantees = (ROOT / "docs/guarantees.md").read_text(encoding="utf-8")
+    out.update(guarantees_chart(section(guarantees, "guarantees")))
     if moving_runs is None:
         moving_runs = (ROOT / "docs/moving-runs.md").read_text(encoding="utf-8")
     out.update(import_chart(moving_runs))
@@ -235,12 +237,17 @@ def figures(readme: str, moving_runs: str | None = None) -> dict[str, str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--readme", type=Path, default=ROOT / "README.md", help="where the printed tables are")
+    parser.add_argument(
+        "--benchmarks",
+        type=Path,
+        default=ROOT / "docs/benchmarks.md",
+        help="the page with the printed benchmark tables",
+    )
     parser.add_argument("--out", type=Path, default=FIGURES)
     parser.add_argument("--check", action="store_true", help="compare with the files in --out, write nothing")
     args = parser.parse_args(argv)
     stale = []
-    for name, svg in figures(args.readme.read_text(encoding="utf-8")).items():
+    for name, svg in figures(args.benchmarks.read_text(encoding="utf-8")).items():
         path = args.out / name
         if args.check:
             if not path.is_file() or path.read_text(encoding="utf-8") != svg:

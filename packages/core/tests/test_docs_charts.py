@@ -1,5 +1,6 @@
-"""The docs' benchmark and guarantees charts are drawn from the README's tables, and the committed SVGs
-match what ``tools/docs_charts.py`` draws from them now (a new benchmark output needs the script re-run)."""
+"""The docs' benchmark and guarantees charts are drawn from the tables of docs/benchmarks.md and
+docs/guarantees.md, and the committed SVGs match what ``tools/docs_charts.py`` draws from them now (a new
+benchmark output needs the script re-run)."""
 
 from __future__ import annotations
 
@@ -11,22 +12,22 @@ ROOT = Path(__file__).resolve().parents[3]
 TOOL = runpy.run_path(str(ROOT / "tools/docs_charts.py"), run_name="docs_charts")
 
 
-def test_committed_figures_match_the_readme_tables() -> None:
-    figures = TOOL["figures"](ROOT.joinpath("README.md").read_text(encoding="utf-8"))
+def test_committed_figures_match_the_pages_tables() -> None:
+    figures = TOOL["figures"](ROOT.joinpath("docs/benchmarks.md").read_text(encoding="utf-8"))
     assert set(figures) == {path.name for path in (ROOT / "docs/figures").glob("*.svg")}
     for name, svg in figures.items():
         assert (ROOT / "docs/figures" / name).read_text(encoding="utf-8") == svg, f"{name}: run tools/docs_charts.py"
 
 
 def test_a_changed_table_changes_the_chart(tmp_path: Path) -> None:
-    readme = ROOT.joinpath("README.md").read_text(encoding="utf-8")
-    before = TOOL["figures"](readme)["bench-throughput.svg"]
+    page = ROOT.joinpath("docs/benchmarks.md").read_text(encoding="utf-8")
+    before = TOOL["figures"](page)["bench-throughput.svg"]
     assert "tensorboard, threads: 800,676" in before  # the throughput table's median, as a bar's tooltip
-    changed = readme.replace("800,676", "111,111", 1)
+    changed = page.replace("800,676", "111,111", 1)
     after = TOOL["figures"](changed)["bench-throughput.svg"]
     assert "tensorboard, threads: 111,111" in after and after != before
-    tmp_path.joinpath("README.md").write_text(changed, encoding="utf-8")
-    assert TOOL["main"](["--readme", str(tmp_path / "README.md"), "--check"]) == 1
+    tmp_path.joinpath("benchmarks.md").write_text(changed, encoding="utf-8")
+    assert TOOL["main"](["--benchmarks", str(tmp_path / "benchmarks.md"), "--check"]) == 1
 
 
 def test_every_scenario_with_counts_is_a_bar() -> None:
