@@ -182,9 +182,10 @@ def test_an_unexpected_error_in_the_worker_neither_hangs_the_loop_nor_loses_reco
     calls = []
 
     def take_with_a_bug(self, records):
-        calls.append(len(records))
-        if len(calls) == 2:
-            raise RuntimeError("a bug in the delivery code")
+        if self.name == "memory":  # the run's journal has a worker too
+            calls.append(len(records))
+            if len(calls) == 2:
+                raise RuntimeError("a bug in the delivery code")
         return take(self, records)
 
     monkeypatch.setattr(Delivery, "_take", take_with_a_bug)
