@@ -78,6 +78,25 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
+def _process_cpu() -> float:
+    """CPU seconds this process has used so far, every thread (user + system)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _delivery_process_cpu(run) -> float | None:
+    """CPU seconds the run's delivery process has used so far (``None`` without one, or without /proc)."""
+    link = getattr(run, "_link", None)
+    process = getattr(link, "process", None)
+    if process is None:
+        return None
+    try:
+        fields = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime, in ticks
+
+
 def _loop(log, steps: int, units: int) -> tuple[float, float, float]:
     """The loop's wall time, the share of it its thread was not running (waiting for the GIL or a CPU),
     and the share of it spent inside ``log()`` (its cost plus any wait for room in a full queue)."""
@@ -95,21 +114,27 @@ def _loop(log, steps: int, units: int) -> tuple[float, float, float]:
 
 
 def case_none(steps: int, units: int, logging_dir: Path, backends: list[str]) -> dict:
-    created = time.perf_counter()
+    created, cpu = time.perf_counter(), _process_cpu()
     loop, stalled, in_log = _loop(lambda values, step: None, steps, units)
-    return _timings(loop, stalled, in_log, created, time.perf_counter())
+    spent = _process_cpu() - cpu
+    return {**_timings(loop, stalled, in_log, created, time.perf_counter()), "cpu_loop": spent, "cpu_total": spent}
 
 
 def case_ours(steps: int, units: int, logging_dir: Path, backends: list[str], delivery: str = "thread") -> dict:
     import tracking_core
 
-    created = time.perf_counter()
+    created, cpu = time.perf_counter(), _process_cpu()
     run = tracking_core.init("bench-loop", log_with=backends, logging_dir=logging_dir, delivery=delivery)
     loop, stalled, in_log = _loop(lambda values, step: run.log(values, step=step), steps, units)
-    ended = time.perf_counter()
+    ended, cpu_loop = time.perf_counter(), _process_cpu() - cpu
     report = run.finish(timeout=600)
     return {
         **_timings(loop, stalled, in_log, created, ended),
+        # what the training process paid in CPU (every thread: the SDKs' work in threads mode), from init to
+        # the loop's end and to finish()'s return, and what the delivery process used (process mode)
+        "cpu_loop": cpu_loop,
+        "cpu_total": _process_cpu() - cpu,
+        "cpu_delivery": _delivery_process_cpu(run),
         "ok": report.ok,
         "not_ok": [f"{name}: {entry.state}" for name, entry in report.backends.items() if not entry.ok],
         "why": [f"{name}: {entry.last_error}" for name, entry in report.backends.items() if entry.last_error],
@@ -276,8 +301,11 @@ def main(argv: list[str] | None = None) -> int:
             none = _run("none", [], steps, units, args.settle)
             baseline.append(none["loop"])
             outcome = _run(kind, group, steps, units, args.settle)
-            if "error" not in outcome:
+            if "error" not in outcome and "error" not in none:
                 outcome["ratio"] = outcome["loop"] / none["loop"]
+                outcome["cpu_ratio"] = outcome["cpu_loop"] / none["cpu_loop"]
+                # the training process's CPU beyond the no-tracking loop's, per logged point (8 a step)
+                outcome["cpu_per_point_us"] = (outcome["cpu_total"] - none["cpu_loop"]) / (steps * 8) * 1e6
             if not group:
                 label = "-"
             elif len(group) < len(wanted) or len(wanted) == 1:
@@ -290,6 +318,9 @@ def main(argv: list[str] | None = None) -> int:
         "path",
         "backends",
         "loop vs none (min/med/max)",
+        "train CPU vs none (loop)",
+        "train CPU µs/point",
+        "delivery CPU s",
         "loop stalled % (max)",
         "log() share % (max)",
         "finish after loop s",
@@ -317,7 +348,10 @@ def main(argv: list[str] | None = None) -> int:
                     "accelerate": "accelerate",
                 }[kind],
                 label,
-                spread([o["ratio"] for o in good], "{:.3f}x"),
+                spread([o["ratio"] for o in good if "ratio" in o], "{:.3f}x"),
+                spread([o["cpu_ratio"] for o in good if "cpu_ratio" in o], "{:.3f}x"),
+                spread([o["cpu_per_point_us"] for o in good if "cpu_per_point_us" in o], "{:.2f}"),
+                spread([o["cpu_delivery"] for o in good if o.get("cpu_delivery") is not None], "{:.2f}"),
                 f"{max(o['stalled'] for o in good) * 100:.1f}" if good else "-",
                 f"{max(o.get('in_log', 0.0) for o in good) * 100:.1f}" if good else "-",
                 spread([o["finish"] for o in good], "{:.2f}"),
