@@ -6,27 +6,19 @@ Read back with ``aim.Repo`` (see ``aim_readback.py``); the settings are read fro
 from __future__ import annotations
 
 import importlib.util
-import logging
-import warnings
 from pathlib import Path
 
 import pytest
 import tracking_core
 from tracking_aim import AimTracker
-from tracking_aim.system import aim_series, by_context
+from tracking_aim.system import aim_series, by_context, sample_key
 from tracking_core import RunContext
 from tracking_core.notices import reset_warnings
+from tracking_core.testing.samples import SAMPLES, USER_HISTORY, run_steps_and_samples, sample_time, stored_samples
 
 _spec = importlib.util.spec_from_file_location("_tracking_aim_readback", Path(__file__).with_name("aim_readback.py"))
 readback = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(readback)
-
-SAMPLES = [
-    {"system/cpu.percent": 12.5, "system/memory.rss_gb": 1.25, "system/gpu.0.utilization_percent": 40.0},
-    {"system/cpu.percent": 50.0, "system/memory.rss_gb": 1.5, "system/gpu.0.utilization_percent": 60.0},
-    {"system/cpu.percent": 75.0, "system/memory.rss_gb": 1.75, "system/gpu.0.utilization_percent": 80.0},
-]
-T0 = 1_700_000_000.0
 
 
 @pytest.fixture(autouse=True)
@@ -47,6 +39,8 @@ def test_sample_names_follow_aims_own() -> None:
     assert aim_series("system/cpu.percent") == ("__system__cpu.percent", None)
     assert aim_series("system/gpu.1.memory_used_gb") == ("__system__gpu.memory_used_gb", {"gpu": 1})
     assert aim_series("system/network.recv_mb_s") == ("__system__network.recv_mb_s", None)
+    for key in ("system/cpu.percent", "system/gpu.1.memory_used_gb", "system/network.recv_mb_s"):
+        assert sample_key(*aim_series(key)) == key
     groups = by_context({"system/gpu.1.power_w": 1.0, "system/cpu.percent": 2.0, "system/gpu.0.power_w": 3.0})
     assert groups == [
         (None, {"__system__cpu.percent": 2.0}),
@@ -67,33 +61,28 @@ def test_by_default_aims_resource_tracker_runs_as_aim_defaults_it(tmp_path: Path
     tracker.log({"loss": 0.5}, step=0)
     tracker.finish()
     # Aim's tracker stores its first stats when its thread starts; close() joins the thread.
-    own = tracker.read_back_system()
-    assert "__system__cpu" in own and "__system__memory_percent" in own, sorted(own)
+    own = tracker.read_back_system_metrics()
+    assert "system/cpu" in own and "system/memory_percent" in own, sorted(own)
     assert tracker.read_back_metrics() == {"loss": {0: 0.5}}  # the run's metrics stay the user's
     run = readback.get_run(tmp_path, tracker.run_hash)
     assert run.get("__system_params") is None  # Aim's default: no packages, environment or git calls
     assert readback.metrics(run) == {"loss": {0: 0.5}}
 
 
-def test_samples_replace_aims_resource_tracker_on_their_own_axis(tmp_path: Path, caplog) -> None:
+def test_samples_replace_aims_resource_tracker_on_their_own_axis(tmp_path: Path) -> None:
     tracker = _tracker(tmp_path, system_metrics=True)
-    with warnings.catch_warnings(record=True) as caught, caplog.at_level(logging.WARNING):
-        warnings.simplefilter("always")
-        tracker.start()
+
+    def aim_samples_nothing_itself() -> None:
         monitor = tracker.tracker._system_resource_tracker
-        assert monitor is None or monitor._stat_capture_interval is None  # Aim samples nothing itself
-        tracker.log({"loss": 1.0}, step=0)
-        tracker.log_system_metrics(SAMPLES[0], 0, T0)  # index 0 while the user is at step 0
-        for step in range(1, 5):
-            tracker.log({"loss": 1.0 / (step + 1)}, step=step)
-        tracker.log_system_metrics(SAMPLES[1], 1, T0 + 10)
-        tracker.log_system_metrics(SAMPLES[2], 2, T0 + 20)
-        tracker.finish()
-    assert not caught, [str(w.message) for w in caught]
-    assert not [r for r in caplog.records if r.name.startswith("aim")], caplog.text
-    assert tracker.read_back_history() == {"loss": [(step, 1.0 / (step + 1)) for step in range(5)]}
+        assert monitor is None or monitor._stat_capture_interval is None
+
+    sampled = run_steps_and_samples(tracker, start=True, after_start=aim_samples_nothing_itself)
+    assert not sampled.caught, [str(w.message) for w in sampled.caught]
+    assert sampled.warned(logger="aim") == []
+    assert tracker.read_back_history() == {"loss": USER_HISTORY}
+    assert tracker.read_back_system_metrics() == {name: stored_samples(name) for name in SAMPLES[0]}
     run = readback.get_run(tmp_path, tracker.run_hash)
-    assert readback.metrics(run) == {"loss": {step: 1.0 / (step + 1) for step in range(5)}}
+    assert readback.metrics(run) == {"loss": dict(USER_HISTORY)}
     stored = {}
     for metric in run.metrics():
         if metric.name.startswith("__system__"):
@@ -101,10 +90,10 @@ def test_samples_replace_aims_resource_tracker_on_their_own_axis(tmp_path: Path,
             context = metric.context.to_dict()
             stored[metric.name, tuple(context.items())] = list(zip(steps, values, times))
     assert stored == {
-        ("__system__cpu.percent", ()): [(i, SAMPLES[i]["system/cpu.percent"], T0 + 10 * i) for i in range(3)],
-        ("__system__memory.rss_gb", ()): [(i, SAMPLES[i]["system/memory.rss_gb"], T0 + 10 * i) for i in range(3)],
+        ("__system__cpu.percent", ()): [(i, SAMPLES[i]["system/cpu.percent"], sample_time(i)) for i in range(3)],
+        ("__system__memory.rss_gb", ()): [(i, SAMPLES[i]["system/memory.rss_gb"], sample_time(i)) for i in range(3)],
         ("__system__gpu.utilization_percent", (("gpu", 0),)): [
-            (i, SAMPLES[i]["system/gpu.0.utilization_percent"], T0 + 10 * i) for i in range(3)
+            (i, SAMPLES[i]["system/gpu.0.utilization_percent"], sample_time(i)) for i in range(3)
         ],
     }
 
@@ -117,7 +106,7 @@ def test_an_explicit_tracking_interval_yields_to_the_samples_with_a_note(tmp_pat
     tracker.finish()
     assert monitor is None or monitor._stat_capture_interval is None
     assert any("system_tracking_interval=5" in note for note in tracker.report_notes())
-    assert tracker.read_back_system() == {}
+    assert tracker.read_back_system_metrics() == {}
 
 
 def test_init_with_system_metrics_delivers_samples_as_aim_system_series(tmp_path: Path) -> None:
@@ -129,7 +118,7 @@ def test_init_with_system_metrics_delivers_samples_as_aim_system_series(tmp_path
     tracker = run.get_tracker("aim")
     assert tracker.run_context.system_metrics is True
     assert tracker.read_back_metrics() == {"loss": {0: 0.0, 1: 1.0, 2: 2.0}}
-    system = tracker.read_back_system()
-    assert system.get("__system__cpu.percent"), sorted(system)  # the run's last sample, at least
-    assert system["__system__cpu.percent"][0][0] == 0  # on the samples' own axis, from index 0
-    assert "__system__cpu" not in system  # Aim's own tracker was off
+    system = tracker.read_back_system_metrics()
+    assert system.get("system/cpu.percent"), sorted(system)  # the run's last sample, at least
+    assert system["system/cpu.percent"][0][0] == 0  # on the samples' own axis, from index 0
+    assert "system/cpu" not in system  # Aim's own tracker was off

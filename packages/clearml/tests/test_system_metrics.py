@@ -3,16 +3,13 @@ from the offline session (``metrics.jsonl``) and from the task's own monitor obj
 
 from __future__ import annotations
 
-import logging
-import warnings
 from pathlib import Path
 
 import pytest
 from tracking_clearml import ClearMLTracker
 from tracking_clearml.session import OfflineSession
 from tracking_core import RunContext
-
-SAMPLE = {"system/cpu.percent": 12.5, "system/memory.rss_gb": 0.75, "system/gpu.0.utilization_percent": 40.0}
+from tracking_core.testing.samples import SAMPLES, USER_HISTORY, run_steps_and_samples, stored_samples
 
 
 @pytest.fixture(autouse=True)
@@ -55,24 +52,16 @@ def test_system_metrics_turn_clearmls_resource_monitor_off(tmp_path):
         tracker.finish()
 
 
-def test_samples_are_clearmls_monitor_scalars_on_their_own_axis(tmp_path, caplog):
+def test_samples_are_clearmls_monitor_scalars_on_their_own_axis(tmp_path):
     tracker = _tracker(tmp_path, system_metrics=True)
     tracker.start()
-    caplog.clear()
-    with warnings.catch_warnings(record=True) as caught, caplog.at_level(logging.WARNING):
-        warnings.simplefilter("always")
-        tracker.log({"loss": 1.0}, step=0)
-        tracker.log_system_metrics(SAMPLE, 0, 1_700_000_000.0)  # index 0 while the user is at step 0
-        for step in range(1, 5):
-            tracker.log({"loss": 1.0 / (step + 1)}, step=step)
-            if step % 2 == 0:
-                tracker.log_system_metrics({**SAMPLE, "system/cpu.percent": float(step)}, step // 2, 1_700_000_002.0)
-        tracker.finish()
-    assert [str(w.message) for w in caught] == []
-    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
-    assert tracker.read_back_history() == {"loss": [(step, 1.0 / (step + 1)) for step in range(5)]}
-    assert tracker.read_back_system_metrics() == {
-        (":monitor:machine", "cpu.percent"): [(0, 12.5), (1, 2.0), (2, 4.0)],
-        (":monitor:machine", "memory.rss_gb"): [(0, 0.75), (1, 0.75), (2, 0.75)],
-        (":monitor:gpu", "gpu.0.utilization_percent"): [(0, 40.0), (1, 40.0), (2, 40.0)],
+    sampled = run_steps_and_samples(tracker)
+    assert sampled.warned() == []
+    assert tracker.read_back_history() == {"loss": USER_HISTORY}
+    session = OfflineSession(f"{tracker.offline_folder}.zip")
+    assert session.system_scalars() == {
+        (":monitor:machine", "cpu.percent"): stored_samples("system/cpu.percent"),
+        (":monitor:machine", "memory.rss_gb"): stored_samples("system/memory.rss_gb"),
+        (":monitor:gpu", "gpu.0.utilization_percent"): stored_samples("system/gpu.0.utilization_percent"),
     }
+    assert tracker.read_back_system_metrics() == {name: stored_samples(name) for name in SAMPLES[0]}

@@ -6,17 +6,14 @@ experiment's own settings, never from timing.
 
 from __future__ import annotations
 
-import logging
 import sys
-import warnings
 from pathlib import Path
 
 from tracking_comet_ml import CometMLTracker
 from tracking_comet_ml.archive import read_archive_history
 from tracking_comet_ml.startup import CONDA_NOTE, MONITOR_FIELDS
 from tracking_core import RunContext
-
-SAMPLE = {"system/cpu.percent": 12.5, "system/memory.rss_gb": 0.75, "system/gpu.0.utilization_percent": 40.0}
+from tracking_core.testing.samples import SAMPLES, USER_HISTORY, run_steps_and_samples, stored_samples
 
 
 def _tracker(tmp_path: Path, system_metrics: bool, **kwargs) -> CometMLTracker:
@@ -82,34 +79,21 @@ def test_in_a_conda_environment_the_details_that_run_conda_stay_off_with_a_note(
     assert CONDA_NOTE in tracker.report_notes()
 
 
-def test_samples_are_comets_system_metrics_on_their_own_axis(tmp_path, monkeypatch, caplog):
+def test_samples_are_comets_system_metrics_on_their_own_axis(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     tracker = _tracker(tmp_path, system_metrics=True)
     tracker.start()  # Comet's start-up may warn of its own (no network here to find the host's address)
-    caplog.clear()
-    with warnings.catch_warnings(record=True) as caught, caplog.at_level(logging.WARNING):
-        warnings.simplefilter("always")
-        tracker.log({"loss": 1.0}, step=0)
-        tracker.log_system_metrics(SAMPLE, 0, 1_700_000_000.0)  # index 0 while the user is at step 0
-        for step in range(1, 5):
-            tracker.log({"loss": 1.0 / (step + 1)}, step=step)
-            if step % 2 == 0:
-                tracker.log_system_metrics(
-                    {**SAMPLE, "system/cpu.percent": float(step)}, step // 2, 1_700_000_000.0 + step
-                )
-        tracker.log({"note_free": 9.0})  # no step: Comet's current step is still the user's
-        tracker.finish()
-    assert [str(w.message) for w in caught if "comet" in str(w.filename).lower()] == []
-    assert [r.getMessage() for r in caplog.records if r.name.startswith("comet_ml")] == []
+    sampled = run_steps_and_samples(tracker, finish=False)
+    tracker.log({"note_free": 9.0})  # no step: Comet's current step is still the user's
+    tracker.finish()
+    assert sampled.warned(logger="comet_ml", file="comet") == []
     history = tracker.read_back_history()
-    assert history["loss"] == [(step, 1.0 / (step + 1)) for step in range(5)]
+    assert history["loss"] == USER_HISTORY
     assert history["note_free"] == [(4, 9.0)]
     assert not [name for name in history if name.startswith(("sys.", "system/"))]
-    samples = tracker.read_back_system_metrics()
-    assert samples["sys.cpu.percent"] == [(0, 12.5), (1, 2.0), (2, 4.0)]
-    assert samples["sys.memory.rss_gb"] == [(0, 0.75), (1, 0.75), (2, 0.75)]
-    assert samples["sys.gpu.0.utilization_percent"] == [(0, 40.0), (1, 40.0), (2, 40.0)]
-    assert read_archive_history(tracker.archive_path, system=True) == samples  # the archive's own messages
+    stored = read_archive_history(tracker.archive_path, system=True)  # the archive's own messages
+    assert stored == {"sys." + name.removeprefix("system/"): stored_samples(name) for name in SAMPLES[0]}
+    assert tracker.read_back_system_metrics() == {name: stored_samples(name) for name in SAMPLES[0]}
 
 
 def test_comets_own_monitor_stays_out_of_the_users_history(tmp_path, monkeypatch):
@@ -122,4 +106,7 @@ def test_comets_own_monitor_stays_out_of_the_users_history(tmp_path, monkeypatch
     tracker.finish()
     assert set(tracker.read_back_history()) <= {"loss", "process duration"}
     own = tracker.read_back_system_metrics()
-    assert own and all(name.startswith("sys.") for name in own), own
+    assert own and all(name.startswith("system/") for name in own), own
+    assert set(read_archive_history(tracker.archive_path, system=True)) == {
+        "sys." + name.removeprefix("system/") for name in own
+    }

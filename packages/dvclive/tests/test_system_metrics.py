@@ -5,24 +5,16 @@ Read back with DVCLive's own reader (``dvclive.utils.parse_metrics``: every ``.t
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
-import warnings
 from pathlib import Path
 
 import pytest
 import tracking_core
 from tracking_core import RunContext
 from tracking_core.notices import reset_warnings
+from tracking_core.testing.samples import SAMPLES, T0, USER_HISTORY, run_steps_and_samples, sample_time, stored_samples
 from tracking_dvclive import DVCLiveTracker
-
-SAMPLES = [
-    {"system/cpu.percent": 12.5, "system/gpu.0.utilization_percent": 40.0},
-    {"system/cpu.percent": 50.0, "system/gpu.0.utilization_percent": 60.0},
-    {"system/cpu.percent": 75.0, "system/gpu.0.utilization_percent": 80.0},
-]
-T0 = 1_700_000_000.0
 
 
 @pytest.fixture(autouse=True)
@@ -66,35 +58,28 @@ def test_dvclives_monitor_stays_off_by_default_and_on_when_asked(tmp_path: Path)
         thread.join()
 
 
-def test_samples_replace_dvclives_monitor_on_their_own_axis(tmp_path: Path, caplog) -> None:
+def test_samples_replace_dvclives_monitor_on_their_own_axis(tmp_path: Path) -> None:
     tracker = _tracker(tmp_path, system_metrics=True, monitor_system=True)
-    with warnings.catch_warnings(record=True) as caught, caplog.at_level(logging.WARNING):
-        warnings.simplefilter("always")
-        tracker.start()
+
+    def dvclives_monitor_is_off() -> None:
         assert tracker.live._system_monitor is None  # off, monitor_system=True notwithstanding
-        tracker.log({"loss": 1.0}, step=0)
-        tracker.log_system_metrics(SAMPLES[0], 0, T0)  # index 0 while the user is at step 0
-        for step in range(1, 5):
-            tracker.log({"loss": 1.0 / (step + 1)}, step=step)
-        tracker.log_system_metrics(SAMPLES[1], 1, T0 + 10)
-        tracker.log_system_metrics(SAMPLES[2], 2, T0 + 20)
-        tracker.finish()
-    assert not caught, [str(w.message) for w in caught]
-    assert not [r for r in caplog.records if r.name.startswith("dvclive")], caplog.text
+
+    sampled = run_steps_and_samples(tracker, start=True, after_start=dvclives_monitor_is_off)
+    assert not sampled.caught, [str(w.message) for w in sampled.caught]
+    assert sampled.warned(logger="dvclive") == []
     assert any("monitor_system is off" in note for note in tracker.report_notes())
     assert tracker.live.step == 4  # the samples never moved DVCLive's step
     history, latest = _read(tracker)
-    assert [(int(row["step"]), float(row["loss"])) for row in history["loss"]] == [
-        (step, 1.0 / (step + 1)) for step in range(5)
-    ]
+    assert [(int(row["step"]), float(row["loss"])) for row in history["loss"]] == USER_HISTORY
     for key in SAMPLES[0]:
         rows = history[key]
         assert list(rows[0]) == ["timestamp", "step", key.rsplit("/", 1)[1]]  # DVCLive's monitor's columns
         assert [(int(row["timestamp"]), int(row["step"]), float(row[list(row)[2]])) for row in rows] == [
-            (int((T0 + 10 * i) * 1000), i, SAMPLES[i][key]) for i in range(3)
+            (int(sample_time(i) * 1000), i, SAMPLES[i][key]) for i in range(3)
         ]
     assert latest["step"] == 4 and latest["loss"] == 0.2
-    assert latest["system"] == {"cpu.percent": 75.0, "gpu.0.utilization_percent": 80.0}
+    assert latest["system"] == {name.removeprefix("system/"): value for name, value in SAMPLES[2].items()}
+    assert tracker.read_back_system_metrics() == {name: stored_samples(name) for name in SAMPLES[0]}
 
 
 def test_a_rewind_keeps_the_samples(tmp_path: Path) -> None:

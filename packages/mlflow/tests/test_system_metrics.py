@@ -6,21 +6,13 @@ Read back with ``MlflowClient`` (``Reader``); the monitor's settings are read fr
 from __future__ import annotations
 
 import inspect
-import logging
-import warnings
 from pathlib import Path
 
 import pytest
 import tracking_core
 from tracking_core import RunContext
+from tracking_core.testing.samples import SAMPLES, USER_HISTORY, run_steps_and_samples, sample_time, stored_samples
 from tracking_mlflow import MLflowTracker
-
-SAMPLES = [
-    {"system/cpu.percent": 12.5, "system/memory.rss_gb": 1.25},
-    {"system/cpu.percent": 50.0, "system/memory.rss_gb": 1.5},
-    {"system/cpu.percent": 75.0, "system/memory.rss_gb": 1.75},
-]
-T0 = 1_700_000_000.0
 
 
 def _tracker(tmp_path: Path, system_metrics: bool, **kwargs) -> MLflowTracker:
@@ -73,33 +65,26 @@ def test_a_monitor_bound_to_the_global_uri_is_left_off_for_the_embedded_store(tm
     assert any("global tracking URI" in note for note in tracker.report_notes())
 
 
-def test_samples_replace_mlflows_monitor_on_their_own_axis(tmp_path: Path, monkeypatch, reader_of, caplog) -> None:
+def test_samples_replace_mlflows_monitor_on_their_own_axis(tmp_path: Path, monkeypatch, reader_of) -> None:
     monkeypatch.setenv("MLFLOW_ENABLE_SYSTEM_METRICS_LOGGING", "true")  # the samples win over MLflow's variable
     tracker = _tracker(tmp_path, system_metrics=True)
-    with warnings.catch_warnings(record=True) as caught, caplog.at_level(logging.WARNING):
-        warnings.simplefilter("always")
-        tracker.start()
+
+    def no_mlflow_monitor() -> None:
         assert tracker._sdk_monitor is None
-        tracker.log({"loss": 1.0}, step=0)
-        tracker.log_system_metrics(SAMPLES[0], 0, T0)  # index 0 while the user is at step 0
-        for step in range(1, 5):
-            tracker.log({"loss": 1.0 / (step + 1)}, step=step)
-        tracker.log_system_metrics(SAMPLES[1], 1, T0 + 10)
-        tracker.log_system_metrics(SAMPLES[2], 2, T0 + 20)
-        tracker.finish()
-    assert not caught, [str(w.message) for w in caught]
-    assert not [r for r in caplog.records if r.name.startswith("mlflow")], caplog.text
+
+    sampled = run_steps_and_samples(tracker, start=True, after_start=no_mlflow_monitor)
+    assert not sampled.caught, [str(w.message) for w in sampled.caught]
+    assert sampled.warned(logger="mlflow") == []
     client = reader_of(tracker).client
     run_id = tracker.active_run_id
-    assert [(m.step, m.value) for m in client.get_metric_history(run_id, "loss")] == [
-        (step, 1.0 / (step + 1)) for step in range(5)
-    ]
-    for name in ("system/cpu.percent", "system/memory.rss_gb"):
+    assert [(m.step, m.value) for m in client.get_metric_history(run_id, "loss")] == USER_HISTORY
+    for name in SAMPLES[0]:
         history = client.get_metric_history(run_id, name)
         assert [(m.step, m.value, m.timestamp) for m in history] == [
-            (i, SAMPLES[i][name], int((T0 + 10 * i) * 1000)) for i in range(3)
+            (i, SAMPLES[i][name], int(sample_time(i) * 1000)) for i in range(3)
         ]
-    assert sorted(client.get_run(run_id).data.metrics) == ["loss", "system/cpu.percent", "system/memory.rss_gb"]
+    assert sorted(client.get_run(run_id).data.metrics) == ["loss", *sorted(SAMPLES[0])]
+    assert tracker.read_back_system_metrics() == {name: stored_samples(name) for name in SAMPLES[0]}
 
 
 def test_init_with_system_metrics_delivers_samples_as_mlflow_system_metrics(tmp_path: Path) -> None:

@@ -7,7 +7,6 @@ back with SwanLab's own record reader (:mod:`tracking_swanlab.reader`) on every 
 
 from __future__ import annotations
 
-import logging
 import warnings
 from pathlib import Path
 from typing import Any
@@ -16,18 +15,13 @@ import pytest
 import tracking_core
 from tracking_core import RunContext
 from tracking_core.notices import reset_warnings
+from tracking_core.testing.samples import SAMPLES, T0, USER_HISTORY, run_steps_and_samples, stored_samples
 from tracking_swanlab import SwanLabTracker, earlier
 from tracking_swanlab.reader import SYSTEM_KEY_PREFIX, SwanLabRunData, read_run, system_apart
 
 from .conftest import isolate
 
 EARLIER = earlier.in_use()  # SwanLab 0.5.8 to 0.7.x: flat settings
-SAMPLES = [
-    {"system/cpu.percent": 12.5, "system/memory.rss_gb": 1.25, "system/gpu.0.utilization_percent": 40.0},
-    {"system/cpu.percent": 50.0, "system/memory.rss_gb": 1.5, "system/gpu.0.utilization_percent": 60.0},
-    {"system/cpu.percent": 75.0, "system/memory.rss_gb": 1.75, "system/gpu.0.utilization_percent": 80.0},
-]
-T0 = 1_700_000_000.0
 
 
 @pytest.fixture(autouse=True)
@@ -135,30 +129,25 @@ def test_the_users_choice_wins_over_system_metrics_and_the_kept_off_probes(tmp_p
         tracker.finish()
 
 
-def test_samples_are_system_scalars_each_on_its_own_steps(tmp_path: Path, caplog, capfd) -> None:
+def test_samples_are_system_scalars_each_on_its_own_steps(tmp_path: Path, capfd) -> None:
     """Index 0 while the user is at step 0, later samples behind the user's steps: nothing dropped or warned."""
     tracker = _tracker(tmp_path, system_metrics=True)
     tracker.start()
     capfd.readouterr()
-    with warnings.catch_warnings(record=True) as caught, caplog.at_level(logging.WARNING):
+    sampled = run_steps_and_samples(tracker, finish=False)
+    with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        tracker.log({"loss": 1.0}, step=0)
-        tracker.log_system_metrics(SAMPLES[0], 0, T0)
-        for step in range(1, 5):
-            tracker.log({"loss": 1.0 / (step + 1)}, step=step)
-        tracker.log_system_metrics(SAMPLES[1], 1, T0 + 10)
-        tracker.log_system_metrics(SAMPLES[2], 2, T0 + 20)
-        tracker.log({"loss": 1.0 / 6}, step=5)
+        tracker.log({"loss": 1.0 / 6}, step=5)  # the user's step after the samples is kept too
         tracker.finish()
     output = capfd.readouterr()
     # SwanLab 0.7.x leaves its run's config.yaml open (a ResourceWarning, which Python shows only when asked)
-    assert [str(w.message) for w in caught if not issubclass(w.category, ResourceWarning)] == []
-    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+    assert [str(w.message) for w in sampled.caught + caught if not issubclass(w.category, ResourceWarning)] == []
+    assert [r.getMessage() for r in sampled.records] == []
     said = (output.out + output.err).lower()
     assert "warn" not in said and "error" not in said, said  # SwanLab prints its own warnings
-    loss = [(step, 1.0 / (step + 1)) for step in range(6)]
+    loss = [*USER_HISTORY, (5, 1.0 / 6)]
     assert tracker.read_back_history() == {"loss": loss}
-    expected = {key: [(i, sample[key]) for i, sample in enumerate(SAMPLES)] for key in SAMPLES[0]}
+    expected = {name: stored_samples(name) for name in SAMPLES[0]}
     assert tracker.read_back_system_metrics() == expected
     stored = read_run(tracker.run_dir)  # SwanLab's reader: the samples are scalars of their own keys
     assert stored.scalar_history == {"loss": loss, **expected}

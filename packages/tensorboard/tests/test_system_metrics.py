@@ -5,21 +5,13 @@ Read back with TensorBoard's own accumulator (``EventReader`` in conftest.py).
 
 from __future__ import annotations
 
-import logging
-import warnings
 from pathlib import Path
 
 import pytest
 import tracking_core
 from tracking_core import RunContext
+from tracking_core.testing.samples import SAMPLES, T0, USER_HISTORY, run_steps_and_samples, sample_time, stored_samples
 from tracking_tensorboard import TensorBoardTracker
-
-SAMPLES = [
-    {"system/cpu.percent": 12.5, "system/memory.rss_gb": 1.25},
-    {"system/cpu.percent": 50.0, "system/memory.rss_gb": 1.5},
-    {"system/cpu.percent": 75.0, "system/memory.rss_gb": 1.75},
-]
-T0 = 1_700_000_000.0
 
 
 def _tracker(tmp_path: Path) -> TensorBoardTracker:
@@ -36,29 +28,21 @@ def _wall_times(log_dir: Path, tag: str) -> list[tuple[int, float]]:
     return [(event.step, event.wall_time) for event in accumulator.Tensors(tag)]
 
 
-def test_samples_are_scalars_of_their_own_sub_run(tmp_path: Path, event_reader, caplog) -> None:
+def test_samples_are_scalars_of_their_own_sub_run(tmp_path: Path, event_reader) -> None:
     tracker = _tracker(tmp_path)
-    with warnings.catch_warnings(record=True) as caught, caplog.at_level(logging.WARNING):
-        warnings.simplefilter("always")
-        tracker.start()
-        tracker.log({"loss": 1.0}, step=0)
-        tracker.log_system_metrics(SAMPLES[0], 0, T0)  # index 0 while the user is at step 0
-        for step in range(1, 5):
-            tracker.log({"loss": 1.0 / (step + 1)}, step=step)
-        tracker.log_system_metrics(SAMPLES[1], 1, T0 + 10)
-        tracker.log_system_metrics(SAMPLES[2], 2, T0 + 20)
-        tracker.finish()
-        run_reader = event_reader(tracker.log_dir)
-        system_reader = event_reader(tracker.log_dir / "system")
-    assert not caught, [str(w.message) for w in caught]
-    assert not [r for r in caplog.records if r.name.startswith("tensorboard")], caplog.text
-    expected_loss = [(step, pytest.approx(1.0 / (step + 1))) for step in range(5)]
+    sampled = run_steps_and_samples(tracker, start=True)
+    assert not sampled.caught, [str(w.message) for w in sampled.caught]
+    assert sampled.warned(logger="tensorboard") == []
+    expected_loss = [(step, pytest.approx(loss)) for step, loss in USER_HISTORY]
     assert tracker.read_back_history() == {"loss": expected_loss}
-    assert run_reader.scalars() == {"loss": {step: pytest.approx(1.0 / (step + 1)) for step in range(5)}}
-    assert system_reader.scalars() == {
-        name: {i: SAMPLES[i][name] for i in range(3)} for name in ("system/cpu.percent", "system/memory.rss_gb")
+    assert event_reader(tracker.log_dir).scalars() == {
+        "loss": {step: pytest.approx(loss) for step, loss in USER_HISTORY}
     }
-    assert _wall_times(tracker.log_dir / "system", "system/cpu.percent") == [(i, T0 + 10 * i) for i in range(3)]
+    assert event_reader(tracker.log_dir / "system").scalars() == {
+        name: {i: SAMPLES[i][name] for i in range(3)} for name in SAMPLES[0]
+    }
+    assert _wall_times(tracker.log_dir / "system", "system/cpu.percent") == [(i, sample_time(i)) for i in range(3)]
+    assert tracker.read_back_system_metrics() == {name: stored_samples(name) for name in SAMPLES[0]}
 
 
 def test_a_rewind_leaves_the_samples_alone(tmp_path: Path, event_reader) -> None:
@@ -80,6 +64,7 @@ def test_the_sdk_monitors_nothing_by_itself(tmp_path: Path) -> None:
     tracker.log({"loss": 1.0}, step=0)
     tracker.finish()
     assert not (tracker.log_dir / "system").exists()
+    assert tracker.read_back_system_metrics() == {}
 
 
 def test_init_with_system_metrics_delivers_samples_to_the_system_sub_run(tmp_path: Path, event_reader) -> None:

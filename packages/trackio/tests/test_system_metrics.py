@@ -6,21 +6,14 @@ Read back with Trackio's own reader (``SQLiteStorage.get_system_logs``); the mon
 from __future__ import annotations
 
 import inspect
-import logging
-import warnings
 from pathlib import Path
 
 import pytest
 import tracking_core
 from tracking_core import RunContext
 from tracking_core.notices import reset_warnings
+from tracking_core.testing.samples import SAMPLES, USER_HISTORY, run_steps_and_samples, stored_samples
 from tracking_trackio import TrackioTracker
-
-SAMPLES = [
-    {"system/cpu.percent": 12.5, "system/memory.rss_gb": 1.25},
-    {"system/cpu.percent": 50.0, "system/memory.rss_gb": 1.5},
-    {"system/cpu.percent": 75.0, "system/memory.rss_gb": 1.75},
-]
 
 
 def _init_takes(name: str) -> bool:
@@ -72,26 +65,21 @@ def test_trackios_cpu_monitor_runs_as_trackio_defaults_it(tmp_path: Path) -> Non
 
 
 @needs_system
-def test_samples_replace_trackios_monitors_as_its_system_metrics(tmp_path: Path, caplog) -> None:
+def test_samples_replace_trackios_monitors_as_its_system_metrics(tmp_path: Path) -> None:
     tracker = _tracker(tmp_path, system_metrics=True, auto_log_gpu=True)
-    with warnings.catch_warnings(record=True) as caught, caplog.at_level(logging.WARNING):
-        warnings.simplefilter("always")
-        tracker.start()
+
+    def trackio_monitors_nothing() -> None:
         assert getattr(tracker.run, "_cpu_monitor", None) is None and tracker.run._gpu_monitor is None
-        tracker.log({"loss": 1.0}, step=0)
-        tracker.log_system_metrics(SAMPLES[0], 0, 0.0)  # index 0 while the user is at step 0
-        for step in range(1, 5):
-            tracker.log({"loss": 1.0 / (step + 1)}, step=step)
-        tracker.log_system_metrics(SAMPLES[1], 1, 10.0)
-        tracker.log_system_metrics(SAMPLES[2], 2, 20.0)
-        tracker.finish()
-    assert not caught, [str(w.message) for w in caught]
-    assert not [r for r in caplog.records if r.name.startswith("trackio")], caplog.text
+
+    sampled = run_steps_and_samples(tracker, start=True, after_start=trackio_monitors_nothing)
+    assert not sampled.caught, [str(w.message) for w in sampled.caught]
+    assert sampled.warned(logger="trackio") == []
     assert any("auto_log_cpu/auto_log_gpu are off" in note for note in tracker.report_notes())
-    assert tracker.read_back_history() == {"loss": [(step, 1.0 / (step + 1)) for step in range(5)]}
+    assert tracker.read_back_history() == {"loss": USER_HISTORY}
     logs = _system_logs(tracker)
     assert [{key: row[key] for key in SAMPLES[0]} for row in logs] == SAMPLES
     assert all(row["timestamp"] for row in logs)  # Trackio's time axis
+    assert tracker.read_back_system_metrics() == {name: stored_samples(name) for name in SAMPLES[0]}
 
 
 @pytest.mark.skipif("_has_system_metrics()", reason="this trackio has system metrics")

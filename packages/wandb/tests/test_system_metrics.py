@@ -3,17 +3,19 @@ run's ``.wandb`` file (its settings record and its stats records) and the run's 
 
 from __future__ import annotations
 
-import logging
-import warnings
 from pathlib import Path
 
 import pytest
 from tracking_core import RunContext
+from tracking_core.testing.samples import (
+    SAMPLES,
+    USER_HISTORY,
+    run_steps_and_samples,
+    sample_time,
+    stored_samples,
+)
 from tracking_wandb import WandBTracker
 from tracking_wandb.transaction_log import read_run
-
-SAMPLE = {"system/cpu.percent": 12.5, "system/memory.rss_gb": 0.75, "system/gpu.0.utilization_percent": 40.0}
-T0 = 1_700_000_000.0
 
 
 @pytest.fixture(autouse=True)
@@ -70,28 +72,17 @@ def test_the_users_choice_wins_over_system_metrics(tmp_path):
         tracker.finish()
 
 
-def test_samples_are_wbs_system_metrics_off_the_history(tmp_path, caplog):
+def test_samples_are_wbs_system_metrics_off_the_history(tmp_path):
     tracker = _tracker(tmp_path, system_metrics=True)
     tracker.start()
-    caplog.clear()
-    with warnings.catch_warnings(record=True) as caught, caplog.at_level(logging.WARNING):
-        warnings.simplefilter("always")
-        tracker.log({"loss": 1.0}, step=0)
-        tracker.log_system_metrics(SAMPLE, 0, T0)  # index 0 while the user is at step 0
-        for step in range(1, 5):
-            tracker.log({"loss": 1.0 / (step + 1)}, step=step)
-            if step % 2 == 0:
-                tracker.log_system_metrics({**SAMPLE, "system/cpu.percent": float(step)}, step // 2, T0 + step)
-        tracker.finish()
-    assert [str(w.message) for w in caught] == []
-    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+    sampled = run_steps_and_samples(tracker)
+    assert sampled.warned() == []
     history = tracker.read_back_history()
-    assert history == {"loss": [(step, 1.0 / (step + 1)) for step in range(5)]}  # nothing of the samples
+    assert history == {"loss": USER_HISTORY}  # nothing of the samples
     stored = read_run(tracker.run_dir)
     assert all(not key.startswith(("system", "cpu")) for _, row in stored.rows for key in row)
-    samples = tracker.read_back_system_metrics()
-    assert samples == [
-        (T0, {"cpu.percent": 12.5, "memory.rss_gb": 0.75, "gpu.0.utilization_percent": 40.0}),
-        (T0 + 2, {"cpu.percent": 2.0, "memory.rss_gb": 0.75, "gpu.0.utilization_percent": 40.0}),
-        (T0 + 4, {"cpu.percent": 4.0, "memory.rss_gb": 0.75, "gpu.0.utilization_percent": 40.0}),
+    assert stored.stats == [
+        (sample_time(index), {name.removeprefix("system/"): value for name, value in sample.items()})
+        for index, sample in enumerate(SAMPLES)
     ]
+    assert tracker.read_back_system_metrics() == {name: stored_samples(name) for name in SAMPLES[0]}

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from .sdk import index_run, load_sdk
-from .system import SYSTEM_PREFIX
+from .system import SYSTEM_PREFIX, sample_key
 
 
 def _stored_run(location: str, run_hash: str) -> Any:
@@ -33,6 +33,17 @@ def series(location: str, run_hash: str, system: bool) -> dict[str, list[tuple[i
         name = f"{metric.name} {context}" if context else metric.name
         history[name] = [(int(step), value) for step, value in zip(steps, values)]
     return history
+
+
+def system_series(location: str, run_hash: str) -> dict[str, list[tuple[int, float]]]:
+    """The run's ``__system__*`` series by step, under the ``system/...`` names they were logged under."""
+    system: dict[str, list[tuple[int, float]]] = {}
+    for metric in _stored_run(location, run_hash).metrics():
+        if metric.name.startswith(SYSTEM_PREFIX):
+            steps, (values, _epochs, _times) = metric.data.items_list()
+            key = sample_key(metric.name, metric.context.to_dict())
+            system.setdefault(key, []).extend((int(step), value) for step, value in zip(steps, values))
+    return system
 
 
 def images(location: str, run_hash: str) -> dict[str, list[tuple[int, Any]]]:

@@ -41,6 +41,17 @@ def aim_series(key: str) -> tuple[str, dict[str, Any] | None]:
     return SYSTEM_PREFIX + rest, None
 
 
+def sample_key(name: str, context: dict[str, Any] | None) -> str:
+    """The ``system/...`` name of a stored Aim system series (:func:`aim_series` reversed):
+    ``__system__gpu.utilization_percent`` with ``{"gpu": 0}`` -> ``system/gpu.0.utilization_percent``."""
+    rest = name[len(SYSTEM_PREFIX) :] if name.startswith(SYSTEM_PREFIX) else name
+    gpu = (context or {}).get("gpu")
+    if gpu is not None and rest.startswith("gpu"):
+        field = rest[len("gpu") :].lstrip(".")
+        return f"{_SAMPLE_PREFIX}gpu.{gpu}" + (f".{field}" if field else "")
+    return _SAMPLE_PREFIX + rest
+
+
 def by_context(values: dict[str, float]) -> list[tuple[dict[str, Any] | None, dict[str, float]]]:
     """The sample's values as ``(context, {series name: value})`` groups, the default context first."""
     groups: dict[int | None, tuple[dict[str, Any] | None, dict[str, float]]] = {}

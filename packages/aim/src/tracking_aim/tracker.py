@@ -505,13 +505,15 @@ class AimTracker(GeneralTracker):
         Aim's reader sees a closed run only once the repo's index has it (``aim up`` indexes in the
         background), so the run is indexed first, as ``aim storage reindex`` would. A series tracked
         with a ``context`` is named ``"<name> <context dict>"``. Aim's system series (``__system__*``)
-        are not the run's metrics: :meth:`read_back_system` reads them.
+        are not the run's metrics: :meth:`read_back_system_metrics` reads them.
         """
         return self._read_series(system=False)
 
-    def read_back_system(self) -> dict[str, list[tuple[int, Any]]]:
-        """The run's ``__system__*`` series (Aim's resource tracker's, or the library's samples), by step."""
-        return self._read_series(system=True)
+    def read_back_system_metrics(self) -> dict[str, list[tuple[int, float]]]:
+        """The run's ``__system__*`` series (Aim's resource tracker's, or the library's samples), by step,
+        under ``system/...`` names (``__system__cpu.percent`` -> ``system/cpu.percent``, a GPU's context
+        back in the name)."""
+        return readback.system_series(self.repo_path, cast(str, self.run_hash))
 
     def _read_series(self, system: bool) -> dict[str, list[tuple[int, Any]]]:
         return readback.series(self.repo_path, cast(str, self.run_hash), system)

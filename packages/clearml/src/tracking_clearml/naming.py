@@ -66,11 +66,11 @@ KEY_MAP_OBJECT = "tracking keys"
 MONITOR_MACHINE = ":monitor:machine"
 MONITOR_GPU = ":monitor:gpu"
 MONITOR_PREFIX = ":monitor:"
-_LIBRARY_PREFIX = "system/"
+SAMPLE_PREFIX = "system/"
 
 
 def monitor_title_series(key: str) -> tuple[str, str]:
     """Where a sample of the library's sampler goes: ``system/gpu.0.utilization_percent`` ->
     (``:monitor:gpu``, ``gpu.0.utilization_percent``), anything else under ``:monitor:machine``."""
-    series = key[len(_LIBRARY_PREFIX) :] if key.startswith(_LIBRARY_PREFIX) else key
+    series = key[len(SAMPLE_PREFIX) :] if key.startswith(SAMPLE_PREFIX) else key
     return (MONITOR_GPU if series.startswith("gpu.") else MONITOR_MACHINE), series

@@ -46,7 +46,7 @@ from tracking_core.kit.sdk import chosen_instead, not_resumed, per_rank, rank_na
 from tracking_core.notices import logger
 from tracking_core.png import encode_png
 
-from .naming import KEY_MAP_OBJECT, key_of, monitor_title_series, text_line, title_series
+from .naming import KEY_MAP_OBJECT, SAMPLE_PREFIX, key_of, monitor_title_series, text_line, title_series
 from .session import OfflineSession
 from .startup import (
     LEAKED_ENV,
@@ -452,9 +452,13 @@ class ClearMLTracker(GeneralTracker):
             title, series = monitor_title_series(key)
             self._logger.report_scalar(title, series, value, iteration=index)
 
-    def read_back_system_metrics(self) -> dict[tuple[str, str], list[tuple[int, float]]]:
-        """The ``:monitor:`` scalars of the offline session, ``{(title, series): [(iteration, value), ...]}``."""
-        return self._session().system_scalars()
+    def read_back_system_metrics(self) -> dict[str, list[tuple[int, float]]]:
+        """The ``:monitor:`` scalars of the offline session, per ``system/<series>`` (the name the sample was
+        logged under: ``(":monitor:gpu", "gpu.0.utilization_percent")`` -> ``system/gpu.0.utilization_percent``)."""
+        system: dict[str, list[tuple[int, float]]] = {}
+        for (_title, series), points in self._session().system_scalars().items():
+            system.setdefault(SAMPLE_PREFIX + series, []).extend(points)
+        return system
 
     # -- flush / finish ----------------------------------------------------------------------
     def _save_key_map(self) -> None:

@@ -26,6 +26,11 @@ def system_metric_name(key: str) -> str:
     return SYSTEM_PREFIX + (key[len(_LIBRARY_PREFIX) :] if key.startswith(_LIBRARY_PREFIX) else key)
 
 
+def sample_key(name: str) -> str:
+    """``sys.cpu.percent`` -> ``system/cpu.percent``: the name a stored system series was logged under."""
+    return _LIBRARY_PREFIX + (name[len(SYSTEM_PREFIX) :] if name.startswith(SYSTEM_PREFIX) else name)
+
+
 def read_archive_history(path: str | os.PathLike[str], system: bool = False) -> dict[str, list[tuple[int, Any]]]:
     """``{name: [(step, value), ...]}`` from every metric message of an offline archive's ``messages.json``
     (one JSON message per line), in message order: the user's metrics, or with ``system`` the ``sys.*`` ones."""

@@ -59,6 +59,7 @@ from .archive import (
     drain_offline_streamer,
     read_archive_history,
     read_archive_images,
+    sample_key,
     system_metric_name,
 )
 from .startup import (
@@ -551,10 +552,11 @@ class CometMLTracker(GeneralTracker):
         System metrics (``sys.*``) are not the user's: :meth:`read_back_system_metrics`."""
         return self._history(system=False)
 
-    def read_back_system_metrics(self) -> dict[str, list[tuple[int, Any]]]:
+    def read_back_system_metrics(self) -> dict[str, list[tuple[int, float]]]:
         """The ``sys.*`` series of the offline archives (Comet's monitor, or the library's samples), as
-        :meth:`read_back_history` reads the others."""
-        return self._history(system=True)
+        :meth:`read_back_history` reads the others, under ``system/`` names (``sys.cpu.percent`` ->
+        ``system/cpu.percent``)."""
+        return {sample_key(name): points for name, points in self._history(system=True).items()}
 
     def _history(self, system: bool) -> dict[str, list[tuple[int, Any]]]:
         history: dict[str, list[tuple[int, Any]]] = {}

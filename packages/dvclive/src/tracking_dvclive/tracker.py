@@ -411,6 +411,11 @@ class DVCLiveTracker(GeneralTracker):
                     history.setdefault(name, []).append((int(row["step"]), value))
         return history
 
+    def read_back_system_metrics(self) -> dict[str, list[tuple[int, float]]]:
+        """The rows of ``plots/metrics/system/*.tsv`` (DVCLive's monitor's, or the samples at step = their
+        index), where DVCLive keeps system metrics."""
+        return {name: points for name, points in self.read_back_history().items() if name.startswith("system/")}
+
     def read_back_metrics(self) -> dict[str, dict[int, Any]]:
         """The metric series per step (the last row of a step wins, as in ``dvc plots``)."""
         return {name: dict(points) for name, points in self.read_back_history().items()}

@@ -387,13 +387,14 @@ class TensorBoardTracker(GeneralTracker):
     def resume_state(self) -> dict[str, Any]:
         return {"log_dir": str(self.log_dir.absolute())}
 
-    def _event_files(self) -> list[Path]:
-        """The run folder's own event files (not its sub-runs) in the order TensorBoard reads them."""
+    def _event_files(self, folder: Path | None = None) -> list[Path]:
+        """The run folder's own event files (not its sub-runs; or ``folder``'s) in the order TensorBoard reads them."""
         from tensorboard.backend.event_processing import io_wrapper
 
-        return sorted(path for path in Path(self.log_dir).iterdir() if io_wrapper.IsTensorFlowEventsFile(str(path)))
+        folder = Path(self.log_dir) if folder is None else folder
+        return sorted(path for path in folder.iterdir() if io_wrapper.IsTensorFlowEventsFile(str(path)))
 
-    def _events_read_back(self) -> Any:
+    def _events_read_back(self, folder: Path | None = None) -> Any:
         """Every summary value of the run, as ``(step, value, plugin name)``, through TensorBoard's loader.
 
         A restart event (``purge_step``, a rewind) drops the values read before it at its step or later,
@@ -405,7 +406,7 @@ class TensorBoardTracker(GeneralTracker):
         plugin_of: dict[str, str] = {}  # a tag's plugin comes with its first value (later ones may omit it)
         values: list[tuple[int, Any, str | None]] = []
         started = False
-        for path in self._event_files():
+        for path in self._event_files(folder):
             for event in event_file_loader.EventFileLoader(str(path)).Load():
                 if event.HasField("session_log") and event.session_log.status == event_pb2.SessionLog.START:
                     if started:
@@ -428,10 +429,18 @@ class TensorBoardTracker(GeneralTracker):
         the files in the order its dashboards read them (sorted names); a step written twice shows twice,
         unless a restart event (a rewind) purged the first one, as TensorBoard's dashboards do.
         """
+        return self._scalars_read_back()
+
+    def read_back_system_metrics(self) -> dict[str, list[tuple[int, float]]]:
+        """The scalars of the run's ``system`` sub-run (the samples, at step = their index), in file order."""
+        folder = Path(self.log_dir) / SYSTEM_RUN
+        return self._scalars_read_back(folder) if folder.is_dir() else {}
+
+    def _scalars_read_back(self, folder: Path | None = None) -> dict[str, list[tuple[int, Any]]]:
         from tensorboard.util import tensor_util
 
         history: dict[str, list[tuple[int, Any]]] = {}  # after the purges TensorBoard applies (restarts)
-        for step, value, plugin in self._events_read_back():
+        for step, value, plugin in self._events_read_back(folder):
             if plugin in ("scalars", "text"):
                 array = tensor_util.make_ndarray(value.tensor)
                 if array.dtype.kind in "fiu" and array.size == 1:  # a key also logged as text holds strings

@@ -636,6 +636,21 @@ class TrackioTracker(GeneralTracker):
                         images.setdefault(_list_key(key, in_row), []).append((step, to_hwc_uint8(stored)))
         return images
 
+    def read_back_system_metrics(self) -> dict[str, list[tuple[int, float]]]:
+        """Trackio's system logs of this run (``SQLiteStorage.get_system_logs``), per key, as ``(the row's
+        position, value)``: a system log row keeps a time, no index, so the n-th row stored is sample n."""
+        from trackio.sqlite_storage import SQLiteStorage
+
+        if not hasattr(SQLiteStorage, "get_system_logs"):
+            raise NotImplementedError("trackio: this release keeps no system metrics (trackio 0.14 and later do)")
+        run_id, name = self.store_run
+        system: dict[str, list[tuple[int, float]]] = {}
+        for position, row in enumerate(SQLiteStorage.get_system_logs(self.run_name, name, run_id=run_id)):
+            for key, value in row.items():
+                if key != "timestamp" and isinstance(value, int | float):
+                    system.setdefault(key, []).append((position, float(value)))
+        return system
+
     @property
     def store_run(self) -> tuple[str | None, str | None]:
         """``(run id, run name)`` of this run in Trackio's database (the id is ``None`` where a Trackio release

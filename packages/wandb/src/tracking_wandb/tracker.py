@@ -516,11 +516,17 @@ class WandBTracker(GeneralTracker):
         system_stats.publish(self._run, values, timestamp)
         self._dirty = True
 
-    def read_back_system_metrics(self) -> list[tuple[float, dict[str, Any]]]:
-        """The run's system metrics as the ``.wandb`` files hold them: ``(Unix time, {key: value})`` per sample."""
+    def read_back_system_metrics(self) -> dict[str, list[tuple[int, float]]]:
+        """The run's system metrics as the ``.wandb`` files' stats records hold them, per ``system/<key>``
+        (the name W&B shows), as ``(the record's position, value)``: a stats record keeps a time, no index,
+        so the n-th record stored is sample n. ``read_runs(run_dirs).stats`` has the times."""
         if self.run_dir is None:
             raise NotImplementedError("wandb: nothing is stored locally for a disabled run")
-        return read_runs(self.run_dirs).stats
+        system: dict[str, list[tuple[int, float]]] = {}
+        for position, (_time, items) in enumerate(read_runs(self.run_dirs).stats):
+            for key, value in items.items():
+                system.setdefault(system_stats.LIBRARY_PREFIX + key, []).append((position, value))
+        return system
 
     # -- media -----------------------------------------------------------------------------------
     def log_images(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:

@@ -237,6 +237,18 @@ class GeneralTracker:
         """
         return {key: sorted(series.items()) for key, series in self.read_back_metrics().items()}
 
+    def read_back_system_metrics(self) -> dict[str, list[tuple[int, float]]]:
+        """The system samples this run stored where the SDK keeps system metrics, after ``finish()``.
+
+        Per ``system/...`` name as logged (a backend that stores them under its SDK's own names maps
+        them back), as ``(sample index, value)`` in storage order: the shared tests check with it that
+        every sample of ``log_system_metrics`` reached the SDK's own place. Leave it unimplemented when
+        the samples cannot be read back locally.
+        """
+        raise NotImplementedError(
+            f"tracker {getattr(self, 'name', type(self).__name__)!r} cannot read its samples back"
+        )
+
     def read_back_images(self) -> dict[str, list[tuple[int, Any]]]:
         """Every image this run stored, per key, as ``(step, HW or HWC uint8 array)`` in storage order.
 

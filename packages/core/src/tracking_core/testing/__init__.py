@@ -13,7 +13,8 @@ what its SDK wrote; pytest then runs every contract test against the real SDK::
 
 The contract requires pytest (``pip install tracking-core[testing]``). Helpers for a backend's own
 tests that need no pytest: :mod:`.resume` (a tracker started with a saved resume state, a run killed
-with SIGKILL) and :mod:`.reliability` (counting what a fault cost, running a script).
+with SIGKILL), :mod:`.reliability` (counting what a fault cost, running a script) and :mod:`.samples` (the
+system samples every backend's ``log_system_metrics`` test logs, and the run that logs them).
 """
 
 from typing import TYPE_CHECKING, Any
@@ -23,8 +24,19 @@ from .memory import MemoryTracker
 if TYPE_CHECKING:
     from .contract import ContractRun, TrackerContract
     from .resume import started_tracker, state_of_a_killed_run
+    from .samples import SAMPLES, T0, SampledRun, run_steps_and_samples
 
-__all__ = ["ContractRun", "MemoryTracker", "TrackerContract", "started_tracker", "state_of_a_killed_run"]
+__all__ = [
+    "SAMPLES",
+    "T0",
+    "ContractRun",
+    "MemoryTracker",
+    "SampledRun",
+    "TrackerContract",
+    "run_steps_and_samples",
+    "started_tracker",
+    "state_of_a_killed_run",
+]
 
 
 def __getattr__(name: str) -> Any:
@@ -37,4 +49,8 @@ def __getattr__(name: str) -> Any:
         from . import resume
 
         return getattr(resume, name)
+    if name in ("SAMPLES", "T0", "SampledRun", "run_steps_and_samples"):
+        from . import samples
+
+        return getattr(samples, name)
     raise AttributeError(name)
