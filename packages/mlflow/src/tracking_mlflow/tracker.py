@@ -895,6 +895,11 @@ class MLflowTracker(GeneralTracker):
         """Every metric series of this run per step (the last point at a step wins)."""
         return {key: dict(points) for key, points in self.read_back_history().items()}
 
+    def read_back_system_metrics(self) -> dict[str, list[tuple[int, float]]]:
+        """The run's ``system/...`` metrics (MLflow's own monitor's, or the samples at step = their index):
+        MLflow keeps system metrics among the run's metrics under that prefix."""
+        return {key: points for key, points in self.read_back_history().items() if key.startswith("system/")}
+
     def read_back_history(self) -> dict[str, list[tuple[int, float]]]:
         """Every stored point of this run, read with a fresh ``MlflowClient`` (``get_metric_history``).
 
