@@ -203,6 +203,38 @@ def _sqlalchemy_mismatch(error: ImportError) -> ImportError | None:
     )
 
 
+class StoreFromNewerMlflow(ImportError):
+    """The sqlite store's schema is from a newer MLflow than the installed one.
+
+    An ``ImportError`` as a missing package is: only the user brings the newer MLflow back, so the start
+    is not retried, and the spill names ``tracking replay`` for after the fix."""
+
+
+def _store_from_newer_mlflow(error: Exception, store: Path) -> StoreFromNewerMlflow | None:
+    """A clear error for MLflow refusing a store whose alembic revision it does not know (a downgrade)."""
+    found = re.search(r"found version (\w+), but expected (\w+)", str(error))
+    if found is None:
+        return None
+    revision, expected = found.groups()
+    import mlflow
+
+    try:
+        from mlflow.store.db_migrations import versions
+
+        known = {path.name.split("_", 1)[0] for path in Path(next(iter(versions.__path__))).glob("*.py")}
+    except (ImportError, StopIteration):  # an MLflow that moved its migrations: the revision is named anyway
+        known = set()
+    if revision in known:  # an older store MLflow would migrate: not this case
+        return None
+    return StoreFromNewerMlflow(
+        f"the MLflow store {store} was written by a newer MLflow than the installed {mlflow.__version__}: "
+        f"its schema revision {revision} is not one this MLflow knows (its newest is {expected}), and an "
+        "older MLflow cannot open it. Use a new logging_dir (or another tracking URI), or install the newer "
+        "MLflow again: pip install --upgrade mlflow-skinny (a release whose migrations include revision "
+        f"{revision})"
+    )
+
+
 def _unreachable(error: Exception) -> bool:
     if isinstance(error, _DeletedRun):
         return False
@@ -410,6 +442,11 @@ class MLflowTracker(GeneralTracker):
             return self._open_sqlite(uri, store)
         except ImportError as error:
             raise (_sqlalchemy_mismatch(error) or error) from error
+        except Exception as error:
+            newer = _store_from_newer_mlflow(error, store)
+            if newer is None:
+                raise
+            raise newer from None  # MLflow's own advice (`mlflow db upgrade`) cannot help an older MLflow
         finally:
             if stray is not None and stray.is_dir() and not any(stray.iterdir()):
                 try:
