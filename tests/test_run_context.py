@@ -201,3 +201,11 @@ def test_asked_for_samples_and_run_context_reach_the_backends_own_place(checkout
     stored = READERS[CELL](run, tracker)
     assert stored["commit"] == _git(checkout, "rev-parse", "HEAD")
     assert stored["remote"] == "https://example.com/org/proj.git"  # the credentials never left the machine
+    try:
+        samples = tracker.read_back_system_metrics()  # from the SDK's place for system metrics
+    except NotImplementedError:
+        return
+    name = "system/memory.rss_gb"
+    taken = [json.loads(line) for line in kept]
+    assert [index for index, _value in samples.get(name, [])] == list(range(len(kept))), sorted(samples)
+    assert [value for _index, value in samples[name]] == pytest.approx([line["values"][name] for line in taken])
