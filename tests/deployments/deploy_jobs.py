@@ -5,7 +5,7 @@ The job makes its run with the ``init(...)`` call of the worked example in docs/
 server's address replaced by the test's) and logs ``STEPS`` steps at a training loop's pace. At step
 ``FAULT_AT`` it waits until the backend holds every earlier step (so the fault meets a backend that is
 delivering, not one still starting) and prints ``fault``: the test injects the fault then. It times every
-``log()`` from there on, and prints its finish report as JSON.
+``log()`` from there on, logs one image at the last step, and prints its finish report as JSON.
 """
 
 from __future__ import annotations
@@ -33,10 +33,11 @@ QUEUE_SIZE = 100
 #: The job is killed (and the test fails) past this many seconds.
 JOB_DEADLINE = 300
 #: Seconds a job may take to exit after printing its report; past them it is killed, and said to hang.
-EXIT_GRACE = 30
+EXIT_GRACE = 15
 
 JOB = r"""
 import json, os, sys, time
+import numpy as np
 import tracking_core
 call, backend, steps, fault_at, pace, queue_size, finish_timeout = sys.argv[1:8]
 steps, fault_at, pace = int(steps), int(fault_at), float(pace)
@@ -54,6 +55,8 @@ for step in range(steps):
     if step >= fault_at:
         waits.append(time.perf_counter() - began)
     time.sleep(pace)
+# an image at the last step: MLflow sends it through the server to --artifacts-destination
+run.log_images({"samples": np.zeros((8, 8, 3), dtype=np.uint8)}, step=steps - 1)
 print("logged", flush=True)
 tracker = run.get_tracker(backend)
 began = time.monotonic()
@@ -138,17 +141,25 @@ def run_job(
     return {**last_json_line("".join(lines)), "outage_seconds": outage[0], "hung_at_exit": hung_at_exit}
 
 
-def spilled_steps(run_dir: str | Path, backend: str) -> list[int]:
-    """The steps of the metric records still waiting in the backend's spill journal: past its cursor (a
-    spill the backend recovered from stays on disk, and its records are then behind the cursor)."""
+def _owed(run_dir: str | Path, backend: str) -> list[dict[str, Any]]:
+    """The records still waiting in the backend's spill journal: past its cursor (a spill the backend
+    recovered from stays on disk, and its records are then behind the cursor)."""
     path = Path(run_dir) / f"spill-{backend}.jsonl"
     if not path.exists():
         return []
     positions = CursorFile.read(Path(run_dir) / cursor_name(backend))
     held = positions[0] if positions is not None else -1
-    return [
-        entry["step"] for entry in read_journal(path) if entry.get("type") == "metrics" and entry.get("seq", -1) > held
-    ]
+    return [entry for entry in read_journal(path) if isinstance(entry.get("seq"), int) and entry["seq"] > held]
+
+
+def spilled_steps(run_dir: str | Path, backend: str) -> list[int]:
+    """The steps of the metric records still waiting in the backend's spill journal."""
+    return [entry["step"] for entry in _owed(run_dir, backend) if entry["type"] == "metrics"]
+
+
+def spilled_records(run_dir: str | Path, backend: str) -> int:
+    """How many records of any kind (metrics, the image) still wait in the backend's spill journal."""
+    return len(_owed(run_dir, backend))
 
 
 def replay(run_dir: str | Path, backend: str, cwd: Path) -> subprocess.CompletedProcess[str]:

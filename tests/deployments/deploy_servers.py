@@ -223,6 +223,7 @@ class MlflowDeployment:
         self.url = f"http://127.0.0.1:{self.port}"
         self.replacements = {DOC_FOLDER: str(self.postgres.folder), "5432": str(free_port()), "5000": str(self.port)}
         self.server: ServerProcess | None = None
+        self.artifacts = self.postgres.folder / "mlartifacts"  # the example's --artifacts-destination
 
     def start(self) -> None:
         for words in doc_commands(MLFLOW_EXAMPLE):
@@ -230,6 +231,7 @@ class MlflowDeployment:
             if words[0] in PG_PROGRAMS:
                 self.postgres.run(words)
             elif words[:2] == ["mlflow", "server"]:
+                assert str(self.artifacts) in words, "the example's artifacts go to <folder>/mlartifacts"
                 self.server = ServerProcess(
                     console_command(words),
                     self.logs,

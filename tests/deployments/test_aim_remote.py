@@ -65,7 +65,8 @@ def _check(scenario: str, deployment: AimDeployment, job: dict[str, Any], job_di
     assert figures["lost"] == 0 and figures["duplicated"] == 0, f"{figures}\n{job['report']}"
     replayed = False
     if not job["ok"]:  # still owed at finish: the spill holds it, and a replay delivers it
-        assert figures["spilled"] > 0 and job["spilled"] == figures["spilled"], f"{figures}\n{job['report']}"
+        owed = deploy_jobs.spilled_records(job["run_dir"], "aim")
+        assert figures["spilled"] > 0 and job["spilled"] == owed, f"{figures}\n{job['report']}"
         server.start(timeout=180)
         done = deploy_jobs.replay(job["run_dir"], "aim", job_dir)
         assert done.returncode == 0, done.stdout + done.stderr
@@ -73,6 +74,8 @@ def _check(scenario: str, deployment: AimDeployment, job: dict[str, Any], job_di
         replayed = True
         figures = tally(f"{scenario}, then tracking replay", "aim", sent, _read_back(deployment.repo, job["run_id"]))
     deploy_jobs.record(scenario, "aim", job, figures, replayed)
+    images = _aim_readback().sequence(_aim_readback().get_run(deployment.repo, job["run_id"]), "image", "samples")
+    assert list(images) == [deploy_jobs.STEPS - 1], f"the last step's image: {sorted(images)}"
     assert figures["delivered"] == deploy_jobs.STEPS and figures["lost"] == 0 and figures["duplicated"] == 0, figures
 
 
@@ -95,6 +98,6 @@ def test_server_killed_and_still_down_when_the_job_ends(deployment: AimDeploymen
     process), and ``tracking replay`` delivers it once the server is back."""
     server = deployment.server
     assert server is not None
-    job = deploy_jobs.run_job(deployment.init_call(), "aim", tmp_path, server.kill, finish_timeout=10)
+    job = deploy_jobs.run_job(deployment.init_call(), "aim", tmp_path, server.kill, finish_timeout=5)
     job["down"] = "past the job's end"
     _check("aim server SIGKILLed mid-run, down until the job ended", deployment, job, tmp_path)

@@ -52,6 +52,16 @@ def _read_back(deployment: MlflowDeployment, run_id: str) -> list[int]:
     return [point.step for point in losses]
 
 
+def _check_image(deployment: MlflowDeployment, run_id: str) -> None:
+    """The image of the last step, listed through the server and stored in its --artifacts-destination."""
+    from mlflow import MlflowClient
+
+    listed = [info.path for info in MlflowClient(tracking_uri=deployment.url).list_artifacts(run_id, "images")]
+    assert any(path.endswith(".png") and "samples" in path for path in listed), listed
+    stored = [path.name for path in deployment.artifacts.rglob("*.png") if run_id in path.parts]
+    assert stored, f"no image of run {run_id} under {deployment.artifacts}"
+
+
 def _check(scenario: str, deployment: MlflowDeployment, job: dict, cwd: Path) -> None:
     sent = range(deploy_jobs.STEPS)
     spilled = deploy_jobs.spilled_steps(job["run_dir"], "mlflow")
@@ -60,7 +70,8 @@ def _check(scenario: str, deployment: MlflowDeployment, job: dict, cwd: Path) ->
     assert job["errors"] >= 1, f"the fault never reached the backend: {job['report']}"
     replayed = False
     if not job["ok"]:  # still owed at finish: the spill holds it, and a replay delivers it
-        assert figures["spilled"] > 0 and job["spilled"] == figures["spilled"], f"{figures}\n{job['report']}"
+        owed = deploy_jobs.spilled_records(job["run_dir"], "mlflow")
+        assert figures["spilled"] > 0 and job["spilled"] == owed, f"{figures}\n{job['report']}"
         done = deploy_jobs.replay(job["run_dir"], "mlflow", cwd)
         assert done.returncode == 0, done.stdout + done.stderr
         replayed = True
@@ -68,6 +79,7 @@ def _check(scenario: str, deployment: MlflowDeployment, job: dict, cwd: Path) ->
     else:
         assert job["spilled"] == 0 and not spilled, job["report"]
     deploy_jobs.record(scenario, "mlflow", job, figures, replayed)
+    _check_image(deployment, job["run_id"])
     assert figures["delivered"] == deploy_jobs.STEPS and figures["lost"] == 0 and figures["duplicated"] == 0, figures
 
 
