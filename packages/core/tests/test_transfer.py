@@ -321,6 +321,34 @@ def test_compare_html_is_one_self_contained_page(tmp_path, capsys):
     assert "lr" in html and "0.3" in html
 
 
+def test_compare_tells_apart_config_values_that_differ_below_the_printed_precision(tmp_path, capsys):
+    register_importer("fake", _source_runs(tmp_path))
+    first = import_runs("fake", "a", logging_dir=tmp_path / "runs", progress=False).runs[0].run_dir
+    register_importer("fake", _source_runs(tmp_path, lr=0.10000001))
+    second = import_runs("fake", "b", logging_dir=tmp_path / "runs", progress=False).runs[0].run_dir
+
+    assert main(["compare", str(first), str(second), "--json"]) == 0
+    exact = json.loads(capsys.readouterr().out)["config_diff"]["lr"]
+    assert exact == {f"proj/{first.name}": 0.1, f"proj/{second.name}": 0.10000001}
+
+    assert main(["compare", str(first), str(second)]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.split()[:1] == ["lr"])
+    assert row.split()[1:] == ["0.1", "0.10000001"]
+
+    page = tmp_path / "cmp.html"
+    assert main(["compare", str(first), str(second), "--html", str(page)]) == 0
+    assert "<th>lr</th><td>0.1</td><td>0.10000001</td>" in page.read_text()
+
+
+def test_compare_shortens_long_config_texts_only_while_they_still_read_apart():
+    from tracking_core.transfer.compare import _config_cells
+
+    stem = "x" * 45
+    assert _config_cells([stem + "a", stem + "b"]) == [stem + "a", stem + "b"]
+    assert _config_cells([stem + "a", "short"]) == ["x" * 37 + "...", "short"]
+    assert _config_cells([1e-4, None, 2]) == ["0.0001", "-", "2"]
+
+
 def test_a_long_import_shows_its_count_and_rate_on_stderr(capsys, monkeypatch):
     from tracking_core.transfer import importing
 

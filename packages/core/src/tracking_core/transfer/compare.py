@@ -205,7 +205,7 @@ class Comparison:
         diff = self.config_diff()
         if diff:
             config = [("config", *(run.label for run in self.runs))]
-            config += [(key, *(_fmt(value) for value in values)) for key, values in diff.items()]
+            config += [(key, *_config_cells(values)) for key, values in diff.items()]
             parts += ["", format_table(config)]
         else:
             parts += ["", "config: the same in every run"]
@@ -243,7 +243,7 @@ class Comparison:
         if note:
             series += f'<p class="note">{escape(note)}.</p>'
         diff_rows = [
-            f"<tr><th>{escape(key)}</th>{''.join(f'<td>{escape(_fmt(value))}</td>' for value in values)}</tr>"
+            f"<tr><th>{escape(key)}</th>{''.join(f'<td>{escape(cell)}</td>' for cell in _config_cells(values))}</tr>"
             for key, values in self.config_diff().items()
         ]
         diff = (
@@ -317,6 +317,24 @@ def _fmt(value: Any) -> str:
         return f"{value:.6g}"
     text = value if isinstance(value, str) else json.dumps(value, default=str)
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _config_cells(values: list[Any]) -> list[str]:
+    """A config row's values as printed: floats in full (shortest round-trip, so 0.1 and 0.10000001 read
+    apart), and long texts shortened only while the shortened texts still tell the values apart."""
+
+    def shown(value: Any, whole: bool) -> str:
+        if value is None:
+            return "-"
+        if isinstance(value, float):
+            return repr(value)
+        text = value if isinstance(value, str) else json.dumps(value, default=str)
+        return text if whole or len(text) <= 40 else text[:37] + "..."
+
+    cells = [shown(value, False) for value in values]
+    if len(set(cells)) < len({json.dumps(value, default=str) for value in values}):
+        cells = [shown(value, True) for value in values]
+    return cells
 
 
 def compare_runs(
