@@ -105,7 +105,11 @@ def _comet_ml(run: Any, tracker: Any) -> dict[str, str]:
     from comet_ml.schemas import get_git_metadata_msg_validator
     from tracking_comet_ml.archive import read_archive_messages
 
-    (payload,) = read_archive_messages(tracker.archive_path, "git_metadata")
+    # Comet's own git capture (on by default) sends its message at start; the context's, sent after it,
+    # is the one the experiment keeps: the last
+    messages = read_archive_messages(tracker.archive_path, "git_metadata")
+    assert 1 <= len(messages) <= 2, messages
+    payload = messages[-1]
     get_git_metadata_msg_validator().validate(payload)  # what `comet upload` checks before sending it
     git = GitMetadataMessage.from_db_message_dict(payload).git_metadata
     assert git["branch"] == "refs/heads/main"
