@@ -3,7 +3,8 @@
 # private virtualenv on first use, then drives the Hatch environments of pyproject.toml.
 #
 #   bash tools/run.sh demo     # the main job: `tracking demo` with every backend, embedded defaults
-#   bash tools/run.sh run CMD  # CMD in the all-backends environment: `run tracking show runs/demo/<run>`, `run mlflow ui ...`
+#   bash tools/run.sh run CMD  # CMD in the all-backends environment: `run tracking show runs/demo/<run>`, `run mlflow ui ...`,
+#                              # `run VAR=value CMD`, `run pip install PKG` (into that environment, with Hatch's uv)
 #   bash tools/run.sh test     # lint, types, core alone, one cell per backend, shared tests, oldest SDKs, SDK paths between floor and newest, deployments (mlflow server on PostgreSQL, aim server), framework integrations, Accelerate's own tests, launchers, Ray, packages, docs (= .ci/run)
 #   bash tools/run.sh launch   # real launchers (torchrun, accelerate launch, simulated srun/mpirun) over CPU torch
 #   bash tools/run.sh bench    # tools/bench.py in the all-backends environment
@@ -168,7 +169,16 @@ case "${1:-test}" in
     shift
     [ $# -gt 0 ] || { echo "usage: bash tools/run.sh run COMMAND [ARGS...]" >&2; exit 2; }
     "$hatch" env create all >/dev/null 2>&1; env_dir="$("$hatch" env find all)"
-    cd "$caller_cwd" && PATH="$env_dir/bin:$PATH" VIRTUAL_ENV="$env_dir" exec "$@"
+    # Leading VAR=value words set the command's environment, as in a shell (`run TRACKIO_DIR=runs trackio show`)
+    settings=()
+    while [ $# -gt 0 ] && [[ "$1" =~ ^[A-Za-z_][A-Za-z0-9_]*= ]]; do settings+=("$1"); shift; done
+    [ $# -gt 0 ] || { echo "usage: bash tools/run.sh run [VAR=value...] COMMAND [ARGS...]" >&2; exit 2; }
+    if [ "$1" = pip ] && [ $# -gt 1 ]; then
+      # The environment has no pip (Hatch builds it with uv): `run pip install ...` installs into it with
+      # Hatch's uv, never into whichever pip is first on PATH
+      set -- "$tools_venv/bin/uv" pip "$2" --python "$env_dir/bin/python" "${@:3}"
+    fi
+    cd "$caller_cwd" && PATH="$env_dir/bin:$PATH" VIRTUAL_ENV="$env_dir" exec env ${settings[@]+"${settings[@]}"} "$@"
     ;;
   test) run_tests ;;
   bench) shift; "$hatch" run all:bench "$@" ;;

@@ -49,7 +49,7 @@ def test_embedded_store_lives_under_logging_dir(tmp_path, monkeypatch, reader_of
 
 
 @pytest.mark.parametrize("flask_installed", [True, False])
-def test_start_up_notice_names_the_ui_extra_only_where_mlflow_ui_cannot_run(
+def test_start_up_notice_names_full_mlflow_at_the_skinny_version_only_where_mlflow_ui_cannot_run(
     tmp_path, caplog, monkeypatch, flask_installed
 ):
     """mlflow-skinny has no server (``mlflow ui`` needs Flask): only there does the notice say what to install."""
@@ -63,10 +63,11 @@ def test_start_up_notice_names_the_ui_extra_only_where_mlflow_ui_cannot_run(
     tracker = _started(tmp_path, "notice")
     tracker.finish()
     (line,) = [r.getMessage() for r in caplog.records if "mlflow ui" in r.getMessage()]
-    from tracking_core.registry import install_command
+    import importlib.metadata
 
     assert f"mlflow ui --backend-store-uri {shlex.quote(tracker.tracking_uri)}" in line
-    hint = install_command("mlflow", extra="ui")
+    # full mlflow at exactly mlflow-skinny's version: an extra or a range would let the resolver move it
+    hint = f"pip install mlflow=={importlib.metadata.version('mlflow-skinny')})"
     if flask_installed:
         assert hint not in line and "full mlflow" not in line, line
     else:

@@ -95,6 +95,18 @@ def _has_ui() -> bool:
         return False
 
 
+def _ui_install_command() -> str:
+    """Full mlflow at exactly the installed mlflow-skinny's version: a range (or the backend's ``ui`` extra)
+    lets the resolver move mlflow-skinny, and with it the store's schema, to another release."""
+    import importlib.metadata
+
+    try:
+        version = importlib.metadata.version("mlflow-skinny")
+    except importlib.metadata.PackageNotFoundError:
+        return install_command("mlflow", extra="ui")
+    return f"pip install {shlex.quote(f'mlflow=={version}')}"
+
+
 class _DeletedRun(ValueError):
     """The run exists but is deleted: MLflow refuses to log to it or to set its status."""
 
@@ -619,8 +631,7 @@ class MLflowTracker(GeneralTracker):
                 f"mlflow: {where}; view it at {uri.rstrip('/')}/#/experiments/{info.experiment_id}/runs/{info.run_id}"
             )
         elif uri.startswith(("sqlite:", "file:", "postgresql", "mysql", "mssql")) or embedded:
-            install = install_command("mlflow", extra="ui")
-            hint = "" if _has_ui() else f" (`mlflow ui` comes with full mlflow: {install})"
+            hint = "" if _has_ui() else f" (`mlflow ui` comes with full mlflow: {_ui_install_command()})"
             notice(f"mlflow: {where}; view it with: mlflow ui --backend-store-uri {shlex.quote(uri)}{hint}")
         else:
             notice(f"mlflow: {where} at {uri}")
