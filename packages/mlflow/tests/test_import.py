@@ -73,6 +73,19 @@ def test_an_sdk_written_experiment_imports_every_run_with_history_params_tags_ar
     assert len(list((tmp_path / "runs").glob("*/*/run.json"))) == 2
 
 
+def test_the_import_prints_no_progress_bar_of_mlflows_artifact_download(tmp_path, capfd):
+    pytest.importorskip("tqdm")  # MLflow draws its download bar with tqdm when it is installed (the test extra has it)
+    source = tmp_path / "store.db"
+    _write_sdk_runs(f"sqlite:///{source}", tmp_path)
+    assert main(["import", "mlflow", str(source), "--logging-dir", str(tmp_path / "runs")]) == 0
+    printed = capfd.readouterr()
+    assert "imported 2 run(s)" in printed.out
+    for shown in (printed.out, printed.err):
+        assert "Downloading artifacts" not in shown and "%|" not in shown and "it/s]" not in shown
+        assert not set(shown) & set("\u2588\u258f\u258e\u258d\u258c\u258b\u258a\u2589"), shown  # tqdm's bar blocks
+    assert sorted(path.name for path in (tmp_path / "runs").glob("*/*/artifacts/*"))  # the artifacts still came
+
+
 def test_a_run_folder_or_experiment_folder_names_what_to_import(tmp_path):
     ids = _write_sdk_runs((tmp_path / "mlruns").as_uri(), tmp_path)
     (run_folder,) = (tmp_path / "mlruns").glob(f"*/{ids[1]}")

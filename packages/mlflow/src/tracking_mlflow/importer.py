@@ -183,6 +183,22 @@ def _global_tracking_uri(uri: str) -> contextlib.AbstractContextManager[None]:
     return use(uri) if use is not None else contextlib.nullcontext()
 
 
+@contextlib.contextmanager
+def _no_progress_bar() -> Iterator[None]:
+    """MLflow draws a tqdm bar per download when tqdm is installed; the import reports its own progress, so
+    MLflow's switch for that bar is off while the import downloads (restored after)."""
+    name = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"
+    before = os.environ.get(name)
+    os.environ[name] = "false"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = before
+
+
 class _Artifacts:
     """A run's artifacts, downloaded once into a scratch folder and handed out as media."""
 
@@ -195,7 +211,7 @@ class _Artifacts:
         if not _retrying(self.client.list_artifacts, self.run_id):
             return
         self.folder = Path(tempfile.mkdtemp(prefix="tracking-import-"))
-        with _global_tracking_uri(self.client.tracking_uri):
+        with _global_tracking_uri(self.client.tracking_uri), _no_progress_bar():
             _retrying(self.client.download_artifacts, self.run_id, "", str(self.folder))
         exact = self.folder / "config.json"
         if exact.is_file():
