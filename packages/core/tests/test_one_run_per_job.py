@@ -18,6 +18,9 @@ import json, os, sys
 from pathlib import Path
 import tracking_core
 
+import time
+if os.environ["RANK"] != "0" and sys.argv[2] == "late":
+    time.sleep(3.0)  # rank 0 has opened and finished both runs before this rank asks for the first
 seen = []
 for index in range(2):  # a job that opens two runs one after the other (a sweep)
     run = tracking_core.init("p", log_with=["jsonl"], logging_dir=sys.argv[1], config={"run": index})
@@ -29,8 +32,10 @@ print(json.dumps(seen))
 """
 
 
-def test_every_rank_sees_the_jobs_run_id_and_its_folder(tmp_path):
-    ranks = launch_ranks(RANK_SCRIPT, str(tmp_path / "runs"), world=3, port=29541, cwd=tmp_path)
+@pytest.mark.parametrize("timing", ["together", "late"])
+def test_every_rank_sees_the_jobs_run_id_and_its_folder(tmp_path, timing):
+    port = 29541 if timing == "together" else 29543
+    ranks = launch_ranks(RANK_SCRIPT, str(tmp_path / "runs"), timing, world=3, port=port, cwd=tmp_path)
     zero = ranks[0]
     for rank, runs in enumerate(ranks):
         for index, seen in enumerate(runs):

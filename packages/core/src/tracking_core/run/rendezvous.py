@@ -85,26 +85,34 @@ def _file_for(project_dir: Path) -> Path:
     return project_dir / ".per-rank" / f"{digest}.json"
 
 
-def _write_file(project_dir: Path, run_id: str) -> None:
+def _write_file(project_dir: Path, run_id: str, since: float) -> None:
+    """Append ``run_id`` to the job's list of run ids (a sweep opens several, and a slow rank must get each
+    in turn, not only the newest); a list an earlier launch left (written before ``since``) is replaced."""
     path = _file_for(project_dir)
     path.parent.mkdir(parents=True, exist_ok=True)
+    runs: list[dict[str, Any]] = []
+    try:
+        found = json.loads(path.read_text())
+        if found.get("job") == job_key():
+            runs = [entry for entry in found.get("runs", []) if entry.get("written", 0) >= since]
+    except (OSError, ValueError, AttributeError):
+        pass
+    runs.append({"run_id": run_id, "written": time.time()})
     temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    temporary.write_text(json.dumps({"run_id": run_id, "written": time.time(), "job": job_key()}))
+    temporary.write_text(json.dumps({"job": job_key(), "runs": runs}))
     os.replace(temporary, path)  # readers see the whole file or none
 
 
-def _read_file(
-    project_dir: Path, since: float, deadline: float, heard: frozenset[str] | set[str] = frozenset()
-) -> str | None:
-    """Wait until the file names a run id written after ``since`` and not among ``heard``."""
+def _read_file(project_dir: Path, since: float, deadline: float, heard: list[str]) -> str | None:
+    """Wait until the job's list holds a run id after the ``len(heard)`` this process has (written after
+    ``since``: an earlier launch's list is older than this process) and return it."""
     path = _file_for(project_dir)
     while time.monotonic() < deadline:
         try:
-            found = json.loads(path.read_text())
-            # an earlier launch's file is older than this process; an id heard before is this job's earlier run
-            if found.get("written", 0) >= since and str(found["run_id"]) not in heard:
-                return str(found["run_id"])
-        except (OSError, ValueError, KeyError):
+            runs = [entry for entry in json.loads(path.read_text())["runs"] if entry.get("written", 0) >= since]
+            if len(runs) > len(heard):
+                return str(runs[len(heard)]["run_id"])
+        except (OSError, ValueError, KeyError, TypeError):
             pass
         time.sleep(0.05)
     return None
@@ -113,9 +121,13 @@ def _read_file(
 def _by_file(project_dir: Path, rank: int, choose: Callable[[], str], since: float, timeout: float) -> str | None:
     if rank == 0:
         run_id = choose()
-        _write_file(project_dir, run_id)
+        _write_file(project_dir, run_id, since)
         return run_id
-    return _read_file(project_dir, since, time.monotonic() + timeout)
+    heard = _HEARD.setdefault(str(project_dir), [])
+    run_id = _read_file(project_dir, since, time.monotonic() + timeout, heard)
+    if run_id is not None:
+        heard.append(run_id)
+    return run_id
 
 
 def shared_run_id(
@@ -144,9 +156,11 @@ def shared_run_id(
 
 # -- one run per job ---------------------------------------------------------------------------------
 
-#: the run ids this process heard from rank 0, per project folder: a job that opens one run after
-#: another (a sweep) waits for the next one, not the one it already has
-_HEARD: dict[str, set[str]] = {}
+#: the run ids this process heard from rank 0, per project folder, in order: a job that opens one run
+#: after another (a sweep) takes the next one rank 0 published, however far ahead rank 0 is
+_HEARD: dict[str, list[str]] = {}
+#: how many run ids rank 0 published per project (the torch store's key of each)
+_PUBLISHED: dict[str, int] = {}
 
 
 def _torch_store() -> Any:
@@ -165,35 +179,34 @@ def _torch_store() -> Any:
         return None
 
 
-def _store_key(project: str) -> str:
-    return f"tracking/run-id/{project}"
+def _store_key(project: str, index: int) -> str:
+    return f"tracking/run-id/{project}/{index}"
 
 
 def publish_run_id(project_dir: Path, project: str, run_id: str) -> None:
     """Rank 0 of a one-run-per-job run says which run it opened; it never waits for the other ranks."""
     store = _torch_store()
+    index = _PUBLISHED.get(project, 0)
+    _PUBLISHED[project] = index + 1
     if store is not None:
         try:
-            store.set(_store_key(project), run_id)
+            store.set(_store_key(project, index), run_id)
         except Exception as error:
             logger.debug("run id not published in torch.distributed's store: %r", error)
     try:
-        _write_file(project_dir, run_id)
+        _write_file(project_dir, run_id, process_started() - 5.0)
     except OSError as error:
         logger.debug("run id not published in %s: %r", project_dir, error)
 
 
-def _from_store(store: Any, project: str, deadline: float, heard: set[str]) -> str | None:
+def _from_store(store: Any, project: str, deadline: float, heard: list[str]) -> str | None:
+    """The run id rank 0 published after the ``len(heard)`` this process has: its key waits for it."""
     import datetime
 
-    key = _store_key(project)
+    key = _store_key(project, len(heard))
     try:
         store.wait([key], datetime.timedelta(seconds=max(0.0, deadline - time.monotonic())))
-        while time.monotonic() < deadline:
-            run_id = bytes(store.get(key)).decode()
-            if run_id not in heard:
-                return run_id
-            time.sleep(0.05)
+        return bytes(store.get(key)).decode()
     except Exception as error:  # the wait timed out, or the store went away
         logger.debug("no run id in torch.distributed's store: %r", error)
     return None
@@ -204,7 +217,7 @@ def job_run_id(project_dir: Path, project: str, rank: int, *, timeout: float | N
     timeout = WAIT_SECONDS if timeout is None else timeout
     since = process_started() - 5.0
     deadline = time.monotonic() + timeout
-    heard = _HEARD.setdefault(str(project_dir), set())
+    heard = _HEARD.setdefault(str(project_dir), [])
     store = _torch_store()
     run_id = _from_store(store, project, deadline, heard) if store is not None else None
     channel = "torch.distributed"
@@ -220,5 +233,5 @@ def job_run_id(project_dir: Path, project: str, rank: int, *, timeout: float | N
             "and run.run_dir a folder of this machine",
             reason="per-rank-id",
         )
-    heard.add(run_id)
+    heard.append(run_id)
     return run_id, channel
