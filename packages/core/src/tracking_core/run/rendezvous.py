@@ -124,10 +124,10 @@ def _by_file(project_dir: Path, rank: int, choose: Callable[[], str], since: flo
         _write_file(project_dir, run_id, since)
         return run_id
     heard = _HEARD.setdefault(str(project_dir), [])
-    run_id = _read_file(project_dir, since, time.monotonic() + timeout, heard)
-    if run_id is not None:
-        heard.append(run_id)
-    return run_id
+    found = _read_file(project_dir, since, time.monotonic() + timeout, heard)
+    if found is not None:
+        heard.append(found)
+    return found
 
 
 def shared_run_id(
