@@ -1,7 +1,8 @@
 """MLflow's own UI (`mlflow ui`) shows a run this library logged as MLflow users expect: its name, status
-Finished, a duration close to the run's wall time (the MLflow run starts at ``init()``), its params and a
-chart per metric. The page is MLflow's React app, rendered by headless Chromium (``--dump-dom`` after a
-virtual-time budget) and screenshot; set ``TRACKING_SCREENSHOT_DIR`` to keep the screenshot."""
+Finished, a duration close to the run's wall time (the MLflow run starts at ``init()``), its params, its
+metrics and a chart per metric (the Model metrics tab). The page is MLflow's React app, rendered by headless
+Chromium (``--dump-dom`` after a virtual-time budget) and screenshot; ``TRACKING_SCREENSHOT_DIR`` keeps the
+screenshots."""
 
 from __future__ import annotations
 
@@ -22,13 +23,16 @@ CONFIG = {"lr": 0.003, "batch_size": 64, "optimizer": "adamw"}
 WALL = 5.0  # seconds the run lasts
 
 
-def _chromium(url: str, profile: Path, *extra: str) -> str:
-    """What headless Chromium gives for ``url`` after MLflow's app had 15 s of virtual time to render."""
+def _chromium(url: str, profile: Path, *extra: str, budget: int = 15000) -> str:
+    """What headless Chromium gives for ``url`` after MLflow's app had ``budget`` ms of virtual time to render
+    (its charts load Plotly lazily and draw once laid out: they need a longer budget, and every compositor
+    stage run before a frame counts as drawn)."""
     done = subprocess.run(
         [
             CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-            f"--user-data-dir={profile}", "--window-size=1400,1000", "--virtual-time-budget=15000", *extra, url,
+            f"--user-data-dir={profile}", "--window-size=1400,1000", f"--virtual-time-budget={budget}",
+            "--run-all-compositor-stages-before-draw", *extra, url,
         ],
         capture_output=True, text=True, timeout=180,
     )  # fmt: skip
@@ -73,10 +77,17 @@ def test_mlflow_ui_shows_the_runs_name_status_duration_params_and_metric_charts(
         shot = tmp_path / "mlflow-run.png"
         _chromium(page, tmp_path / "profile-shot", f"--screenshot={shot}")
         dom = _chromium(page, tmp_path / "profile-dom", "--dump-dom")
+        charts_shot = tmp_path / "mlflow-run-charts.png"
+        for attempt in range(3):  # Plotly's chunk can outlast a first visit's budget on a cold server
+            charts = _chromium(f"{page}/model-metrics", tmp_path / f"charts-dom-{attempt}", "--dump-dom", budget=40000)
+            if charts.count("js-plotly-plot") >= 2:
+                break
+        _chromium(f"{page}/model-metrics", tmp_path / "charts-shot", f"--screenshot={charts_shot}", budget=40000)
     finally:
         server.stop()
     if os.environ.get("TRACKING_SCREENSHOT_DIR"):
         shutil.copy(shot, Path(os.environ["TRACKING_SCREENSHOT_DIR"]) / "mlflow-run.png")
+        shutil.copy(charts_shot, Path(os.environ["TRACKING_SCREENSHOT_DIR"]) / "mlflow-run-charts.png")
     assert shot.stat().st_size > 10_000, "Chromium painted no page"
 
     # What MLflow's server hands its UI (the same server, so the fallback had the page not rendered).
@@ -98,4 +109,6 @@ def test_mlflow_ui_shows_the_runs_name_status_duration_params_and_metric_charts(
     for key, value in CONFIG.items():
         assert key in text and str(value) in text, key
     for metric in ("train/loss", "val/accuracy"):
-        assert metric in text, metric
+        assert metric in text, metric  # the Overview's metrics table
+        assert f"baseline ({metric})" in charts, metric  # a Model metrics chart's legend: a line for the run
+    assert charts.count("js-plotly-plot") == 2, "a Plotly chart per metric"
