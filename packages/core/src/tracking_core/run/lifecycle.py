@@ -148,9 +148,16 @@ def _finishing(frame: Any) -> bool:
 
 
 def _finish_open_runs() -> None:
+    global _ending
     runs = list(_runs)
     if not runs:
         return
+    if _ending is None:
+        # The interpreter keeps the exception that ended the script in sys.last_type even when an SDK's
+        # excepthook, installed after ours, failed and never called ours (Comet's reports the crash first).
+        kind = getattr(sys, "last_type", None)
+        if isinstance(kind, type) and issubclass(kind, BaseException) and not issubclass(kind, SystemExit):
+            _ending = status_of(kind)
     hooks: list[Any] | None = getattr(threading, "_threading_atexits", None)
     known = len(hooks) if hooks is not None else 0
     shutting_down = getattr(threading, "_SHUTTING_DOWN", None)
