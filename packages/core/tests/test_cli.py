@@ -298,7 +298,8 @@ def test_a_replayed_copy_keeps_the_original_start_time_and_counts_what_its_repor
     assert "nothing to deliver" in again.stderr and "0/1" not in again.stderr
 
 
-def test_a_failed_finish_warns_in_one_line_and_leaves_the_table_to_the_report(tmp_path, caplog):
+def _failed_run(tmp_path, caplog):
+    """A run whose one backend fails at every call: the run, its report and the end-of-run warning line."""
     tracking_core.register_tracker_class(FailingTracker)
     try:
         run = tracking_core.init("p", log_with=["failing"], logging_dir=tmp_path / "runs")
@@ -309,24 +310,19 @@ def test_a_failed_finish_warns_in_one_line_and_leaves_the_table_to_the_report(tm
         from tracking_core.contract import registry
 
         registry.unregister_tracker_class("failing")
-    assert not report.ok
     (line,) = [r.getMessage() for r in caplog.records if "not everything was delivered" in r.getMessage()]
+    return run, report, line
+
+
+def test_a_failed_finish_warns_in_one_line_and_leaves_the_table_to_the_report(tmp_path, caplog):
+    _, report, line = _failed_run(tmp_path, caplog)
+    assert not report.ok
     assert "\n" not in line and "failing (" in line and "spilled" in line
 
 
 def test_the_end_of_run_line_names_the_report_file_and_the_replay_that_delivers_the_rest(tmp_path, caplog):
     """A caller that holds no report (accelerate's ``end_training()``) learns where it is and what to run."""
-    tracking_core.register_tracker_class(FailingTracker)
-    try:
-        run = tracking_core.init("p", log_with=["failing"], logging_dir=tmp_path / "runs")
-        run.log({"loss": 1.0}, step=0)
-        with caplog.at_level("WARNING", logger="tracking"):
-            report = run.finish(timeout=5)
-    finally:
-        from tracking_core.contract import registry
-
-        registry.unregister_tracker_class("failing")
-    (line,) = [r.getMessage() for r in caplog.records if "not everything was delivered" in r.getMessage()]
+    run, report, line = _failed_run(tmp_path, caplog)
     report_file = Path(run.run_dir) / "report.txt"
     assert str(report_file) in line and report_file.read_text() == str(report) + "\n"
     command = f"tracking replay {run.run_dir} --to failing"

@@ -53,6 +53,16 @@ class BackendReport:
         self.samples_missed = 0
         self.context_delivered: bool | None = None
 
+    def count_side(self, kind: str, stored: bool) -> None:
+        """One of the library's side records (kind ``system`` or ``context``) stored, or missed."""
+        if kind == "system":
+            if stored:
+                self.samples += 1
+            else:
+                self.samples_missed += 1
+        else:
+            self.context_delivered = stored
+
     def __repr__(self) -> str:
         return (
             f"BackendReport({self.name!r}, state={self.state!r}, delivered={self.delivered}, "

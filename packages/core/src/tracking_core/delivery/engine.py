@@ -114,7 +114,9 @@ class Delivery:
         self.report = report
         self.values = BackendValues(tracker, report)
         #: the spill journal, the lock both threads take to write it, and the config that heads it
-        self.spiller = Spiller(spill, self.name, report)
+        #: the side-record kinds this tracker declares it takes (intake.record.SIDE_KINDS); others never reach it
+        self.side_kinds = frozenset(kind for kind, method in SIDE_KINDS.items() if has_capability(tracker, method))
+        self.spiller = Spiller(spill, self.name, report, self.side_kinds)
         self._flush_interval = flush_interval
         self._on_started = on_started
         self._on_progress = on_progress
@@ -306,10 +308,8 @@ class Delivery:
     def _deliver_side(self, record: Record) -> None:
         """A sample or the run context: only to a tracker that declares it, only while it is live (they stay
         in the run folder), counted on their own line of the report, never as the user's records."""
-        method = SIDE_KINDS[record.kind]
-        if not has_capability(self.tracker, method):
+        if record.kind not in self.side_kinds:
             return
-        report = self.report
         stored = False
         if self.mode == LIVE:
             try:
@@ -320,14 +320,9 @@ class Delivery:
                         self.tracker.log_run_context(record.payload)
                 stored = True
             except Exception as error:
+                method = SIDE_KINDS[record.kind]
                 warn_once(self.name, method, f"{method} failed ({error!r}); the run folder keeps it", reason="side")
-        if record.kind == "system":
-            if stored:
-                report.samples += 1
-            else:
-                report.samples_missed += 1
-        else:
-            report.context_delivered = stored
+        self.report.count_side(record.kind, stored)
 
     def _internal_error(self, error: Exception) -> None:
         """A defect in this library's own delivery code, not the backend's: the worker must survive it

@@ -18,8 +18,12 @@ from .spill import SpillJournal
 
 
 class Spiller:
-    def __init__(self, journal: SpillJournal, name: str, report: BackendReport) -> None:
+    def __init__(
+        self, journal: SpillJournal, name: str, report: BackendReport, side_kinds: frozenset[str] = frozenset()
+    ) -> None:
         self.journal = journal
+        #: the side-record kinds the backend takes: one of those that ends up here is counted missed
+        self.side_kinds = side_kinds
         self.lock = threading.Lock()
         self.name = name
         self.report = report
@@ -35,10 +39,8 @@ class Spiller:
     def append(self, record: Record, cursor: int) -> None:
         """Spill ``record`` unless the spill or the backend (its ``cursor``) holds it already."""
         if record.kind in SIDE_KINDS:  # the run folder keeps samples and the context: counted, not spilled
-            if record.kind == "system":
-                self.report.samples_missed += 1
-            else:
-                self.report.context_delivered = False
+            if record.kind in self.side_kinds:
+                self.report.count_side(record.kind, stored=False)
             return
         with self.lock:
             if self.journal.holds(record) or (record.seq is not None and record.seq <= cursor):
