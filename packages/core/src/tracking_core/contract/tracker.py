@@ -123,6 +123,9 @@ class GeneralTracker:
     * ``run_end`` -- a :class:`RunEnd` the dispatcher sets just before ``finish()``: how the run ended
       (finished, crashed, killed) and when, for the SDK's run status and end time. A tracker used on its
       own, or finished alone, keeps the default (finished, time unknown).
+    * ``run_id_keyword`` -- the ``init_kwargs`` keyword by which the backend names its run folder
+      (TensorBoard's ``run_id``): a value given there becomes the run's own id, so a second run under it
+      is refused unless it resumes.
     * ``report_notes()`` -- what a person should know about this run in the finish report.
     * ``resume_state()`` -- the SDK's identity of the run (run id, hash, ...), so a restarted job can
       continue it: the dispatcher passes it back in ``run_context.resume`` before ``start()``.
@@ -159,6 +162,7 @@ class GeneralTracker:
     wants_timestamps: ClassVar[bool] = False
     durable_on_return: ClassVar[bool | None] = None
     durable_at_finish: ClassVar[bool] = False
+    run_id_keyword: ClassVar[str | None] = None
     run_context: RunContext | None = None
     run_end: RunEnd = RunEnd()
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 # kept importable from here, where they were defined before
+from ..contract.tracker import GeneralTracker
 from ..delivery.resume import not_resumed_note as not_resumed_note
 from ..delivery.resume import resume_state_of as resume_state_of
 from ..delivery.spill import journal_tail, spill_name
@@ -61,7 +62,7 @@ def named_run_id(specs: list[Any], init_kwargs: dict[str, dict[str, Any]]) -> st
     the journal, ``run.json`` and that backend's files share the folder, and ``resume`` can name it."""
     named = {}
     for spec in specs:  # a tracker given as an instance was built by the caller: init_kwargs do not reach it
-        keyword = getattr(spec, "run_id_keyword", None) if isinstance(spec, type) else None
+        keyword = spec.run_id_keyword if isinstance(spec, type) and issubclass(spec, GeneralTracker) else None
         value = (init_kwargs.get(spec.name) or {}).get(keyword) if keyword else None
         if value is not None:
             named[spec.name] = str(value)
