@@ -33,7 +33,7 @@ def test_only_the_cells_backend_is_importable(backend):
 
 
 def test_entry_points_match_the_cell():
-    from tracking_core.registry import BUILT_IN_CLASSES
+    from tracking_core.contract.registry import BUILT_IN_CLASSES
 
     entries = {entry.name: entry.value for entry in importlib.metadata.entry_points(group="tracking.backends")}
     assert set(entries) == {"jsonl"} | ({CELL} if CELL else set())

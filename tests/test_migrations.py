@@ -141,7 +141,7 @@ class Imported:
 
 
 def journal_of(run_dir: Path) -> Imported:
-    from tracking_core.journal import JournalSummary, read_journal
+    from tracking_core.store.journal import JournalSummary, read_journal
 
     summary = JournalSummary(run_dir)
     points: dict[str, dict[int, float]] = {}

@@ -77,7 +77,7 @@ def _timed_loop(log, steps: int) -> list[float]:
 def case_floor(steps: int, logging_dir: Path, checks: bool = False) -> dict:
     """The floor: a dict copy plus a queue put handed to a draining thread.
 
-    ``checks``: the floor with the dispatcher's value checks (``tracking_core.values.snapshot``, which
+    ``checks``: the floor with the dispatcher's value checks (``tracking_core.intake.values.snapshot``, which
     also makes the copy) in place of the plain copy, so that one run shows what they add.
     """
     import queue
@@ -93,7 +93,7 @@ def case_floor(steps: int, logging_dir: Path, checks: bool = False) -> dict:
 
     threading.Thread(target=drain, daemon=True).start()
     if checks:
-        from tracking_core.values import snapshot as copy
+        from tracking_core.intake.values import snapshot as copy
     else:
         copy = dict
     latencies = _timed_loop(lambda values, step: q.put((copy(values), step)), steps)

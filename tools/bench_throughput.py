@@ -54,6 +54,7 @@ def case_direct(backend: str, steps: int, logging_dir: Path, delivery: str) -> d
 
 def case_ours(backend: str, steps: int, logging_dir: Path, delivery: str) -> dict:
     import tracking_core
+    from tracking_core.run.dispatcher import DEFAULT_FINISH_TIMEOUT
 
     run = tracking_core.init("bench-throughput", log_with=backend, logging_dir=logging_dir, delivery=delivery)
     began = time.monotonic()
@@ -69,7 +70,7 @@ def case_ours(backend: str, steps: int, logging_dir: Path, delivery: str) -> dic
         "spilled": entry.spilled,
         "delivered": entry.delivered,
         "state": entry.state,
-        "within_timeout": finished - began < tracking_core.dispatcher.DEFAULT_FINISH_TIMEOUT,
+        "within_timeout": finished - began < DEFAULT_FINISH_TIMEOUT,
     }
 
 

@@ -3,19 +3,28 @@
     python tools/new_backend.py NAME --sdk MODULE [--requirement "pkg>=1.2"] [--title Title]
                                 [--class-name NameTracker] [--embedded "where it writes"] [--root .]
 
-writes ``packages/NAME`` (``pyproject.toml`` with the ``tracking.backends`` entry point,
-``src/tracking_NAME/`` with a ``tracker.py`` built on the backend kit, README, CHANGELOG, LICENSE,
-``tests/test_contract.py`` running core's contract suite) and ``docs/backends/NAME.md``, then adds
-the backend to the table of built-ins (``tracking_core/contract/builtins.py``, which the registry,
-``tracking list``, the benchmarks and the cell-isolation test read) and to what cannot read it: the
-``LoggerType`` names, the root ``pyproject.toml`` (test matrix, mypy paths, the SDK's missing
-stubs), the docs nav and API page, and the README's table of backends.
-``packages/core/tests/test_builtins_table.py`` checks that all of those agree.
+writes ``packages/NAME`` and ``docs/backends/NAME.md``, then adds the backend to the table of built-ins
+(``tracking_core/contract/builtins.py``, which the registry, ``tracking list``, the benchmarks and the
+cell-isolation test read) and to what cannot read it: the ``LoggerType`` names, the root
+``pyproject.toml`` (test matrix, mypy paths, the SDK's missing stubs), the docs nav and API page, and
+the README's table of backends. ``packages/core/tests/test_builtins_table.py`` checks that all of
+those agree.
 
-The generated ``tracker.py`` is written against a generic SDK surface, each call marked ``# SDK:``
+The package has the layout every backend follows, and imports only ``tracking_core`` (the contract)
+and ``tracking_core.kit`` (the backend author's helpers):
+
+- ``tracker.py``: the ``GeneralTracker`` subclass, the contract's methods mapped to the SDK's calls;
+- ``startup.py``: starting the SDK's run, and resuming the one an earlier process saved;
+- ``reader.py``: reading a run back with the SDK's own reader (read-back, tests, the importer);
+- ``importer.py``: ``tracking import NAME <folder>`` (the ``tracking.importers`` entry point);
+- ``older/``: code for older SDK releases, one module per release line (``older/v0_6.py``);
+- ``tests/``: core's contract suite and the importer against the SDK; no module over 450 lines.
+
+The generated code is written against a generic SDK surface, each call marked ``# SDK:``
 (``MODULE.init(project=, name=, dir=, id=)`` returning a run with ``id``, ``dir``, ``log(values,
 step=)``, ``set_config(config)``, ``finish()``; readers ``MODULE.read_metrics(dir)``,
-``read_texts(dir)``, ``read_config(dir)``): replace those with the SDK's real calls and readers.
+``read_texts(dir)``, ``read_config(dir)``; ``MODULE.find_runs(folder)`` listing run folders): replace
+those with the SDK's real calls and readers.
 """
 
 from __future__ import annotations
@@ -83,6 +92,9 @@ test = ["pytest>=8", "numpy", "pillow"]
 [project.entry-points."tracking.backends"]
 {name} = "{module}:{class_name}"
 
+[project.entry-points."tracking.importers"]
+{name} = "{module}.importer:read_runs"
+
 [tool.uv.sources]
 tracking-core = {{ workspace = true }}
 
@@ -108,12 +120,10 @@ __all__ = ["{class_name}", "__version__"]
 TRACKER = '''\
 """``{class_name}``: the mapping from tracking's calls to {sdk}'s.
 
-Scaffolded by ``tools/new_backend.py`` against a generic SDK surface: each line marked ``# SDK:`` is
-where {sdk}'s own call goes. What every backend needs around the mapping comes from the backend kit
-(``tracking_core.kit.sdk``): the SDK object behind ``tracker``/``run`` (waits for start-up), the
-resume hand-shake, per-rank run names. Optional capabilities (``log_images``, ``log_table``,
-``log_figure``, ``log_artifact``...) are methods to add when the SDK has them; the contract suite
-tests each one that is there.
+Each line marked ``# SDK:`` is where {sdk}'s own call goes. Starting (and resuming) the run is in
+``startup.py``, reading it back in ``reader.py``. Optional capabilities (``log_images``,
+``log_table``, ``log_figure``, ``log_artifact``...) are methods to add when the SDK has them; the
+contract suite tests each one that is there.
 """
 
 from __future__ import annotations
@@ -122,9 +132,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from tracking_core import GeneralTracker, notice
-from tracking_core.adapters import merge_config
-from tracking_core.kit.sdk import not_resumed, per_rank, rank_name, saved_resume, sdk_object
+from tracking_core import GeneralTracker
+from tracking_core.kit import merge_config, sdk_object
+
+from . import reader, startup
 
 
 class {class_name}(GeneralTracker):
@@ -146,37 +157,8 @@ class {class_name}(GeneralTracker):
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def start(self) -> None:
-        import {sdk}  # in the worker thread: never at construction
-
-        context = self.run_context
-        base = context.run_dir if context is not None else Path(self.logging_dir or ".")
-        kwargs: dict[str, Any] = {{
-            "project": self.run_name,
-            "dir": str(base / "{name}"),
-            **self.init_kwargs,
-        }}
-        rank = per_rank(self)
-        if rank is not None:  # per-rank mode: one run per rank, named after it
-            kwargs["name"] = rank_name(kwargs.get("name"), rank)
-        self._continue_saved_run(kwargs)
-        self._run = {sdk}.init(**kwargs)  # SDK: create (or reopen, with id=) the run
+        self._run = startup.start_run(self)
         self.run_dir = Path(self._run.dir)
-        notice(f"{name}: run {{self._run.id}} in {{self.run_dir}}")
-
-    def _continue_saved_run(self, kwargs: dict[str, Any]) -> None:
-        """Point the SDK at the run ``resume_state`` saved in an earlier process, when it is still there."""
-        resume = saved_resume(self, "id", "{title} run")
-        if resume is None:
-            return
-        saved, run_id = resume
-        folder = Path(saved.get("dir") or "")
-        if not saved.get("dir") or not folder.is_dir():
-            not_resumed(
-                self,
-                f"could not resume {title} run {{run_id}} (its folder {{folder}} is gone); started a new run",
-            )
-            return
-        kwargs["id"], kwargs["dir"] = run_id, str(folder)
 
     def resume_state(self) -> dict[str, Any] | None:
         return {{"id": self._run.id, "dir": str(self.run_dir)}}
@@ -195,10 +177,154 @@ class {class_name}(GeneralTracker):
 
     # -- read-back (``tracking demo``, the shared tests) -------------------------------------------
     def read_back_metrics(self) -> dict[str, dict[int, Any]]:
-        import {sdk}
+        assert self.run_dir is not None, "read back after start()"
+        return reader.read_metrics(self.run_dir)
+'''
 
-        series: dict[str, dict[int, Any]] = {sdk}.read_metrics(self.run_dir)  # SDK: its own reader
-        return series
+STARTUP = '''\
+"""Starting a {sdk} run, or reopening the one an earlier process saved (``resume_state``).
+
+Kept apart from the mapping in ``tracker.py``: what the SDK needs before its first call (its import,
+its start keywords, per-rank names, the resume hand-shake) grows with each SDK release.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tracking_core.kit import not_resumed, notice, per_rank, rank_name, saved_resume
+
+if TYPE_CHECKING:
+    from .tracker import {class_name}
+
+
+def start_run(tracker: {class_name}) -> Any:
+    """The SDK's run for ``tracker``, started in the worker thread (never at construction)."""
+    import {sdk}
+
+    context = tracker.run_context
+    base = context.run_dir if context is not None else Path(tracker.logging_dir or ".")
+    kwargs: dict[str, Any] = {{
+        "project": tracker.run_name,
+        "dir": str(base / "{name}"),
+        **tracker.init_kwargs,
+    }}
+    rank = per_rank(tracker)
+    if rank is not None:  # per-rank mode: one run per rank, named after it
+        kwargs["name"] = rank_name(kwargs.get("name"), rank)
+    continue_saved_run(tracker, kwargs)
+    run = {sdk}.init(**kwargs)  # SDK: create (or reopen, with id=) the run
+    notice(f"{name}: run {{run.id}} in {{run.dir}}")
+    return run
+
+
+def continue_saved_run(tracker: {class_name}, kwargs: dict[str, Any]) -> None:
+    """Point the SDK at the run ``resume_state`` saved in an earlier process, when it is still there."""
+    resume = saved_resume(tracker, "id", "{title} run")
+    if resume is None:
+        return
+    saved, run_id = resume
+    folder = Path(saved.get("dir") or "")
+    if not saved.get("dir") or not folder.is_dir():
+        not_resumed(
+            tracker,
+            f"could not resume {title} run {{run_id}} (its folder {{folder}} is gone); started a new run",
+        )
+        return
+    kwargs["id"], kwargs["dir"] = run_id, str(folder)
+'''
+
+READER = '''\
+"""Reading a {sdk} run back with {sdk}'s own reader: the tracker's read-back, the tests, the importer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+
+def read_metrics(run_dir: str | Path) -> dict[str, dict[int, Any]]:
+    """``{{key: {{step: value}}}}`` of the numbers the run logged."""
+    import {sdk}
+
+    series: dict[str, dict[int, Any]] = {sdk}.read_metrics(str(run_dir))  # SDK: its own reader
+    return series
+
+
+def read_texts(run_dir: str | Path) -> dict[str, dict[int, str]]:
+    """``{{key: {{step: text}}}}`` of the strings the run logged."""
+    import {sdk}
+
+    texts: dict[str, dict[int, str]] = {sdk}.read_texts(str(run_dir))  # SDK: its own reader
+    return texts
+
+
+def read_config(run_dir: str | Path) -> dict[str, Any]:
+    """The run's config as the SDK stored it."""
+    import {sdk}
+
+    config: dict[str, Any] = {sdk}.read_config(str(run_dir))  # SDK: its own reader
+    return config
+
+
+def run_folders(folder: str | Path) -> list[Path]:
+    """The run folders at or under ``folder``."""
+    import {sdk}
+
+    return [Path(found) for found in {sdk}.find_runs(str(folder))]  # SDK: how it lists its runs
+'''
+
+IMPORTER = '''\
+"""``tracking import {name} <folder>``: {sdk} runs as journals, read with {sdk}'s own reader.
+
+Registered as the ``tracking.importers`` entry point ``{name}``. A run is known by its folder's
+absolute path, so importing the same folder again is idempotent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from tracking_core.kit import Point, SourceError, SourceRun
+
+from . import reader
+
+
+def read_runs(source: str, *, options: dict[str, str] | None = None) -> Iterator[SourceRun]:
+    """Yield one run per {sdk} run folder at or under ``source``."""
+    root = Path(source)
+    if not root.is_dir():
+        raise SourceError(source, "not a folder of {title} runs")
+    folders = reader.run_folders(root)
+    if not folders:
+        raise SourceError(source, "no {title} run here")
+    for folder in folders:
+        points = [
+            Point(key, step, value)
+            for series in (reader.read_metrics(folder), reader.read_texts(folder))
+            for key, values in series.items()
+            for step, value in values.items()
+        ]
+        yield SourceRun(
+            backend="{name}",
+            source_id=str(folder.resolve()),
+            name=folder.name,
+            project=folder.parent.name or None,
+            config=reader.read_config(folder),
+            points=points,
+            location=str(folder),
+        )
+'''
+
+OLDER = '''\
+"""Code for older {sdk} releases, one module per release line (``v0_6.py`` for 0.6.x).
+
+The current release's code stays in ``tracker.py``, ``startup.py`` and ``reader.py``; what an older
+release needs instead lives here, chosen once by the installed version, so the newest code reads
+without branches and a release line leaves by deleting its module.
+"""
 '''
 
 CONTRACT_TEST = '''\
@@ -206,21 +332,52 @@ CONTRACT_TEST = '''\
 
 from __future__ import annotations
 
-import {sdk}
 from tracking_core.testing import ContractRun, TrackerContract
+from {module} import reader
 
 
 class Test{class_name}Contract(TrackerContract):
     backend_name = "{name}"
 
     def read_metrics(self, run: ContractRun):
-        return {sdk}.read_metrics(run.tracker.run_dir)  # SDK: its reader
+        return reader.read_metrics(run.tracker.run_dir)
 
     def read_texts(self, run: ContractRun):
-        return {sdk}.read_texts(run.tracker.run_dir)  # SDK: its reader
+        return reader.read_texts(run.tracker.run_dir)
 
     def read_config(self, run: ContractRun):
-        return {sdk}.read_config(run.tracker.run_dir)  # SDK: its reader
+        return reader.read_config(run.tracker.run_dir)
+'''
+
+IMPORTER_TEST = '''\
+"""``tracking import {name}``: a run written with {sdk} itself (not through this library), read back whole."""
+
+from __future__ import annotations
+
+import pytest
+import {sdk}
+from tracking_core.kit import SourceError
+from {module}.importer import read_runs
+
+
+def test_a_run_the_sdk_wrote_is_imported_whole(tmp_path):
+    run = {sdk}.init(project="imported", dir=str(tmp_path / "store"))  # SDK: a run written by the SDK
+    run.set_config({{"lr": 0.001, "optimizer": "adam"}})
+    for step in range(3):
+        run.log({{"train/loss": 1.0 / (step + 1), "note": f"step {{step}}"}}, step=step)
+    run.finish()
+
+    (imported,) = read_runs(str(tmp_path / "store"))
+
+    assert imported.backend == "{name}" and imported.config == {{"lr": 0.001, "optimizer": "adam"}}
+    losses = [("train/loss", step, 1.0 / (step + 1)) for step in range(3)]
+    notes = [("note", step, f"step {{step}}") for step in range(3)]
+    assert sorted((point.key, point.step, point.value) for point in imported.points) == sorted(losses + notes)
+
+
+def test_a_folder_without_runs_is_refused(tmp_path):
+    with pytest.raises(SourceError, match="no {title} run"):
+        list(read_runs(str(tmp_path)))
 '''
 
 README = """\
@@ -279,7 +436,12 @@ def write_package(root: Path, fields: dict[str, str]) -> list[Path]:
         source / "__about__.py": '__version__ = "0.1.0"\n',
         source / "py.typed": "",
         source / "tracker.py": TRACKER,
+        source / "startup.py": STARTUP,
+        source / "reader.py": READER,
+        source / "importer.py": IMPORTER,
+        source / "older" / "__init__.py": OLDER,
         folder / "tests" / "test_contract.py": CONTRACT_TEST,
+        folder / "tests" / "test_importer.py": IMPORTER_TEST,
         root / "docs" / "backends" / f"{fields['name']}.md": DOCS_PAGE,
     }
     for path, template in files.items():
@@ -424,16 +586,16 @@ def main(argv: list[str] | None = None) -> int:
         "embedded": args.embedded or f"a {args.sdk} run in <logging_dir>/<project>/<run>/{args.name}",
     }
     root = args.root.resolve()
-    written = write_package(root, fields)
+    write_package(root, fields)
     edited = register(root, fields)
     print(f"wrote packages/{args.name} and docs/backends/{args.name}.md; registered it in:")
     for path in edited:
         print(f"  {path.relative_to(root)}")
     print(
         textwrap.dedent(f"""\
-        next: replace the `# SDK:` lines in {written[6].relative_to(root)} and the readers in its
-        tests/test_contract.py with {args.sdk}'s own calls; then `hatch run lint:fix` and
-        `hatch run test.{args.name}:unit`.""")
+        next: replace the `# SDK:` lines in packages/{args.name}/src/{fields["module"]}/ (tracker.py,
+        startup.py, reader.py) and tests/test_importer.py with {args.sdk}'s own calls; then
+        `hatch run lint:fix` and `hatch run test.{args.name}:unit`.""")
     )
     return 0
 

@@ -1,4 +1,4 @@
-"""``tracking_core.adapters``: the conversions every backend shares."""
+"""``tracking_core.kit.adapters``: the conversions every backend shares."""
 
 from __future__ import annotations
 

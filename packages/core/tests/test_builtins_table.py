@@ -11,9 +11,9 @@ import re
 from pathlib import Path
 
 import pytest
-from tracking_core.backends_info import EMBEDDED_DEFAULTS, SDK_MODULES
+from tracking_core.contract.backends_info import EMBEDDED_DEFAULTS, SDK_MODULES
 from tracking_core.contract.builtins import BACKEND_PACKAGES, BUILT_INS, BY_NAME
-from tracking_core.registry import BUILT_IN_CLASSES, LoggerType, package_for
+from tracking_core.contract.registry import BUILT_IN_CLASSES, LoggerType, package_for
 
 ROOT = Path(__file__).resolve().parents[3]
 pytestmark = pytest.mark.skipif(not (ROOT / "packages" / "core").is_dir(), reason="needs the source tree")

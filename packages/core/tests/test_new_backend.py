@@ -1,12 +1,14 @@
 """``tools/new_backend.py`` makes a package that passes the contract suite, registered wherever built-ins are named.
 
-The scaffold runs into a copy of the files it edits; the generated package's own ``test_contract.py``
-then runs in a fresh interpreter against a tiny local "SDK" (one JSON line per call, with readers),
-found through a ``tracking.backends`` entry point as an installed package would be.
+The scaffold runs into a copy of the files it edits; the generated package's own tests (the contract
+suite and its importer) then run in a fresh interpreter against a tiny local "SDK" (one JSON line per
+call, with readers), found through a ``tracking.backends`` entry point as an installed package would be.
+The package has the layout every backend follows and imports nothing of core's but its two faces.
 """
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import os
 import runpy
@@ -90,7 +92,16 @@ def read_texts(dir):
 
 def read_config(dir):
     return json.loads((Path(dir) / "config.json").read_text())
+
+
+def find_runs(folder):
+    return sorted(str(events.parent) for events in Path(folder).rglob("events.jsonl"))
 '''
+
+#: the one layout of a backend package's source
+LAYOUT = {"__init__.py", "__about__.py", "py.typed", "tracker.py", "startup.py", "reader.py", "importer.py", "older"}
+#: what a backend package may import of core's: the contract and the backend author's kit
+FACES = {"tracking_core", "tracking_core.kit"}
 
 
 def _scaffold(root: Path, *args: str) -> None:
@@ -133,8 +144,35 @@ def test_the_scaffold_registers_the_backend_wherever_built_ins_are_named(repo: P
     assert "::: tracking_tinylog.TinylogTracker" in (repo / "docs/api/backends.md").read_text()
     assert "| `tinylog` | `tracking-tinylog` | `tinysdk>=1.0` |" in (repo / "README.md").read_text()
 
+    assert package["entry-points"]["tracking.importers"] == {"tinylog": "tracking_tinylog.importer:read_runs"}
+
     with pytest.raises(SystemExit, match="exists already"):  # a second run changes nothing
         _scaffold(repo, "tinylog", "--sdk", "tinysdk")
+
+
+def _core_imports(path: Path) -> set[str]:
+    """The ``tracking_core`` modules a file imports (anywhere in it, functions included)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.add(node.module)
+    return {name for name in found if name.split(".")[0] == "tracking_core"}
+
+
+def test_the_scaffolded_package_has_the_backend_layout_and_imports_only_cores_faces(repo: Path):
+    _scaffold(repo, "tinylog", "--sdk", "tinysdk")
+    source = repo / "packages" / "tinylog" / "src" / "tracking_tinylog"
+    assert {path.name for path in source.iterdir()} == LAYOUT
+    assert (source / "older" / "__init__.py").is_file()
+    modules = sorted(source.rglob("*.py"))
+    assert all(len(path.read_text(encoding="utf-8").splitlines()) <= 450 for path in modules)
+    imported = set().union(*(_core_imports(path) for path in modules))
+    assert imported == FACES, imported
+    tests = sorted((repo / "packages" / "tinylog" / "tests").glob("*.py"))
+    assert {path.name for path in tests} == {"test_contract.py", "test_importer.py"}
+    assert set().union(*(_core_imports(path) for path in tests)) <= {*FACES, "tracking_core.testing"}
 
 
 def test_the_scaffolded_package_passes_the_contract_suite(repo: Path, tmp_path: Path):
@@ -148,10 +186,13 @@ def test_the_scaffolded_package_passes_the_contract_suite(repo: Path, tmp_path: 
     info = metadata / "tracking_tinylog-0.1.0.dist-info"  # what installing the package would declare
     info.mkdir(parents=True)
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: tracking-tinylog\nVersion: 0.1.0\n")
-    (info / "entry_points.txt").write_text("[tracking.backends]\ntinylog = tracking_tinylog:TinylogTracker\n")
+    (info / "entry_points.txt").write_text(
+        "[tracking.backends]\ntinylog = tracking_tinylog:TinylogTracker\n\n"
+        "[tracking.importers]\ntinylog = tracking_tinylog.importer:read_runs\n"
+    )
     path = os.pathsep.join([str(package / "src"), str(sdk), str(metadata), os.environ.get("PYTHONPATH", "")])
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(package / "tests")],
+        [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", str(package / "tests")],
         cwd=tmp_path,
         env={**os.environ, "PYTHONPATH": path},
         capture_output=True,
@@ -160,3 +201,5 @@ def test_the_scaffolded_package_passes_the_contract_suite(repo: Path, tmp_path: 
     )
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     assert " passed" in result.stdout and " failed" not in result.stdout, result.stdout[-2000:]
+    for test in ("test_a_run_the_sdk_wrote_is_imported_whole", "test_a_folder_without_runs_is_refused"):
+        assert f"test_importer.py::{test} PASSED" in result.stdout, result.stdout[-2000:]

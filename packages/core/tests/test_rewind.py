@@ -6,10 +6,10 @@ import json
 
 import pytest
 from tracking_core import Dispatcher, register_tracker_class
-from tracking_core.journal import JournalSummary
-from tracking_core.manifest import MANIFEST_NAME
-from tracking_core.replay import replay
-from tracking_core.show import show
+from tracking_core.cli.replay import replay
+from tracking_core.cli.show import show
+from tracking_core.store.journal import JournalSummary
+from tracking_core.store.manifest import MANIFEST_NAME
 from tracking_core.store.rewind import MARKER_KEY, RewindPoint, current_entries
 
 from .test_resume import ResumableMemory, _killed_with_records_left_in_the_journal

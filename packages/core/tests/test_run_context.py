@@ -18,7 +18,7 @@ from tracking_core.context import PARTS, context_parts, extras_of, repro, system
 from tracking_core.context.sampler import SamplerThread
 from tracking_core.context.samples import read_samples
 from tracking_core.context.system import GB, HostSampler, NvmlSampler, SystemSampler, job_devices
-from tracking_core.journal import read_journal
+from tracking_core.store.journal import read_journal
 
 # -- samplers ------------------------------------------------------------------------------------
 

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 from tracking_core import GeneralTracker, register_tracker_class
 from tracking_core.cli import main
-from tracking_core.journal import JournalSummary, read_journal
-from tracking_core.png import encode_png
+from tracking_core.kit import encode_png
+from tracking_core.store.journal import JournalSummary, read_journal
 from tracking_core.testing import MemoryTracker
 from tracking_core.transfer.importing import import_runs, register_importer
 from tracking_core.transfer.model import Media, Point, SourceError, SourceRun

@@ -34,16 +34,17 @@ if TYPE_CHECKING:
     from .report import BackendReport, FinishReport
     from .run.dispatcher import Dispatcher, init
 
+#: public name -> the module (relative to ``tracking_core``) it is loaded from on first use
 _LAZY = {
-    "Dispatcher": "dispatcher",
-    "init": "dispatcher",
-    "JsonlTracker": "jsonl",
-    "NoOpTracker": "noop",
+    "Dispatcher": "run.dispatcher",
+    "init": "run.dispatcher",
+    "JsonlTracker": "backends.jsonl",
+    "NoOpTracker": "contract.noop",
     "BackendReport": "report",
     "FinishReport": "report",
-    "flatten_config": "config",
-    "sanitize_config": "config",
-    "stringify": "config",
+    "flatten_config": "intake.config",
+    "sanitize_config": "intake.config",
+    "stringify": "intake.config",
     "notice": "notices",
     "warn_once": "notices",
 }

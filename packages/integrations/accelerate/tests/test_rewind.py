@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from tracking_accelerate import Accelerator
-from tracking_core.journal import JournalSummary
+from tracking_core.store.journal import JournalSummary
 
 
 def test_load_state_before_init_trackers_rewinds_the_checkpoints_run(tmp_path):

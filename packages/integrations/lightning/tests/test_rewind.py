@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import torch
-from tracking_core.journal import JournalSummary
+from tracking_core.store.journal import JournalSummary
 from tracking_lightning import TrackingLogger
 from tracking_lightning.logger import checkpoint_step
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from tracking_core.journal import JournalSummary
+from tracking_core.store.journal import JournalSummary
 from tracking_transformers import TrackingCallback
 
 from .test_transformers import MAX_STEPS, trainer_with

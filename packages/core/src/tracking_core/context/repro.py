@@ -7,7 +7,7 @@ repository, a slow file system or a credential prompt can hold for minutes, so e
 timeout, its output is read up to a bound, and the caller never waits for it.
 
 ``git`` is run only when the script's folder (or the working directory) is inside a git work tree,
-found by reading ``.git`` files (:mod:`tracking_core.gitinfo`); outside one nothing is spawned. The
+found by reading ``.git`` files (:mod:`tracking_core.kit.gitinfo`); outside one nothing is spawned. The
 commit, branch and remote come from those files, so they are known even when ``git`` is missing or
 hangs; ``git status`` (dirty flag, untracked names) and ``git diff HEAD`` add the rest.
 """

@@ -48,7 +48,7 @@ class BuiltIn(NamedTuple):
 BUILT_INS: tuple[BuiltIn, ...] = (
     BuiltIn(
         "jsonl",
-        "tracking_core.jsonl:JsonlTracker",
+        "tracking_core.backends.jsonl:JsonlTracker",
         None,
         "journal.jsonl under <logging_dir>/<project>/<run>",
         "jsonl (the journal)",

@@ -144,7 +144,7 @@ def write_tensorboard(log_dir: Path) -> SdkRun:
     from tensorboard.summary.writer.event_file_writer import EventFileWriter
     from tensorboard.util import tensor_util
 
-    from ..png import encode_png
+    from ..kit.png import encode_png
 
     began = time.time()
     writer = EventFileWriter(str(log_dir))

@@ -104,7 +104,7 @@ def check_points(
 
 def check_imported(run_dir: str | Path, *, float32: bool = False, config: Mapping[str, Any] | None = None) -> None:
     """Assert an imported run folder holds the canonical points (each once, with their times) and config."""
-    from ..journal import JournalSummary, read_journal
+    from ..store.journal import JournalSummary, read_journal
 
     summary = JournalSummary(run_dir)
     times: dict[str, dict[int, float]] = {}
