@@ -24,7 +24,7 @@ import atexit, json, sys
 
 def read_back():
     run = globals().get("run")
-    report = run._report if run is not None else None
+    report = run.state.report if run is not None else None
     out = {"finished": report is not None}
     if report is not None:
         out["delivered"] = {name: b.delivered for name, b in report.backends.items()}
@@ -68,7 +68,7 @@ KILLED = """
 import json, sys, time, tracking_core
 resume = sys.argv[2] == "resume"
 run = tracking_core.init("killed", log_with=[sys.argv[1], "jsonl"], logging_dir="runs", resume=resume)
-first, last = run._step + 1, int(sys.argv[3])
+first, last = run.state.step + 1, int(sys.argv[3])
 for step in range(first, last):
     run.log({"train/loss": 1.0 / (step + 1)})
     if step == first + 100 and not resume:
@@ -127,7 +127,7 @@ if mode == "new":
         run.log({"train/loss": 1.0 / (step + 1)}, step=step)
         print(step, flush=True)
         time.sleep(0.003)
-first = run._step + 1
+first = run.state.step + 1
 for step in range(first, first + 20):
     run.log({"after/loss": 1.0}, step=step)
 report = run.finish()

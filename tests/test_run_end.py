@@ -18,7 +18,7 @@ INTERRUPTED = """
 import atexit, json, sys, time
 
 def told():  # registered before tracking_core: runs after the library's exit hook finished the run
-    report = run._report
+    report = run.state.report
     tracker = run.get_tracker(sys.argv[1])
     print(json.dumps({"state": report.backends[sys.argv[1]].state, "delivered": report.backends[sys.argv[1]].delivered,
                       "logged": logged, "end": list(tracker.run_end)}), flush=True)

@@ -76,7 +76,7 @@ def test_register_by_name_uses_constructor_convention(tmp_path):
 def test_registered_names_are_part_of_all(tmp_path):
     register_tracker_class(MemoryTracker)
     run = Dispatcher(log_with="all", logging_dir=tmp_path)
-    assert {"memory", "jsonl"} <= {spec.name for spec in run._specs}
+    assert {"memory", "jsonl"} <= {spec.name for spec in run.state.specs}
 
 
 @pytest.mark.parametrize(

@@ -82,7 +82,7 @@ def run(tmp_path):
 
 def test_delivery_goes_on_while_a_begun_flush_waits_and_counts_it_once_durable(run):
     tracker = SlowWriter.instance
-    report = run._workers[0].report
+    report = run.state.workers[0].report
     for step in range(10):
         run.log({"x": float(step)}, step=step)
     _until(lambda: tracker.begun and tracker.begun[0])
@@ -112,7 +112,7 @@ def test_an_explicit_flush_waits_for_the_writer(run):
 
 def test_a_begun_flush_that_fails_spills_what_it_covered_and_nothing_is_lost(run):
     tracker = SlowWriter.instance
-    report = run._workers[0].report
+    report = run.state.workers[0].report
     tracker.fail_write = True
     for step in range(10):
         run.log({"x": float(step)}, step=step)

@@ -32,7 +32,7 @@ def test_backends_run_in_the_delivery_process_and_deliver_everything(tmp_path):
     run.log_config({"late": 1})
     run.log_histogram("w", [1.0, 2.0], step=1999)
     assert run.flush(30)
-    assert run._link is not None and run._link.process.pid != os.getpid()
+    assert run.state.link is not None and run.state.link.process.pid != os.getpid()
     assert run.get_tracker("jsonl")._writer is None  # the object here is a stand-in: the journal is written there
     report = run.finish()
     assert report.ok, str(report)
@@ -53,9 +53,9 @@ def test_the_delivery_process_yields_the_cpu_to_the_training_loop(tmp_path, monk
     run = Dispatcher(log_with=["jsonl"], logging_dir=tmp_path, delivery="process")
     run.init_trackers("p")
     try:
-        assert run._link is not None and run._link.wait_ready()
+        assert run.state.link is not None and run.state.link.wait_ready()
         ours = os.getpriority(os.PRIO_PROCESS, 0)
-        assert os.getpriority(os.PRIO_PROCESS, run._link.process.pid) == min(19, ours + lowered_by)
+        assert os.getpriority(os.PRIO_PROCESS, run.state.link.process.pid) == min(19, ours + lowered_by)
     finally:
         assert run.finish().ok
 
@@ -95,8 +95,8 @@ def test_a_killed_delivery_process_costs_nothing(tmp_path, when):
         if step == 1000:
             if when == "after a flush":
                 run.flush(30)
-            assert run._link is not None
-            os.kill(run._link.process.pid, signal.SIGKILL)
+            assert run.state.link is not None
+            os.kill(run.state.link.process.pid, signal.SIGKILL)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for step in range(1500, 3000):
@@ -121,7 +121,7 @@ for step in range(600):
     if step == 499:
         run.flush(30)
 time.sleep(1.0)  # the feeder has sent the last 100 by now
-print(run.run_dir, run._link.process.pid, flush=True)
+print(run.run_dir, run.state.link.process.pid, flush=True)
 os.kill(os.getpid(), signal.SIGKILL)
 """
 
@@ -180,7 +180,7 @@ run.init_trackers("p")
 for step in range(100):
     run.log({"loss": float(step)}, step=step)
 report = run.finish()
-print(report.ok, run._link.process.poll() is None, (Path(sys.argv[1]) / "teardown-done").exists(), flush=True)
+print(report.ok, run.state.link.process.poll() is None, (Path(sys.argv[1]) / "teardown-done").exists(), flush=True)
 print(run.run_dir, flush=True)
 """
 
@@ -215,7 +215,7 @@ def test_a_backend_that_goes_down_recovers_in_the_delivery_process(tmp_path):
     register_tracker_class(SwitchedJournal)
     run = Dispatcher(log_with=["switched"], logging_dir=tmp_path, delivery="process", retry_backoff=(0.05, 0.4))
     run.init_trackers("p")
-    assert run._link is not None and "switched" in run._link.workers  # it runs over there
+    assert run.state.link is not None and "switched" in run.state.link.workers  # it runs over there
     down = run.run_dir / DOWN_FILE
     for step in range(300):
         if step == 50:
@@ -340,10 +340,10 @@ def test_the_environment_chooses_the_delivery_when_the_code_does_not(tmp_path, m
     monkeypatch.setenv("TRACKING_DELIVERY", "process")
     run = Dispatcher(log_with=["jsonl"], logging_dir=tmp_path)
     run.init_trackers("p")
-    assert run.delivery == "process" and run._link is not None
+    assert run.options.delivery == "process" and run.state.link is not None
     assert run.finish().ok
     explicit = Dispatcher(log_with=["jsonl"], logging_dir=tmp_path, delivery="thread")
-    assert explicit.delivery == "thread"  # what the code says wins
+    assert explicit.options.delivery == "thread"  # what the code says wins
     monkeypatch.setenv("TRACKING_DELIVERY", "fork")
     with pytest.raises(ValueError, match="TRACKING_DELIVERY"):
         Dispatcher(log_with=["jsonl"], logging_dir=tmp_path)
@@ -472,7 +472,7 @@ def test_a_backend_stuck_in_the_delivery_process_does_not_hold_up_the_loop(tmp_p
     stuck.touch()
     assert logged_without_waiting(run, range(steps), "loss"), "log() waited for the stuck call"
     if then == "delivery-process-killed":
-        os.kill(run._link.process.pid, signal.SIGKILL)
+        os.kill(run.state.link.process.pid, signal.SIGKILL)
     stuck.unlink()
     report = run.finish(timeout=60)
     stored = _switched_points(run.run_dir)
@@ -531,7 +531,7 @@ def test_on_full_applies_to_the_queue_to_a_frozen_delivery_process(tmp_path, on_
     run = Dispatcher(log_with=["jsonl"], logging_dir=tmp_path, delivery="process", queue_size=200, on_full=on_full)
     run.init_trackers("p")
     run.flush(30)
-    pid = run._link.process.pid
+    pid = run.state.link.process.pid
     os.kill(pid, signal.SIGSTOP)
     try:
         waited = not logged_without_waiting(run, range(steps), "loss", timeout=60)

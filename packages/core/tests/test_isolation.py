@@ -178,7 +178,7 @@ def test_an_unexpected_error_in_the_worker_neither_hangs_the_loop_nor_loses_reco
     # bounded queue fills and log() waits forever for room.
     from tracking_core.delivery.engine import Delivery
 
-    take = Delivery._take
+    take = Delivery.take
     calls = []
 
     def take_with_a_bug(self, records):
@@ -188,7 +188,7 @@ def test_an_unexpected_error_in_the_worker_neither_hangs_the_loop_nor_loses_reco
                 raise RuntimeError("a bug in the delivery code")
         return take(self, records)
 
-    monkeypatch.setattr(Delivery, "_take", take_with_a_bug)
+    monkeypatch.setattr(Delivery, "take", take_with_a_bug)
     run = Dispatcher(log_with=["memory"], logging_dir=tmp_path, queue_size=20)
     run.init_trackers("p")
     done = threading.Event()
@@ -258,7 +258,7 @@ def test_a_backend_stuck_in_one_sdk_call_does_not_hold_up_the_loop(tmp_path, mon
         (run.run_dir / STUCK_FILE).unlink()
     if outcome == "fails":
         deadline = time.monotonic() + 30
-        while run._workers[0].report.errors == 0 and time.monotonic() < deadline:  # the call failed
+        while run.state.workers[0].report.errors == 0 and time.monotonic() < deadline:  # the call failed
             time.sleep(0.01)
         (run.run_dir / DOWN_FILE).unlink()
     report = run.finish(timeout=30 if outcome != "never-returns" else 1)

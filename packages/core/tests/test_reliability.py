@@ -158,7 +158,7 @@ def test_raising_reports_a_past_failure_without_costing_the_current_record(memor
             pass
     with pytest.raises(TrackingError):
         run.finish()
-    report = run._report
+    report = run.state.report
     assert report is not None
     journal = _steps(run.run_dir / "journal.jsonl")
     spilled = _steps(run.run_dir / "spill-failing.jsonl")
@@ -354,7 +354,7 @@ def test_replay_completes_the_original_run_once_and_never_becomes_the_resumed_ru
 KILLED = """
 import sys, time, tracking_core
 run = tracking_core.init("killed", log_with=["jsonl"], logging_dir=sys.argv[1], resume=sys.argv[2] == "resume")
-first = run._step + 1
+first = run.state.step + 1
 for step in range(first, int(sys.argv[3])):
     run.log({"loss": 1.0 / (step + 1)})
     if step == first + 150:
@@ -439,7 +439,7 @@ def test_a_deleted_run_folder_is_not_reported_as_delivered(tmp_path):
 
 
 def test_the_flush_interval_is_one_second_and_configurable(tmp_path):
-    assert Dispatcher().flush_interval == 1.0
+    assert Dispatcher().options.flush_interval == 1.0
     with pytest.raises(ValueError, match="flush_interval"):
         Dispatcher(flush_interval=0)
 

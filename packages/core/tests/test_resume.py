@@ -234,7 +234,7 @@ def test_a_call_that_stored_its_points_when_the_process_died_is_not_repeated(tmp
     _killed_inside_the_backend(tmp_path, monkeypatch, 100, die_at=40, FILE_STORE_FAIL_BATCH_AT=fail_at)
     run = Dispatcher(log_with=["file-store", "jsonl"], logging_dir=tmp_path / "runs", resume=True)
     run.init_trackers("proj")
-    for step in range(run._step + 1, 120):
+    for step in range(run.state.step + 1, 120):
         run.log({"loss": float(step)}, step=step)
     assert run.finish().ok
     steps = [step for step, _ in run.get_tracker("file-store").read_back_history()["loss"]]
@@ -375,8 +375,8 @@ def test_a_delivery_process_that_dies_during_a_resumed_catch_up_loses_nothing(tm
     deadline = time.monotonic() + 60
     while (run_dir / "hang-once").exists() and time.monotonic() < deadline:  # the catch-up's first call
         time.sleep(0.01)
-    assert run._link is not None
-    os.kill(run._link.process.pid, signal.SIGKILL)
+    assert run.state.link is not None
+    os.kill(run.state.link.process.pid, signal.SIGKILL)
     for step in range(steps, steps + live):
         run.log({"loss": float(step)}, step=step)
     report = run.finish(timeout=60)

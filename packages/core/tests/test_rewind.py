@@ -8,9 +8,10 @@ import pytest
 from tracking_core import Dispatcher, register_tracker_class
 from tracking_core.cli.replay import replay
 from tracking_core.cli.show import show
+from tracking_core.contract.tracker import MARKER_KEY
 from tracking_core.store.journal import JournalSummary
 from tracking_core.store.manifest import MANIFEST_NAME
-from tracking_core.store.rewind import MARKER_KEY, RewindPoint, current_entries
+from tracking_core.store.rewind import RewindPoint, current_entries
 
 from .test_resume import ResumableMemory, _killed_with_records_left_in_the_journal
 
@@ -18,7 +19,7 @@ from .test_resume import ResumableMemory, _killed_with_records_left_in_the_journ
 def _train(tmp_path, steps, **options):
     run = Dispatcher(log_with=["jsonl", "resumable"], logging_dir=tmp_path, **options)
     run.init_trackers("proj", config={"lr": 0.1})
-    first = run._step + 1
+    first = run.state.step + 1
     for step in range(first, first + steps):
         run.log({"loss": 1.0 / (step + 1)})
     return run, run.finish()
@@ -33,7 +34,7 @@ def resumable(memory):
 def test_a_rewound_run_holds_each_step_once_in_the_journal_show_and_replay(tmp_path, resumable, delivery):
     first, _ = _train(tmp_path, 150)
     second, report = _train(tmp_path, 100, resume=True, resume_step=100, delivery=delivery)
-    assert second.run_dir == first.run_dir and second._step == 199
+    assert second.run_dir == first.run_dir and second.state.step == 199
     summary = JournalSummary(first.run_dir)
     assert [step for step, _ in summary.metrics["loss"]] == list(range(200))
     assert summary.superseded == 50 and summary.counts["rewind"] == 1
@@ -58,7 +59,7 @@ def test_a_later_resume_carries_on_from_the_rewound_timeline(tmp_path, resumable
     _train(tmp_path, 150)
     _train(tmp_path, 10, resume=True, resume_step=100)  # steps 100..109, then the process ends
     third, _ = _train(tmp_path, 5, resume=True)
-    assert third._step == 114, "the earlier timeline's step 149 must not count after the rewind"
+    assert third.state.step == 114, "the earlier timeline's step 149 must not count after the rewind"
     summary = JournalSummary(third.run_dir)
     assert [step for step, _ in summary.metrics["loss"]] == list(range(115))
 

@@ -389,7 +389,7 @@ def test_a_backend_overriding_log_run_context_gets_it_when_the_run_asks(tmp_path
 
 def test_everything_off_starts_no_thread(tmp_path, memory):
     run = init("p", log_with=["memory"], logging_dir=tmp_path, system_metrics=False, context=False)
-    assert run._context_capture is None
+    assert run.state.context_capture is None
     run.finish()
     assert memory.runs[-1].config is None
 

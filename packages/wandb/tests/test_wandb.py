@@ -353,7 +353,7 @@ def test_the_periodic_flush_never_sleeps_in_the_worker_and_counts_only_what_is_o
 
     monkeypatch.setattr(transaction_log.NextWrite, "wait", no_waiting)
     run, tracker = start(tmp_path)
-    report = run._workers[0].report
+    report = run.state.workers[0].report
     for step in range(10):
         run.log({"loss": float(step)}, step=step)
     deadline = time.monotonic() + 30

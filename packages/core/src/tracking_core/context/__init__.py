@@ -152,9 +152,9 @@ def send_context(dispatcher: Dispatcher, context: dict[str, Any]) -> None:
     """The captured context to every worker of a started run, as a side record (``log_run_context``)."""
     from ..intake.record import Record
 
-    with dispatcher._lock:
-        workers = list(dispatcher._workers)
-        if not workers or dispatcher._finishing:
+    with dispatcher.state.lock:
+        workers = list(dispatcher.state.workers)
+        if not workers or dispatcher.state.finishing:
             return
         for worker in workers:
             worker.put(Record("context", copy.deepcopy(context), None, {}, None, None))
@@ -177,7 +177,7 @@ class RunContextCapture:
         self._capture: threading.Thread | None = None
         self._gpu_names: list[str] | None = None
         run_dir = Path(str(dispatcher.run_dir))
-        session = dispatcher._session
+        session = dispatcher.state.session
         self._samples = SampleFile(run_dir) if session is not None and session.writes else None
         self._next_index = 0
         if extras.interval is not None:
@@ -194,7 +194,7 @@ class RunContextCapture:
     def _make_sampler(self) -> Any:
         from .system import SystemSampler
 
-        sampler = SystemSampler(self.dispatcher.logging_dir or ".", per_rank=self.dispatcher.per_rank)
+        sampler = SystemSampler(self.dispatcher.logging_dir or ".", per_rank=self.dispatcher.options.per_rank)
         if sampler.gpu is not None:
             try:
                 self._gpu_names = sampler.gpu.names()
@@ -211,8 +211,8 @@ class RunContextCapture:
             return
         dispatcher = self.dispatcher
         record: tuple[Any, ...] = ("system", values, index, {}, timestamp, None)
-        with dispatcher._lock:
-            puts = list(dispatcher._puts)
+        with dispatcher.state.lock:
+            puts = list(dispatcher.state.puts)
         for put in puts:  # outside the lock: a full queue makes this thread wait, never log()
             put(record)
 
@@ -230,7 +230,7 @@ class RunContextCapture:
 
     def _deliver_context(self, context: dict[str, Any]) -> None:
         dispatcher = self.dispatcher
-        session = dispatcher._session
+        session = dispatcher.state.session
         if session is not None and session.writes:
             session.manifest.set_extra("context", context)
             if self.extras.context_to_backends:  # a replay into a new run sends it to that run's backends too
@@ -253,7 +253,7 @@ class RunContextCapture:
     def start(cls, dispatcher: Dispatcher, extras: Extras) -> RunContextCapture | None:
         """Start both for a run with backends in this process; ``None`` when both are off or the run has
         no backend here (another rank of a one-run-per-job run). Never raises."""
-        if (extras.interval is None and extras.parts is None) or not dispatcher._workers:
+        if (extras.interval is None and extras.parts is None) or not dispatcher.state.workers:
             return None
         try:
             return cls(dispatcher, extras)

@@ -32,7 +32,7 @@ class Backlog:
         """What a reopened run missed, less what the backend's storage already holds (see ``CatchUp.missed``)."""
         return self.delivery.catch_up.missed(
             self.delivery.positions.cursor,
-            self.delivery._confirms_at_flush,
+            self.delivery.confirms_at_flush,
             self.last_stored_step,
             self.delivery.tracker.sanitize_key,
         )
@@ -40,7 +40,7 @@ class Backlog:
     def last_stored_step(self) -> tuple[int, set[str]] | None:
         """The last step the backend's storage holds and the keys stored at it; ``None`` when it cannot say."""
         try:
-            with self.delivery._in_backend():
+            with self.delivery.in_backend():
                 history = self.delivery.tracker.read_back_history()
         except Exception as error:
             logger.info("backend %r cannot say how far its earlier run got (%r)", self.delivery.name, error)
@@ -57,12 +57,12 @@ class Backlog:
                 self.delivery.catch_up.backlog = None
                 if self.delivery.spiller.journal.path is not None and self.delivery.report.spilled > 0:
                     self.delivery.mode = RECOVERING
-                    self.delivery._reader = SpillReader(self.delivery.spiller.journal.path)
+                    self.delivery.spill_reader = SpillReader(self.delivery.spiller.journal.path)
                 else:
                     self.delivery.outage.back_to_live()
                 return
         else:
-            records = self.delivery._reader.read(MAX_BATCH) if self.delivery._reader is not None else []
+            records = self.delivery.spill_reader.read(MAX_BATCH) if self.delivery.spill_reader is not None else []
             if not records:
                 self.delivery.outage.back_to_live()
                 return
@@ -82,7 +82,7 @@ class Backlog:
                     end += 1
             if catching_up:
                 self.delivery.catch_up.next = end
-            self.delivery._take(records[index:end])
+            self.delivery.take(records[index:end])
             index = end
         if self.delivery.abandoned:
             return

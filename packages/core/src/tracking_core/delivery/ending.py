@@ -25,22 +25,22 @@ class Ending:
             self.delivery.backlog.deliver_batch()
         if self.delivery.abandoned:
             return
-        if self.delivery.mode == LIVE and self.delivery.started and self.delivery._rewind is not None:
-            self.delivery._apply_rewind()  # nothing was logged after the rewind: it still says where the run went back to
-        if self.delivery.mode == LIVE and self.delivery.started and self.delivery._flush_before_finish:
+        if self.delivery.mode == LIVE and self.delivery.started and self.delivery.rewind_due is not None:
+            self.delivery.apply_rewind()  # nothing was logged after the rewind: it still says where the run went back to
+        if self.delivery.mode == LIVE and self.delivery.started and self.delivery.flush_before_finish:
             self.delivery.flush()
         if self.delivery.mode == LIVE and self.delivery.started:
             _, error = self.delivery.live.attempt(self.delivery.tracker.finish)
             if error is None:
-                moved, self.delivery._unconfirmed = self.delivery._unconfirmed, []
-                self.delivery._confirm(moved)
+                moved, self.delivery.unconfirmed = self.delivery.unconfirmed, []
+                self.delivery.confirm(moved)
                 enter(self.delivery.report, "finished")
             else:
                 self.delivery.outage.failed(error, "finish", [])
                 enter(self.delivery.report, "finish_failed")
-                moved, self.delivery._unconfirmed = self.delivery._unconfirmed, []
+                moved, self.delivery.unconfirmed = self.delivery.unconfirmed, []
                 for record in moved:
-                    self.delivery._spill_record(record)
+                    self.delivery.spill_record(record)
         elif self.delivery.started:
             enter(self.delivery.report, "quarantined")
         self.collect_notes()
@@ -59,10 +59,10 @@ class Ending:
         """The backend did not finish in time: everything it has not stored goes to the spill."""
         self.delivery.abandoned = True
         enter(self.delivery.report, "timed_out")
-        held = self.delivery._held[self.delivery._held_next :]
+        held = self.delivery.held[self.delivery.held_next :]
         # _spill_in_order takes each once
-        owed = [*self.delivery._unconfirmed, *self.delivery.in_flight, *held, *pending]
-        self.delivery._unconfirmed = []
+        owed = [*self.delivery.unconfirmed, *self.delivery.in_flight, *held, *pending]
+        self.delivery.unconfirmed = []
         if self.delivery.catch_up.running():
             before = self.delivery.catch_up.before
             earlier = [record for record in owed if record.seq is not None and record.seq < before]
@@ -71,7 +71,7 @@ class Ending:
         for record in owed:
             if record.kind == "flush":
                 record.payload.set()  # nobody waits for a flush that cannot come
-        self.delivery._spill_in_order(owed)
+        self.delivery.spill_in_order(owed)
         self.collect_notes()
         # a call still in the SDK may yet store its records: the cursor file stays open to say so
         self.close_spill(keep_cursor=bool(self.delivery.in_flight))

@@ -121,19 +121,17 @@ class Delivery:
         self._on_started = on_started
         self._on_progress = on_progress
         durable = getattr(tracker, "durable_on_return", None)
-        self._confirms_at_flush = (
-            not durable if durable is not None else type(tracker).flush is not GeneralTracker.flush
-        )
+        self.confirms_at_flush = not durable if durable is not None else type(tracker).flush is not GeneralTracker.flush
         # a backend whose finish() makes buffered records durable needs no flush just before it
-        self._flush_before_finish = not (self._confirms_at_flush and getattr(tracker, "durable_at_finish", False))
+        self.flush_before_finish = not (self.confirms_at_flush and getattr(tracker, "durable_at_finish", False))
         #: Held by the delivering thread except while it waits on the SDK: ``abandon`` takes it, so at
         #: that moment every record still owed sits in one of this object's lists (or the queue),
         #: never only in a thread's local variables.
         self._handover = Handover()
         self.handover = self._handover.lock
         #: the batch the worker took off its queue, and how far into it delivery has got
-        self._held: list[Record] = []
-        self._held_next = 0
+        self.held: list[Record] = []
+        self.held_next = 0
         self.mode: Mode = LIVE
         self.started = False
         self.abandoned = False
@@ -145,24 +143,24 @@ class Delivery:
         #: how far the backend got (durable, handed over), and the cursor file that keeps it
         self.positions = Positions(cursor, cursor_step, cursor_file)
         self.in_flight: list[Record] = []
-        self._unconfirmed: list[Record] = []
+        self.unconfirmed: list[Record] = []
         #: a flush the backend began (``begin_flush``): whether it is done, and the last record it covers
         self._pending_flush: tuple[Callable[[], bool], Record] | None = None
         begin = getattr(tracker, "begin_flush", None)
         self._begin_tracker_flush: Callable[[], Callable[[], bool]] | None = (
-            begin if self._confirms_at_flush and callable(begin) else None
+            begin if self.confirms_at_flush and callable(begin) else None
         )
         self._dirty = False
         self._last_flush = time.monotonic()
         #: when the worker last looked at its queue (took records, or found none): ``seconds_busy`` counts from it
         self._at_queue = time.monotonic()
-        self._reader: SpillReader | None = None
+        self.spill_reader: SpillReader | None = None
         #: what the backend missed before this process (resume, replay, take-over), delivered first
         self.catch_up = CatchUp(backlog_paths, backlog_records, backlog_before, handed)
         self._published: tuple[int, int] | None = None
         #: resume_step went back: the rewind applied before this process's first record (rewind.py), and
         #: the records every rewind of the run superseded (never delivered)
-        self._rewind, self._superseded = rewind.due(tracker.run_context)
+        self.rewind_due, self._superseded = rewind.due(tracker.run_context)
         #: the parts that act on this state: calls into the SDK as records come (refused values
         #: isolated), the backend being down and coming back, the backlog, and the end
         self.live = Live(self)
@@ -181,12 +179,12 @@ class Delivery:
                 self.outage.can_retry_start = False  # a missing package does not come back by itself
             self.outage.failed(error, "start", [])
         else:
-            self._started()
+            self.mark_started()
         finally:
             self.report.ready_at = time.monotonic()
             self.report.start_seconds = self.report.ready_at - began
 
-    def _started(self) -> None:
+    def mark_started(self) -> None:
         self.started = True
         # The flush clock starts with the backend: records that waited for a long start-up (an SDK's
         # import) are delivered before the first flush, not held up by one.
@@ -216,7 +214,7 @@ class Delivery:
         """
         for attempt in range(IMPORT_RETRIES + 1):
             try:
-                with self._in_backend():
+                with self.in_backend():
                     self.tracker.start()
                 return
             except (ImportError, AttributeError) as error:
@@ -235,7 +233,7 @@ class Delivery:
     def disown(self) -> None:
         self._handover.disown()
 
-    def _in_backend(self) -> contextlib.AbstractContextManager[None]:
+    def in_backend(self) -> contextlib.AbstractContextManager[None]:
         """Around a call into the SDK, which may hang: ``abandon`` and ``spill_over`` must not wait for it."""
         return self._handover.in_backend()
 
@@ -265,7 +263,7 @@ class Delivery:
 
     def hold(self, batch: list[Record]) -> None:
         """The worker took ``batch`` off its queue (it may still grow): owed until ``handle`` takes it."""
-        self._held, self._held_next = batch, 0
+        self.held, self.held_next = batch, 0
 
     def handle(self, batch: list[Record]) -> None:
         """Deliver (or spill) a drained batch in order, grouping consecutive metric records."""
@@ -276,7 +274,7 @@ class Delivery:
             if batch[index].kind == "log":
                 while end < len(batch) and batch[end].kind == "log":
                     end += 1
-            self._held_next = end
+            self.held_next = end
             self.in_flight = batch[index:end]
             try:
                 self._handle_group(self.in_flight)
@@ -285,14 +283,14 @@ class Delivery:
             self.in_flight = []
             index = end
         if not self.abandoned:
-            self._held, self._held_next = [], 0
+            self.held, self.held_next = [], 0
 
     def _handle_group(self, records: list[Record]) -> None:
         """A run of metric records, or one record of another kind."""
         record = records[0]
         kind = record.kind
         if kind == "log":
-            self._take(records)
+            self.take(records)
         elif kind == "flush":
             self.flush()
             record.payload.set()
@@ -303,7 +301,7 @@ class Delivery:
         else:
             if kind == "config":
                 self.spiller.remember_config(record)
-            self._take(records)
+            self.take(records)
 
     def _deliver_side(self, record: Record) -> None:
         """A sample or the run context: only to a tracker that declares it, only while it is live (they stay
@@ -313,7 +311,7 @@ class Delivery:
         stored = False
         if self.mode == LIVE:
             try:
-                with self._in_backend():
+                with self.in_backend():
                     if record.kind == "system":
                         self.tracker.log_system_metrics(record.payload, record.step or 0, record.timestamp or 0.0)
                     else:
@@ -346,13 +344,13 @@ class Delivery:
         """The run's whole config so far, as one record (it heads a spill journal)."""
         return self.spiller.config
 
-    def _take(self, records: list[Record]) -> None:
+    def take(self, records: list[Record]) -> None:
         if self._superseded:
             records = [record for record in records if not rewind.superseded(record.step, record.seq, self._superseded)]
             if not records:
                 return
-        if self._rewind is not None and self.mode == LIVE and (records[0].seq or 0) > self._rewind.last_seq:
-            self._apply_rewind()  # before this process's first record; the earlier ones caught up first
+        if self.rewind_due is not None and self.mode == LIVE and (records[0].seq or 0) > self.rewind_due.last_seq:
+            self.apply_rewind()  # before this process's first record; the earlier ones caught up first
         if self.mode == LIVE and records[0].kind in self.unavailable_kinds:
             self.live.skip_unavailable(records)  # in order only: while records wait in the spill, these wait too
             return
@@ -361,32 +359,32 @@ class Delivery:
             return
         if self.mode != LIVE:
             for record in records:
-                self._spill_record(record)
+                self.spill_record(record)
         elif records[0].kind == "log":
             self.live.deliver_metrics(records)
         else:
             self.live.deliver_one(records[0])
 
-    def _apply_rewind(self) -> None:
-        point, self._rewind = self._rewind, None
+    def apply_rewind(self) -> None:
+        point, self.rewind_due = self.rewind_due, None
         if point is not None:
-            with self._in_backend():
+            with self.in_backend():
                 self.report.notes.append(rewind.apply(self.tracker, point))
 
     # -- accounting ----------------------------------------------------------------------------
-    def _stored(self, records: list[Record]) -> None:
+    def mark_stored(self, records: list[Record]) -> None:
         if not records:
             return
         self.outage.failures = 0
         self._dirty = True
         self.positions.advance_handed(records)
-        if self._confirms_at_flush:
-            self._unconfirmed.extend(records)
+        if self.confirms_at_flush:
+            self.unconfirmed.extend(records)
             self.positions.write()
         else:
-            self._confirm(records)
+            self.confirm(records)
 
-    def _confirm(self, records: list[Record]) -> None:
+    def confirm(self, records: list[Record]) -> None:
         report, spilled_through = self.report, self.spiller.journal.last_seq
         report.delivered += len(records)
         for record in records:
@@ -396,17 +394,17 @@ class Delivery:
         self.positions.advance_durable(records)
         self.positions.write()
 
-    def _stored_after_abandon(self, records: list[Record]) -> None:
+    def mark_stored_after_abandon(self, records: list[Record]) -> None:
         """A call ``abandon`` gave up on came back. What it stored is in the spill as well: the cursor
         says the backend holds it, so replaying the spill (or resuming) does not deliver it twice."""
         self.positions.advance_handed(records)
-        if not self._confirms_at_flush:
+        if not self.confirms_at_flush:
             self.positions.advance_durable(records)
         if self.positions.file is not None:
             self.positions.write()
             self.positions.close()
 
-    def _spill_record(self, record: Record) -> None:
+    def spill_record(self, record: Record) -> None:
         if record.kind in CONTROL_KINDS:
             return
         if self.catch_up.owns(record):
@@ -457,13 +455,13 @@ class Delivery:
         """The periodic flush of a backend that can start one and be asked later (``begin_flush``)."""
         if self._pending_flush is not None:
             return  # one at a time: what came since waits for the next
-        if self.started and self.mode != SPILLING and self._unconfirmed:
+        if self.started and self.mode != SPILLING and self.unconfirmed:
             began: list[Callable[[], bool]] = []
             _, error = self.live.attempt(lambda: began.append(begin()))
             if self.abandoned:
                 return
             if error is None:
-                self._pending_flush = (began[0], self._unconfirmed[-1])
+                self._pending_flush = (began[0], self.unconfirmed[-1])
             else:
                 self._flush_failed(error)
         self._flush_spill()
@@ -477,25 +475,25 @@ class Delivery:
             return
         self._pending_flush = None
         # the records it covers lead the unconfirmed ones, unless another path settled them meanwhile
-        covered = next((index for index, record in enumerate(self._unconfirmed) if record is last), None)
+        covered = next((index for index, record in enumerate(self.unconfirmed) if record is last), None)
         if covered is None:
             return
         if error is None:
-            moved, self._unconfirmed = self._unconfirmed[: covered + 1], self._unconfirmed[covered + 1 :]
-            self._confirm(moved)
+            moved, self.unconfirmed = self.unconfirmed[: covered + 1], self.unconfirmed[covered + 1 :]
+            self.confirm(moved)
             self.publish_progress()
         else:
             self._flush_failed(error)
 
     def flush(self) -> None:
         """Flush the backend (counting what it buffered as delivered) and the spill."""
-        if self.started and self.mode != SPILLING and (self._dirty or self._unconfirmed):
+        if self.started and self.mode != SPILLING and (self._dirty or self.unconfirmed):
             _, error = self.live.attempt(self.tracker.flush)
             if self.abandoned:
                 return
             if error is None:
-                moved, self._unconfirmed = self._unconfirmed, []
-                self._confirm(moved)
+                moved, self.unconfirmed = self.unconfirmed, []
+                self.confirm(moved)
             else:
                 self._flush_failed(error)
         self._pending_flush = None  # what it covered was confirmed (or spilled) just now
@@ -503,7 +501,7 @@ class Delivery:
 
     def _flush_failed(self, error: BaseException) -> None:
         """Every record the backend may still only buffer goes to the spill, as with any failure."""
-        moved, self._unconfirmed = self._unconfirmed, []
+        moved, self.unconfirmed = self.unconfirmed, []
         self.outage.failed(error, "flush", moved)
 
     def _flush_spill(self) -> None:
@@ -534,11 +532,11 @@ class Delivery:
         """The backend did not finish in time: everything it has not stored goes to the spill."""
         self.ending.abandon(pending)
 
-    def _spill_in_order(self, records: list[Record]) -> None:
+    def spill_in_order(self, records: list[Record]) -> None:
         """Spill ``records`` once each, numbered ones in ``seq`` order (control records and what the
         spill already holds are skipped by ``_spill_record``)."""
         for record in in_order(records):
-            self._spill_record(record)
+            self.spill_record(record)
 
 
 def _installed(error: BaseException) -> bool:

@@ -1,6 +1,6 @@
 """The live path: one backend's records handed to its SDK as they come, and refused values isolated.
 
-A call that returned stored its records (see ``Delivery._stored``); ``PartialDelivery`` tells how much
+A call that returned stored its records (see ``Delivery.mark_stored``); ``PartialDelivery`` tells how much
 of a failed batch was stored. A value error (the SDK refuses a key or a value) costs only what it
 refuses: the batch is retried record by record, a record key by key (halving), and the refused keys
 are skipped with one warning and a report entry. Any other error means the backend is down, which
@@ -46,13 +46,13 @@ class Live:
         else:
             done, error = self.attempt(tracker.log_batch, entries)
         if self.delivery.abandoned:
-            self.delivery._stored_after_abandon(records if error is None else records[:done])
+            self.delivery.mark_stored_after_abandon(records if error is None else records[:done])
             return
         if error is None:
             self.delivery.in_flight = []
-            self.delivery._stored(records)
+            self.delivery.mark_stored(records)
             return
-        self.delivery._stored(records[:done])
+        self.delivery.mark_stored(records[:done])
         rest = records[done:]
         # Owed until each is stored, skipped or spilled: a finish timeout during the retries below spills them.
         self.delivery.in_flight = rest
@@ -98,7 +98,7 @@ class Live:
             _, error = self.attempt(self.delivery.tracker.log, values, step=record.step, **kwargs)
             if self.delivery.abandoned:
                 if error is None and not groups:
-                    self.delivery._stored_after_abandon([record])
+                    self.delivery.mark_stored_after_abandon([record])
                 return record, None
             if error is None:
                 continue
@@ -110,7 +110,7 @@ class Live:
             else:
                 half = len(group) // 2
                 groups[0:0] = [group[:half], group[half:]]
-        self.delivery._stored([record])
+        self.delivery.mark_stored([record])
         return record, None
 
     def deliver_one(self, record: Record) -> None:
@@ -121,24 +121,24 @@ class Live:
         _, error = self.attempt(deliver, self.delivery.tracker, record)
         self.delivery.in_flight = []
         if self.delivery.abandoned:
-            self.delivery._stored_after_abandon([record] if error is None else [])
+            self.delivery.mark_stored_after_abandon([record] if error is None else [])
             return
         if error is None:
-            self.delivery._stored([record])
+            self.delivery.mark_stored([record])
         elif isinstance(error, ImportError):
             self.kind_unavailable(record.kind, error, [record])
         elif is_refusal(error):
             self.refusal_seen(error)
             what = record.payload[0] if record.kind == "table" else record.kind
             self.refuse(str(what), record, error)
-            self.delivery._stored([record])  # nothing of it can be stored: retrying would fail the same way
+            self.delivery.mark_stored([record])  # nothing of it can be stored: retrying would fail the same way
         else:
             self.delivery.outage.failed(error, record.kind, [record])
 
     def attempt(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[int, BaseException | None]:
         """Call into the backend; returns (entries stored before a failure, the failure or None)."""
         try:
-            with self.delivery._in_backend():
+            with self.delivery.in_backend():
                 function(*args, **kwargs)
         except PartialDelivery as partial:
             return partial.delivered, partial.__cause__ or partial
@@ -187,7 +187,7 @@ class Live:
             return
         name = KIND_NAMES.get(records[0].kind, records[0].kind)
         self.delivery.report.skipped_records[name] = self.delivery.report.skipped_records.get(name, 0) + len(records)
-        self.delivery._stored(records)  # handled: nothing of them can be stored here, and nothing is retried
+        self.delivery.mark_stored(records)  # handled: nothing of them can be stored here, and nothing is retried
 
     def refusal_seen(self, error: BaseException) -> None:
         logger.debug("backend %r refused a value (%r); isolating it", self.delivery.name, error)

@@ -203,14 +203,16 @@ class Outage:
         worker would spill them anyway); the catch-up stays with the worker. Returns the control
         records of ``pending`` (flush, finish), which go back to the queue, behind what was spilled.
         """
-        reading = self.delivery.catch_up.running() or self.delivery._reader is not None  # its backlog, or its spill
-        in_call = [] if self.delivery.catch_up.running() else [*self.delivery._unconfirmed, *self.delivery.in_flight]
-        self.delivery._spill_in_order([*in_call, *self.delivery._held[self.delivery._held_next :], *pending])
+        reading = (
+            self.delivery.catch_up.running() or self.delivery.spill_reader is not None
+        )  # its backlog, or its spill
+        in_call = [] if self.delivery.catch_up.running() else [*self.delivery.unconfirmed, *self.delivery.in_flight]
+        self.delivery.spill_in_order([*in_call, *self.delivery.held[self.delivery.held_next :], *pending])
         if not reading and self.delivery.mode != SPILLING:
             # The worker finishes its call and goes on in spilling mode: the retry that reads the spill is
             # due. (A worker already reading reaches what was appended, in order.)
             self.delivery.mode = SPILLING
-            self.delivery._reader = None
+            self.delivery.spill_reader = None
             self.next_retry = time.monotonic()
             if stuck and self.delivery.report.state in ("starting", "running"):
                 enter(self.delivery.report, "stuck")
@@ -243,15 +245,15 @@ class Outage:
         report = self.delivery.report
         self.note_error(error, what)
         self.failures += 1
-        if self.delivery._unconfirmed and what != "flush":
+        if self.delivery.unconfirmed and what != "flush":
             self.settle_unconfirmed()
         for record in records:
-            self.delivery._spill_record(record)
+            self.delivery.spill_record(record)
         if self.delivery.catch_up.running():  # what the catch-up still owes, the batches not read yet included
             self.delivery.backlog.stop_catching_up(self.delivery.catch_up.untaken())
         self.delivery.positions.write()  # takes back what _hand_over announced: the spill holds those records
         self.delivery.mode = SPILLING
-        self.delivery._reader = None
+        self.delivery.spill_reader = None
         self.next_retry = time.monotonic() + self.retry.delay(self.failures) if self.retried else float("inf")
         if not self.delivery.started:
             enter(report, "start_failed")
@@ -306,12 +308,12 @@ class Outage:
     def settle_unconfirmed(self) -> None:
         """Before records go to the spill, find out whether the ones buffered before them were stored."""
         _, error = self.delivery.live.attempt(self.delivery.tracker.flush)
-        moved, self.delivery._unconfirmed = self.delivery._unconfirmed, []
+        moved, self.delivery.unconfirmed = self.delivery.unconfirmed, []
         if error is None:
-            self.delivery._confirm(moved)
+            self.delivery.confirm(moved)
         else:
             for record in moved:
-                self.delivery._spill_record(record)
+                self.delivery.spill_record(record)
 
     def retry_backend(self) -> None:
         if not self.delivery.started:
@@ -319,23 +321,23 @@ class Outage:
             if error is not None:
                 self.failed(error, "start", [])
                 return
-            self.delivery._started()
-        if self.delivery._unconfirmed:
+            self.delivery.mark_started()
+        if self.delivery.unconfirmed:
             # a call spill_over gave up on came back with its records: the cursor must pass them (or
             # the spill keep them) before the spill is read, or they would be delivered twice
             self.settle_unconfirmed()
         self.recovering_since_failures = self.failures
         if self.delivery.catch_up.running():  # started only now: the catch-up comes before the spill
-            self.delivery._reader = None
+            self.delivery.spill_reader = None
             self.delivery.mode = CATCHING_UP
             return
         spill_path = self.delivery.spiller.journal.path
-        self.delivery._reader = SpillReader(spill_path) if spill_path is not None else None
+        self.delivery.spill_reader = SpillReader(spill_path) if spill_path is not None else None
         self.delivery.mode = RECOVERING
 
     def back_to_live(self) -> None:
         self.delivery.mode = LIVE
-        self.delivery._reader = None
+        self.delivery.spill_reader = None
         if self.delivery.started and self.delivery.report.state == "stuck":
             enter(self.delivery.report, "running")
         elif self.delivery.started and self.delivery.report.state in ("retrying", "quarantined", "start_failed"):

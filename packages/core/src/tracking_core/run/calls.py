@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from ..contract.histogram import Histogram, histogram_from_counts, histogram_of
 from ..contract.tracker import has_capability
@@ -20,11 +20,54 @@ from ..intake.record import Record
 from ..intake.values import image_problem, key_problem, snapshot_media
 from ..kit.paths import check_artifact_path, warn_links_leaving
 from ..notices import warn_once
+from .options import checked_step
 
 if TYPE_CHECKING:
     from .dispatcher import Dispatcher
 
 _EMPTY: dict[str, Any] = {}
+
+
+def reject(run: Dispatcher, rejected: dict[str, str]) -> None:
+    """Values refused at the call: one warning each, kept for the report."""
+    for key, reason in rejected.items():
+        warn_once("all backends", key, f"not logged: {reason}", reason="rejected:" + reason.split(" ")[0])
+        run.state.rejected[key] = reason
+
+
+def checked_step_after(run: Dispatcher, step: Any) -> int:
+    """``step`` checked; a step lower than the run's last is passed on with one warning."""
+    step = checked_step(step)
+    if step < run.state.step:
+        warn_once(
+            "dispatcher",
+            "step",
+            f"step went back from {run.state.step} to {step}; points are passed on, but some backends (W&B) drop them",
+            reason="step-backwards",
+        )
+    return cast(int, step)  # checked_step's int
+
+
+def current_step(run: Dispatcher, step: Any) -> int:
+    """Media logged without a step belongs to the step of the last metrics."""
+    return max(run.state.step, 0) if step is None else checked_step(step)
+
+
+def not_running(run: Dispatcher, what: str) -> None:
+    """A call when the run takes no records: ignored with a warning, or an error before ``init_trackers``."""
+    state = run.state
+    if state.in_forked_child:
+        warn_once(
+            "dispatcher",
+            what,
+            f"{what}() in a process forked from the one that started run {run.run_id} is ignored: "
+            "its backends live in the parent (log from the parent, or start a run in the child)",
+            reason="forked",
+        )
+    elif state.report is not None:
+        warn_once("dispatcher", what, f"{what}() after finish() is ignored", reason="after-finish")
+    elif not state.initialized and (run.rank == 0 or run.options.per_rank):
+        raise RuntimeError(f"{what}() before init_trackers(): call init_trackers(project_name) first")
 
 
 class Refused(NamedTuple):
@@ -146,23 +189,23 @@ def fan_out(
     with it (they get it too, and the contract's default stores that), else they skip it.
 
     Called by the dispatcher's ``log_*`` methods only: its warning's ``stacklevel`` points at their caller."""
-    if not run._workers:
-        run._not_running(capability)
+    if not run.state.workers:
+        not_running(run, capability)
         return
-    only = getattr(run._only, "worker", None)
-    with run._lock:
-        step = run._current_step(step)
-        run._seq = seq = run._seq + 1
+    only = getattr(run.state.only, "worker", None)
+    with run.state.lock:
+        step = current_step(run, step)
+        run.state.seq = seq = run.state.seq + 1
         lacking = []
-        for worker in run._workers if only is None else [only]:
+        for worker in run.state.workers if only is None else [only]:
             capable = has_capability(worker.tracker, capability)
             if not capable:
                 lacking.append(worker.name)
             if capable or instead:
                 kwargs = log_kwargs.get(worker.name, _EMPTY) if log_kwargs else _EMPTY
                 worker.put(Record(record_for[0], record_for[1], step, kwargs, None, seq))
-    if run._pending_error is not None:
-        run._raise_pending()
+    if run.state.pending_error is not None:
+        run.state.raise_pending()
     if lacking:
         warn_once(
             ", ".join(lacking),
@@ -177,18 +220,18 @@ def fan_out(
 def queue_config(run: Dispatcher, values: Any) -> None:
     """``run.log_config(values)``: the sanitised config after start, queued for every backend (or the
     one whose held tracker was called), each with its own copy."""
-    if not run._workers:
-        run._not_running("log_config")
+    if not run.state.workers:
+        not_running(run, "log_config")
         return
     clean = sanitize_config(values)
     if not clean:
         return
     import copy  # each backend gets its own copy, as with init's config
 
-    only = getattr(run._only, "worker", None)
-    with run._lock:
-        run._seq = seq = run._seq + 1
-        for worker in run._workers if only is None else [only]:
+    only = getattr(run.state.only, "worker", None)
+    with run.state.lock:
+        run.state.seq = seq = run.state.seq + 1
+        for worker in run.state.workers if only is None else [only]:
             worker.put(Record("config", copy.deepcopy(clean), None, _EMPTY, None, seq))
-    if run._pending_error is not None:
-        run._raise_pending()
+    if run.state.pending_error is not None:
+        run.state.raise_pending()

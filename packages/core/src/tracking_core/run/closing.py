@@ -24,15 +24,15 @@ _EMPTY: dict[str, Any] = {}
 
 def finish(run: Dispatcher, timeout: float | None) -> FinishReport:
     """Drain and close every backend; a backend that exceeds ``timeout`` is abandoned and spilled."""
-    if run._report is not None:
-        return run._report
-    timeout = run.finish_timeout if timeout is None else timeout
-    if run._context_capture is not None:  # its last sample and the context go before the finish marker
-        run._context_capture.stop()
-    with run._lock:  # no log() can slip in between the finish marker and closing the list
-        workers = run._workers
-        run._set_workers([], [])
-        run._finishing = True
+    if run.state.report is not None:
+        return run.state.report
+    timeout = run.options.finish_timeout if timeout is None else timeout
+    if run.state.context_capture is not None:  # its last sample and the context go before the finish marker
+        run.state.context_capture.stop()
+    with run.state.lock:  # no log() can slip in between the finish marker and closing the list
+        workers = run.state.workers
+        run.state.set_workers([], [])
+        run.state.finishing = True
     end = run_end(run)
     for worker in workers:
         worker.tracker.run_end = end  # read by its finish(), in the worker, after the queue hands it the marker
@@ -44,24 +44,26 @@ def finish(run: Dispatcher, timeout: float | None) -> FinishReport:
             logger.warning(
                 "backend %r did not finish within %.0f s; its pending records were spilled", worker.name, timeout
             )
-    if run._link is not None:
-        run._link.close(timeout=30.0)
-    if run._session is not None:
-        run._session.close(run._step, end.status, end.ended)
+    if run.state.link is not None:
+        run.state.link.close(timeout=30.0)
+    if run.state.session is not None:
+        run.state.session.close(run.state.step, end.status, end.ended)
     lifecycle.forget(run)
-    run._report = FinishReport(
-        backends={worker.name: worker.report for worker in run._all_workers if worker.name not in run._internal},
+    run.state.report = FinishReport(
+        backends={
+            worker.name: worker.report for worker in run.state.all_workers if worker.name not in run.state.internal
+        },
         run_dir=str(run.run_dir) if run.run_dir else None,
-        rejected_values=dict(run._rejected),
+        rejected_values=dict(run.state.rejected),
         notes=_loop_waits(run) + _journal_notes(run),
     )
-    report_file = _keep_report(run, run._report)
-    if not run._report.ok:  # at exit nobody holds the report: the whole table; else one line
-        table = f"\n{run._report}\n" if run._at_exit else ": "
-        logger.warning("not everything was delivered%s%s", table, _what_to_do(run._report, report_file))
-    if run._pending_error is not None:
-        run._raise_pending()
-    return run._report
+    report_file = _keep_report(run, run.state.report)
+    if not run.state.report.ok:  # at exit nobody holds the report: the whole table; else one line
+        table = f"\n{run.state.report}\n" if run.state.at_exit else ": "
+        logger.warning("not everything was delivered%s%s", table, _what_to_do(run.state.report, report_file))
+    if run.state.pending_error is not None:
+        run.state.raise_pending()
+    return run.state.report
 
 
 def run_end(run: Dispatcher) -> RunEnd:
@@ -71,21 +73,21 @@ def run_end(run: Dispatcher) -> RunEnd:
     A replay into the run's own folder ends the backends' runs as the run ended: its run.json status
     and end time (a run whose process died without one was killed).
     """
-    if run._replay_sources is not None and run._session is not None:
-        extra = run._session.manifest.extra
+    if run.state.replay_sources is not None and run.state.session is not None:
+        extra = run.state.session.manifest.extra
         status, ended = extra.get("status"), extra.get("ended")
         if not isinstance(status, str) or status in ("", "running"):
             status = "killed"
         return RunEnd(status, float(ended) if isinstance(ended, (int, float)) else None)
-    return RunEnd(lifecycle.ending() or run._ended_by or "finished", time.time())
+    return RunEnd(lifecycle.ending() or run.state.ended_by or "finished", time.time())
 
 
 def _journal_notes(run: Dispatcher) -> list[str]:
     """The run's own journal is not one of the user's backends, but what it could not keep is said."""
     notes = []
-    for worker in run._all_workers:
+    for worker in run.state.all_workers:
         report = worker.report
-        if worker.name in run._internal and not report.ok:
+        if worker.name in run.state.internal and not report.ok:
             notes.append(
                 f"the run's journal ({report.state}, {report.spilled} spilled, {report.dropped} dropped): "
                 f"{report.last_error or 'not every record was written'}"
@@ -96,8 +98,8 @@ def _journal_notes(run: Dispatcher) -> list[str]:
 def _loop_waits(run: Dispatcher) -> list[str]:
     """What full queues cost the loop, into each backend's report: a note for a backend whose own queue it
     waited on (threads), one for the run when it waited on the queue to the delivery process."""
-    shared = run._link.loop_waits if run._link is not None else None
-    for worker in run._all_workers:
+    shared = run.state.link.loop_waits if run.state.link is not None else None
+    for worker in run.state.all_workers:
         own = getattr(worker, "loop_waits", None)  # a backend in this process (threads, or taken over)
         waits = own if own is not None else shared
         if waits is None:
@@ -119,8 +121,8 @@ def flush_workers(run: Dispatcher, workers: list[ManagedMixin], timeout: float |
         events.append(event)
     deadline = None if timeout is None else time.monotonic() + timeout
     done = all(event.wait(None if deadline is None else max(0.0, deadline - time.monotonic())) for event in events)
-    if run._pending_error is not None:
-        run._raise_pending()
+    if run.state.pending_error is not None:
+        run.state.raise_pending()
     return done
 
 
@@ -130,7 +132,7 @@ REPORT_NAME = "report.txt"
 
 def _keep_report(run: Dispatcher, report: FinishReport) -> Path | None:
     """Write the report's table into the run folder (``None``: this process writes no run folder)."""
-    if run._session is None or not run._session.writes or run.run_dir is None:
+    if run.state.session is None or not run.state.session.writes or run.run_dir is None:
         return None
     path = Path(run.run_dir) / REPORT_NAME
     try:

@@ -7,34 +7,27 @@ values, step and config semantics of the whole library are applied here, once.
 from __future__ import annotations
 
 import os
-import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any
 
-from ..context import RunContextCapture, extras_of
+from ..context import extras_of
 from ..contract.distributed import get_rank, get_world_size
-from ..contract.noop import NoOpTracker
 from ..contract.selection import DEFAULT_LOGGING_DIR, TrackerSpec, resolve_specs
 from ..contract.tracker import GeneralTracker
-from ..delivery.engine import Delivery
-from ..delivery.worker import BackendWorker, ManagedMixin
-from ..errors import TrackingError
+from ..delivery.worker import BackendWorker
 from ..intake.preflight import checked_logging_dir
 from ..intake.record import Record
 from ..intake.values import snapshot
-from ..notices import notice, warn_once
-from ..report import BackendReport, FinishReport
+from ..notices import notice
+from ..report import FinishReport
 from . import calls, closing, lifecycle, managed, setup
 from .managed import UNWRAP_TIMEOUT as UNWRAP_TIMEOUT  # kept importable from here
-from .options import DEFAULT_FINISH_TIMEOUT, DEFAULT_FLUSH_INTERVAL, RunOptions, checked_step
+from .options import DEFAULT_FINISH_TIMEOUT, DEFAULT_FLUSH_INTERVAL, RunOptions, checked_resume, checked_step
 from .options import DELIVERY_ENV as DELIVERY_ENV  # kept importable from here
 from .options import MAX_STEP as MAX_STEP  # kept importable from here
-from .session import RunSession
-
-if TYPE_CHECKING:
-    from ..process.link import DeliveryLink
+from .state import RunState
 
 _EMPTY: dict[str, Any] = {}
 _now = time.time
@@ -116,58 +109,28 @@ class Dispatcher:
             finish_timeout=finish_timeout,
             flush_interval=flush_interval,
             retry_backoff=retry_backoff,
-            resume=resume,
             per_rank=per_rank,
             delivery=delivery,
         )
+        #: the options as checked: how every backend's delivery behaves (read from here, never copied)
         self.options = options
-        self.resume = options.resume
-        # docs/run-context.md: checked here, started with the run (context/__init__.py)
-        self._context_options = extras_of(system_metrics, context)
-        self._context_capture: RunContextCapture | None = None
+        #: the run to continue (``True``: the project's latest, or a run id); settable until ``init_trackers``
+        self.resume: bool | str = checked_resume(resume)
         #: the step the run carries on at (a checkpoint's global step); earlier points from it on are superseded
         self.resume_step = None if resume_step is None else checked_step(resume_step)
         self.logging_dir = checked_logging_dir(logging_dir)
-        self.blocking = options.blocking
-        self.queue_size = options.queue_size
-        self.on_full = options.on_full
-        self.on_error = options.on_error
-        self.finish_timeout = options.finish_timeout
-        self.flush_interval = options.flush_interval
-        self.retry = options.retry
         self.rank = get_rank()
         self.world_size = get_world_size()
-        self.per_rank = options.per_rank
-        self.delivery = options.delivery
-        self._link: DeliveryLink | None = None
-        #: backend -> (class path, init kwargs), for the backends in the delivery process
-        self._remote: dict[str, tuple[tuple[str, str], dict[str, Any] | None]] = {}
-        self._finishing = False
-        self._specs = resolve_specs(log_with, self.logging_dir)
-        #: trackers the run keeps for itself (the journal when ``log_with`` does not name ``jsonl``): not in
-        #: ``trackers``, ``get_tracker`` or the report's backends (setup.journal_first)
-        self._internal: frozenset[str] = frozenset()
-        self._workers: list[ManagedMixin] = []  # emptied by finish()
-        self._puts: list[Callable[[Any], None]] = []  # the workers' enqueue functions; emptied by finish()
-        self._all_workers: list[ManagedMixin] = []
-        self._skipped: dict[str, NoOpTracker] = {}
-        self._step = -1
-        self._seq = -1
-        self._lock = threading.Lock()
-        self._pending_error: TrackingError | None = None
-        self._rejected: dict[str, str] = {}
-        self._initialized = False
-        self._in_forked_child = False
-        self._report: FinishReport | None = None
-        self._at_exit = False  # finished by the exit hook: nobody will see the report unless it is logged
-        self._ended_by: str | None = None  # how a `with` block ended, when it raised (run.json's status)
         self.project_name: str | None = None
         self.run_id: str | None = None
         self.run_dir: Path | None = None
         self.resumed = False
-        self._session: RunSession | None = None
-        self._replay_sources: list[Path] | None = None
-        self._only = threading.local()  # a direct call on one managed tracker: the backend it is for
+        #: what the run holds while it runs, shared with its helpers in ``run/`` (run/state.py)
+        self.state = RunState(
+            specs=resolve_specs(log_with, self.logging_dir),
+            # docs/run-context.md: checked here, started with the run (context/__init__.py)
+            context_options=extras_of(system_metrics, context),
+        )
 
     # -- set-up ----------------------------------------------------------------------------
     def init_trackers(
@@ -177,58 +140,18 @@ class Dispatcher:
         setup.init_trackers(self, project_name, config, init_kwargs)
         return self
 
-    def _set_workers(
-        self,
-        open_workers: list[ManagedMixin],
-        puts: list[Callable[[Any], None]] | None = None,
-        every: list[ManagedMixin] | None = None,
-    ) -> None:
-        """The one place the worker lists change, always together (under ``_lock`` once ``log`` may run).
-
-        ``_workers``: the workers that still take records (a held tracker finished alone leaves, ``finish``
-        empties it). ``_puts``: how ``log`` reaches them, each local worker's ``put`` and one ``put_all`` for
-        every backend in the delivery process (by default, each worker's ``put``). ``_all_workers``: every
-        worker the run had, for ``trackers``, ``get_tracker`` and the report (unchanged unless given).
-        """
-        self._workers = open_workers
-        self._puts = [worker.put for worker in open_workers] if puts is None else puts
-        if every is not None:
-            self._all_workers = every
-
-    def _local_worker(self, tracker: GeneralTracker, delivery_for: Any) -> BackendWorker:
+    def make_worker(self, tracker: GeneralTracker, delivery_for: Any) -> BackendWorker:
+        """The worker a backend of this process runs in: the one hook a subclass overrides (Accelerate's
+        ``Accelerator`` runs its trackers in the caller's thread)."""
         return BackendWorker(
-            tracker, delivery_for, queue_size=self.queue_size, on_full=self.on_full, blocking=self.blocking
+            tracker,
+            delivery_for,
+            queue_size=self.options.queue_size,
+            on_full=self.options.on_full,
+            blocking=self.options.blocking,
         )
 
-    def _delivery_for(self, tracker: GeneralTracker, report: BackendReport, **positions: Any) -> Delivery:
-        """One backend's ``Delivery`` (``setup.delivery_for``); ``positions`` override where it starts."""
-        return setup.delivery_for(self, tracker, report, **positions)
-
     # -- process lifecycle -------------------------------------------------------------------------
-    def _finish_at_exit(self) -> None:
-        """The interpreter is exiting and this run was never finished: deliver what is queued first."""
-        if self._report is None and self._initialized and not self._in_forked_child:
-            self._at_exit = True
-            self.finish()
-
-    def _forked(self) -> None:
-        """In a forked child: the workers are the parent's; this copy must stay out of their way."""
-        self._in_forked_child = True
-        self._lock = threading.Lock()  # a copy of a lock the parent may have held at fork time
-        self._set_workers([], [], every=[])
-        self._session = None
-        self._link = None  # the parent's delivery process
-        self._report = FinishReport(backends={}, run_dir=str(self.run_dir) if self.run_dir else None)
-
-    def _store_error(self, error: TrackingError) -> None:
-        if self._pending_error is None:
-            self._pending_error = error
-
-    def _raise_pending(self) -> None:
-        error, self._pending_error = self._pending_error, None
-        if error is not None:
-            raise error
-
     # -- the hot path ------------------------------------------------------------------------
     def log(
         self,
@@ -242,70 +165,32 @@ class Dispatcher:
 
         ``timestamp`` (Unix seconds) defaults to now; replays pass the original time.
         """
-        if not self._puts:
-            self._not_running("log")
+        if not self.state.puts:
+            calls.not_running(self, "log")
             return
         flat, rejected = snapshot(values)
         if rejected:
-            self._reject(rejected)
+            calls.reject(self, rejected)
         if timestamp is None:
             timestamp = _now()
-        with self._lock:
+        with self.state.lock:
             if step is None:
-                step = self._step + 1
-            elif type(step) is not int or not 0 <= self._step <= step <= MAX_STEP:
-                step = self._checked_step(step)
-            self._step = step
-            self._seq = seq = self._seq + 1
+                step = self.state.step + 1
+            elif type(step) is not int or not 0 <= self.state.step <= step <= MAX_STEP:
+                step = calls.checked_step_after(self, step)
+            self.state.step = step
+            self.state.seq = seq = self.state.seq + 1
             if log_kwargs:
-                for worker in self._workers:
+                for worker in self.state.workers:
                     worker.put(Record("log", flat, step, log_kwargs.get(worker.name, _EMPTY), timestamp, seq))
             else:
                 # One tuple in Record's field order, shared by every queue; the workers make it a Record
                 # (tuple.__new__ costs the caller 90 ns more than a tuple display).
                 record = ("log", flat, step, _EMPTY, timestamp, seq)
-                for put in self._puts:  # read under the lock: finish() or a take-over may have replaced it
+                for put in self.state.puts:  # read under the lock: finish() or a take-over may have replaced it
                     put(record)
-        if self._pending_error is not None:  # a past failure; this call's record is already queued
-            self._raise_pending()
-
-    def _checked_step(self, step: Any) -> int:
-        step = checked_step(step)
-        if step < self._step:
-            warn_once(
-                "dispatcher",
-                "step",
-                f"step went back from {self._step} to {step}; points are passed on, but some backends (W&B) drop them",
-                reason="step-backwards",
-                stacklevel=4,
-            )
-        return cast(int, step)  # checked_step's int
-
-    def _current_step(self, step: Any) -> int:
-        # Media logged without a step belongs to the step of the last metrics.
-        return max(self._step, 0) if step is None else checked_step(step)
-
-    def _reject(self, rejected: dict[str, str]) -> None:
-        for key, reason in rejected.items():
-            # stacklevel 4 points at the user's call: warn_once <- _reject <- log/log_table/... <- user
-            warn_once(
-                "all backends", key, f"not logged: {reason}", reason="rejected:" + reason.split(" ")[0], stacklevel=4
-            )
-            self._rejected[key] = reason
-
-    def _not_running(self, what: str) -> None:
-        if self._in_forked_child:
-            warn_once(
-                "dispatcher",
-                what,
-                f"{what}() in a process forked from the one that started run {self.run_id} is ignored: "
-                "its backends live in the parent (log from the parent, or start a run in the child)",
-                reason="forked",
-            )
-        elif self._report is not None:
-            warn_once("dispatcher", what, f"{what}() after finish() is ignored", reason="after-finish")
-        elif not self._initialized and (self.rank == 0 or self.per_rank):
-            raise RuntimeError(f"{what}() before init_trackers(): call init_trackers(project_name) first")
+        if self.state.pending_error is not None:  # a past failure; this call's record is already queued
+            self.state.raise_pending()
 
     # -- configuration after start ---------------------------------------------------------
     def log_config(self, values: Any) -> None:
@@ -324,7 +209,7 @@ class Dispatcher:
         self, values: dict[str, Any], step: int | None = None, log_kwargs: dict[str, dict[str, Any]] | None = None
     ) -> None:
         """``{key: image or list of images}``; numpy HW/HWC arrays, tensors, PIL images."""
-        payload = calls.images_payload(values, self._rejected)
+        payload = calls.images_payload(values, self.state.rejected)
         if payload:
             calls.fan_out(self, "log_images", ("images", payload), step, log_kwargs)
 
@@ -343,7 +228,7 @@ class Dispatcher:
         """
         payload = calls.table_payload(table_name, columns, data, dataframe)
         if isinstance(payload, calls.Refused):
-            return self._reject({payload.what: payload.problem})
+            return calls.reject(self, {payload.what: payload.problem})
         calls.fan_out(self, "log_table", ("table", payload), step, log_kwargs)
 
     def log_figure(
@@ -352,7 +237,7 @@ class Dispatcher:
         """A matplotlib or plotly figure, copied now: it may be changed, reused or closed once this returns."""
         payload = calls.figure_payload(figure, name)
         if isinstance(payload, calls.Refused):
-            return self._reject({payload.what: payload.problem})
+            return calls.reject(self, {payload.what: payload.problem})
         calls.fan_out(self, "log_figure", ("figure", payload), step, log_kwargs)
 
     def log_histogram(
@@ -375,7 +260,7 @@ class Dispatcher:
         """
         payload = calls.histogram_payload(name, values, counts, edges, bins)
         if isinstance(payload, calls.Refused):
-            return self._reject({payload.what: payload.problem})
+            return calls.reject(self, {payload.what: payload.problem})
         calls.fan_out(
             self,
             "log_histogram",
@@ -395,18 +280,11 @@ class Dispatcher:
             self, "log_artifacts", ("artifacts", calls.artifacts_payload(local_dir, artifact_path)), None, None
         )
 
-    # -- methods called on a managed tracker -------------------------------------------------
-    def _direct_call(
-        self, worker: ManagedMixin, method: str, own: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Any:
-        """``tracker.<method>(...)`` called by the script on a tracker this dispatcher manages (see ``managed``)."""
-        return managed.direct_call(self, worker, method, own, args, kwargs)
-
     # -- access ------------------------------------------------------------------------------
     @property
     def trackers(self) -> list[GeneralTracker]:
         """The tracker objects of this run, as ``Accelerator.trackers`` lists them (empty on other ranks)."""
-        return [worker.tracker for worker in self._all_workers if worker.name not in self._internal]
+        return [worker.tracker for worker in self.state.all_workers if worker.name not in self.state.internal]
 
     @property
     def is_main_process(self) -> bool:
@@ -420,9 +298,9 @@ class Dispatcher:
     # -- synchronisation ---------------------------------------------------------------------
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until everything logged so far is durable in every healthy backend (or in its spill)."""
-        if self._pending_error is not None:
-            self._raise_pending()
-        return closing.flush_workers(self, self._workers, timeout)
+        if self.state.pending_error is not None:
+            self.state.raise_pending()
+        return closing.flush_workers(self, self.state.workers, timeout)
 
     def finish(self, timeout: float | None = None) -> FinishReport:
         """Drain and close every backend; a backend that exceeds ``timeout`` is abandoned and spilled."""
@@ -435,7 +313,7 @@ class Dispatcher:
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: Any) -> None:
         if kind is not None and not (kind is SystemExit and getattr(error, "code", None) in (0, None)):
-            self._ended_by = lifecycle.status_of(kind)
+            self.state.ended_by = lifecycle.status_of(kind)
         self.finish()
 
 

@@ -33,13 +33,12 @@ import signal
 import sys
 import threading
 import weakref
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
+from ..report import FinishReport
 
-class _Run(Protocol):
-    def _finish_at_exit(self) -> None: ...
-
-    def _forked(self) -> None: ...
+if TYPE_CHECKING:
+    from .dispatcher import Dispatcher
 
 
 _runs: weakref.WeakSet[Any] = weakref.WeakSet()
@@ -62,13 +61,13 @@ def status_of(kind: type[BaseException]) -> str:
     return f"crashed: {kind.__name__}"
 
 
-def watch(run: _Run) -> None:
+def watch(run: Dispatcher) -> None:
     """Finish ``run`` at interpreter exit if it is still open, and make it inert in forked children."""
     _install()
     _runs.add(run)
 
 
-def forget(run: _Run) -> None:
+def forget(run: Dispatcher) -> None:
     _runs.discard(run)
     global _held_signal
     if _held_signal is not None and not list(_runs):
@@ -166,7 +165,7 @@ def _finish_open_runs() -> None:
     try:
         for run in runs:
             try:
-                run._finish_at_exit()
+                _finish_at_exit(run)
             except BaseException:  # an exit hook must never raise
                 pass
     finally:
@@ -188,7 +187,7 @@ _FINISHING_CODE = (_finish_open_runs.__code__,)
 def _after_fork_in_child() -> None:
     for run in list(_runs):
         try:
-            run._forked()
+            _forked(run)
         except Exception:
             pass
     _runs.clear()
@@ -199,3 +198,22 @@ def _after_fork_in_child() -> None:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
     except (ValueError, OSError):  # forked from a thread other than the main one
         pass
+
+
+def _finish_at_exit(run: Dispatcher) -> None:
+    """The interpreter is exiting and ``run`` was never finished: deliver what is queued first."""
+    state = run.state
+    if state.report is None and state.initialized and not state.in_forked_child:
+        state.at_exit = True
+        run.finish()
+
+
+def _forked(run: Dispatcher) -> None:
+    """In a forked child: the workers are the parent's; this copy must stay out of their way."""
+    state = run.state
+    state.in_forked_child = True
+    state.lock = threading.Lock()  # a copy of a lock the parent may have held at fork time
+    state.set_workers([], [], every=[])
+    state.session = None
+    state.link = None  # the parent's delivery process
+    state.report = FinishReport(backends={}, run_dir=str(run.run_dir) if run.run_dir else None)

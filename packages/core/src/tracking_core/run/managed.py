@@ -15,7 +15,7 @@ from ..delivery.worker import ManagedMixin, direct_arguments
 from ..intake.record import Record
 from ..intake.values import snapshot
 from ..notices import logger, warn_once
-from . import closing
+from . import calls, closing
 
 if TYPE_CHECKING:
     from .dispatcher import Dispatcher
@@ -36,11 +36,11 @@ def direct_call(
     failure stays in its worker. ``flush`` and ``finish`` wait, as the SDK's own would.
     """
     arguments = direct_arguments(own, args, kwargs)
-    if worker not in run._workers:
-        if run._report is None and not run._in_forked_child:  # this backend alone was finished
+    if worker not in run.state.workers:
+        if run.state.report is None and not run.state.in_forked_child:  # this backend alone was finished
             warn_once(worker.name, method, f"{method}() after finish() is ignored", reason="after-finish")
         else:
-            run._not_running(f"{worker.name}.{method}")
+            calls.not_running(run, f"{worker.name}.{method}")
         return None
     if method == "flush":
         return closing.flush_workers(run, [worker], None)
@@ -49,7 +49,7 @@ def direct_call(
     extra = arguments.pop("**", {})
     positional = list(arguments.values())
     step = arguments.get("step")
-    run._only.worker = worker
+    run.state.only.worker = worker
     try:
         if method == "log":
             log_to(run, worker, positional[0], step, extra)
@@ -72,7 +72,7 @@ def direct_call(
             elif method == "log_artifacts":
                 run.log_artifacts(positional[0], positional[1] if len(positional) > 1 else None)
     finally:
-        run._only.worker = None
+        run.state.only.worker = None
     return None
 
 
@@ -82,30 +82,30 @@ def log_to(
     """``log`` for one backend (a direct call on its tracker): the dispatcher's step and value rules."""
     flat, rejected = snapshot(values)
     if rejected:
-        run._reject(rejected)
-    with run._lock:
-        step = run._step + 1 if step is None else run._checked_step(step)
-        run._step = step
-        run._seq = seq = run._seq + 1
+        calls.reject(run, rejected)
+    with run.state.lock:
+        step = run.state.step + 1 if step is None else calls.checked_step_after(run, step)
+        run.state.step = step
+        run.state.seq = seq = run.state.seq + 1
         worker.put(Record("log", flat, step, kwargs or _EMPTY, _now(), seq))
-    if run._pending_error is not None:
-        run._raise_pending()
+    if run.state.pending_error is not None:
+        run.state.raise_pending()
 
 
 def finish_one(run: Dispatcher, worker: ManagedMixin) -> None:
     """``tracker.finish()`` on a managed tracker: close that backend now; the others carry on."""
-    with run._lock:
-        run._set_workers([other for other in run._workers if other is not worker])
+    with run.state.lock:
+        run.state.set_workers([other for other in run.state.workers if other is not worker])
     worker.put(Record("finish", None, None, _EMPTY, None, None))
-    if not worker.join(run.finish_timeout):
+    if not worker.join(run.options.finish_timeout):
         worker.abandon()
 
 
 def held_tracker(run: Dispatcher, name: str, unwrap: bool) -> Any:
     """``run.get_tracker(name, unwrap)``: the tracker object (its calls come back here), or its SDK object."""
     name = str(getattr(name, "value", name))
-    for worker in run._all_workers:
-        if worker.name == name and name not in run._internal:
+    for worker in run.state.all_workers:
+        if worker.name == name and name not in run.state.internal:
             if unwrap:
                 if getattr(worker, "delivery", None) is None:  # a RemoteWorker: the SDK lives elsewhere
                     raise RuntimeError(
@@ -116,8 +116,8 @@ def held_tracker(run: Dispatcher, name: str, unwrap: bool) -> Any:
                     logger.warning("backend %r has not started after %.0f s", name, UNWRAP_TIMEOUT)
                 return worker.tracker.tracker
             return worker.tracker
-    if name in run._skipped or (run.rank != 0 and not run.per_rank) or run._in_forked_child:
-        noop = run._skipped.get(name) or NoOpTracker(name)
+    if name in run.state.skipped or (run.rank != 0 and not run.options.per_rank) or run.state.in_forked_child:
+        noop = run.state.skipped.get(name) or NoOpTracker(name)
         return noop.tracker if unwrap else noop
-    names = [worker.name for worker in run._all_workers if worker.name not in run._internal]
+    names = [worker.name for worker in run.state.all_workers if worker.name not in run.state.internal]
     raise ValueError(f"{name!r} is not a tracker of this run; its trackers are {names}")

@@ -30,7 +30,6 @@ class RunOptions:
     finish_timeout: float
     flush_interval: float
     retry: RetryPolicy
-    resume: bool | str
     per_rank: bool
     #: ``"thread"`` or ``"process"``; always ``"thread"`` with ``blocking=True``
     delivery: str
@@ -46,7 +45,6 @@ class RunOptions:
         finish_timeout: float,
         flush_interval: float,
         retry_backoff: tuple[float, float],
-        resume: bool | str,
         per_rank: bool,
         delivery: str | None,
     ) -> RunOptions:
@@ -60,8 +58,6 @@ class RunOptions:
             raise ValueError(f"on_error must be 'warn' or 'raise', got {on_error!r}")
         if delivery not in ("thread", "process"):
             raise ValueError(f"delivery must be 'thread' or 'process', got {delivery!r}")
-        if not isinstance(resume, (bool, str)) or resume == "":
-            raise ValueError(f"resume must be True, False or a run id, got {resume!r}")
         if not (isinstance(flush_interval, (int, float)) and flush_interval > 0):
             raise ValueError(f"flush_interval must be a positive number of seconds, got {flush_interval!r}")
         first, longest = retry_backoff
@@ -77,7 +73,6 @@ class RunOptions:
             finish_timeout=finish_timeout,
             flush_interval=float(flush_interval),
             retry=RetryPolicy(float(first), float(longest)),
-            resume=resume,
             per_rank=bool(per_rank),
             delivery="thread" if blocking else delivery,
         )
@@ -85,6 +80,13 @@ class RunOptions:
     def for_delivery(self) -> DeliveryOptions:
         """What every backend's ``Delivery`` follows."""
         return DeliveryOptions(self.on_error, self.flush_interval, self.retry)
+
+
+def checked_resume(resume: Any) -> bool | str:
+    """``resume`` as given, or an error naming it: ``True``, ``False`` or a run id."""
+    if not isinstance(resume, (bool, str)) or resume == "":
+        raise ValueError(f"resume must be True, False or a run id, got {resume!r}")
+    return resume
 
 
 def checked_step(step: Any) -> int:

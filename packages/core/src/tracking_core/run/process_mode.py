@@ -31,7 +31,7 @@ def remote_path(run: Dispatcher, spec: Any, init_kwargs: dict[str, dict[str, Any
     Instances, classes defined in ``__main__`` or inside functions, and unpicklable options stay
     here (in threads): the delivery process can only build what it can import.
     """
-    if run.delivery != "process" or run._replay_sources is not None or not isinstance(spec, type):
+    if run.options.delivery != "process" or run.state.replay_sources is not None or not isinstance(spec, type):
         return None
     module, qualname = spec.__module__, spec.__qualname__
     if module == "__main__" or "<locals>" in qualname:
@@ -56,11 +56,11 @@ def start_delivery_process(run: Dispatcher, trackers: list[GeneralTracker], cont
     from ..process.protocol import BackendSetup, DeliveryOptionsSetup, RunSetup, Setup
     from ..process.remote import RemoteWorker
 
-    session = run._session
+    session = run.state.session
     assert session is not None
     setup = Setup(
         sys_path=list(sys.path),
-        modules=sorted({path[0] for path, _ in run._remote.values()}),
+        modules=sorted({path[0] for path, _ in run.state.remote.values()}),
         context=RunSetup(
             project=context.project,
             run_id=context.run_id,
@@ -73,47 +73,47 @@ def start_delivery_process(run: Dispatcher, trackers: list[GeneralTracker], cont
             resumed=run.resumed,
             rewind=context.rewind.to_json() if context.rewind else None,
             superseded=[point.to_json() for point in context.superseded],
-            system_metrics=run._context_options.samples_to_backends,
+            system_metrics=run.state.context_options.samples_to_backends,
             started=context.started,
         ),
         options=DeliveryOptionsSetup(
-            on_error=run.on_error,
-            flush_interval=run.flush_interval,
-            retry=(run.retry.first, run.retry.longest),
-            queue_size=run.queue_size,
-            on_full=run.on_full,
-            finish_timeout=run.finish_timeout,
+            on_error=run.options.on_error,
+            flush_interval=run.options.flush_interval,
+            retry=(run.options.retry.first, run.options.retry.longest),
+            queue_size=run.options.queue_size,
+            on_full=run.options.on_full,
+            finish_timeout=run.options.finish_timeout,
         ),
         backends=[
             BackendSetup(
-                class_path=run._remote[tracker.name][0],
-                init_kwargs=run._remote[tracker.name][1],
+                class_path=run.state.remote[tracker.name][0],
+                init_kwargs=run.state.remote[tracker.name][1],
                 resume=tracker.run_context.resume if tracker.run_context else None,
                 cursor=session.cursor(tracker.name),
                 cursor_step=session.cursor_step(tracker.name),
                 handed=session.handed(tracker.name),
                 backlog=[str(path) for path in session.backlog(tracker.name)],
-                backlog_before=run._seq + 1,
+                backlog_before=run.state.seq + 1,
             )
             for tracker in trackers
         ],
     )
     link = DeliveryLink(
         setup,
-        queue_size=run.queue_size,
+        queue_size=run.options.queue_size,
         on_started=session.backend_started,  # the state comes from the delivery process
         on_progress=session.progress,
         on_error=functools.partial(remote_error, run),
         on_death=functools.partial(delivery_died, run),
-        on_full=run.on_full,
+        on_full=run.options.on_full,
     )
     remotes: list[ManagedMixin] = []
     for tracker in trackers:
         worker = RemoteWorker(tracker, link)
         link.workers[tracker.name] = worker
         remotes.append(worker)
-    run._link = link
-    run._set_workers([*run._workers, *remotes], [*run._puts, link.put_all])
+    run.state.link = link
+    run.state.set_workers([*run.state.workers, *remotes], [*run.state.puts, link.put_all])
 
 
 def remote_error(run: Dispatcher, name: str, message: str, cause: tuple[BaseException, str] | None = None) -> None:
@@ -121,7 +121,7 @@ def remote_error(run: Dispatcher, name: str, message: str, cause: tuple[BaseExce
     to the backend's exception (with its traceback from over there)."""
     error = TrackingError(name, message.removeprefix(f"[{name}] "))
     error.__cause__ = arrived_cause(cause)
-    run._store_error(error)
+    run.state.store_error(error)
 
 
 def delivery_died(run: Dispatcher, link: Any, why: str) -> None:
@@ -129,6 +129,7 @@ def delivery_died(run: Dispatcher, link: Any, why: str) -> None:
     from ..process.host import load_class
     from ..process.remote import RemoteWorker
     from ..store.cursor import NOWHERE, CursorFile, cursor_name
+    from . import managed, setup  # they import this module
 
     warn_once(
         "dispatcher",
@@ -137,43 +138,44 @@ def delivery_died(run: Dispatcher, link: Any, why: str) -> None:
         "from the last record it holds",
         reason="delivery-died",
     )
-    assert run._session is not None  # the delivery process belongs to a started run
-    with run._lock:
+    assert run.state.session is not None  # the delivery process belongs to a started run
+    with run.state.lock:
         taken = sorted(link.take_over(), key=lambda item: item[0].seq if item[0].seq is not None else -1)
         numbered = [seq for record, _ in taken if (seq := record.seq) is not None]
-        before = max(numbered) + 1 if numbered else run._seq + 1
+        before = max(numbered) + 1 if numbered else run.state.seq + 1
         replacements: dict[ManagedMixin, ManagedMixin] = {}
-        for remote in [w for w in run._all_workers if isinstance(w, RemoteWorker) and not w.finished.is_set()]:
+        for remote in [w for w in run.state.all_workers if isinstance(w, RemoteWorker) and not w.finished.is_set()]:
             name = remote.name
-            path, kwargs = run._remote[name]
+            path, kwargs = run.state.remote[name]
             tracker = construct_tracker(load_class(path), str(run.project_name), run.logging_dir, kwargs)
             assert remote.tracker.run_context is not None
             # a rewind is applied once: the delivery process may have done it (a second purge would drop this timeline)
             tracker.run_context = remote.tracker.run_context._replace(resume=remote.resume_state, rewind=None)
             cursor, step, handed, _ = CursorFile.read(Path(str(run.run_dir)) / cursor_name(name)) or NOWHERE
             delivery_for = functools.partial(
-                run._delivery_for,
+                setup.delivery_for,
+                run,
                 cursor=cursor,
                 cursor_step=step,
                 handed=handed,
                 # the journal too: a resumed backend may have been catching up from it
-                backlog=run._session.sources(name),
+                backlog=run.state.session.sources(name),
                 before=before,
                 # caught up on like a resumed run's backlog: what the backend's storage already holds
                 # (its cursor, or how far its reader says it got) is not delivered again
                 backlog_records=[record for record, targets in taken if targets is None or name in targets],
             )
-            worker = run._local_worker(tracker, delivery_for)
+            worker = run.make_worker(tracker, delivery_for)
             worker.report.notes.append(f"the delivery process died ({why}); delivered from this process since")
-            worker.manage(run._direct_call)
+            worker.manage(functools.partial(managed.direct_call, run))
             worker.launch()
-            if run._finishing:
+            if run.state.finishing:
                 tracker.run_end = remote.tracker.run_end  # set by finish() on the remote worker's tracker
                 worker.put(Record("finish", None, None, _EMPTY, None, None))
             remote.replacement = worker
             replacements[remote] = worker
-        run._set_workers(
-            [replacements.get(w, w) for w in run._workers],
-            every=[replacements.get(w, w) for w in run._all_workers],
+        run.state.set_workers(
+            [replacements.get(w, w) for w in run.state.workers],
+            every=[replacements.get(w, w) for w in run.state.all_workers],
         )
-        run._link = None
+        run.state.link = None

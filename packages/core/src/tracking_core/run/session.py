@@ -239,6 +239,10 @@ class RunSession:
             paths.insert(0, self.run_dir / JOURNAL_NAME)
         return [path for path in paths if path.is_file()]
 
+    def name_backends(self, names: list[str]) -> None:
+        if self.writes:
+            self.manifest.name_backends(names)
+
     def backend_started(self, backend: str, state: Any) -> None:
         """Keep how to reopen ``backend``'s run (its ``resume_state``), if run.json can hold it."""
         if not self.writes:

@@ -9,6 +9,7 @@ These functions read and set the dispatcher's state; ``log`` cannot run before t
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -29,7 +30,7 @@ from ..notices import logger, notice, reset_warnings
 from ..report import BackendReport
 from ..store.manifest import MANIFEST_NAME
 from ..store.owed import predecessor_owing, replay_command
-from . import lifecycle, process_mode
+from . import lifecycle, managed, process_mode
 from .rendezvous import job_run_id, publish_run_id, shared_run_id
 from .session import RunSession, choose_job_run_id, named_run_id, rank_folder, resume_for_named
 
@@ -43,47 +44,47 @@ def init_trackers(
     run: Dispatcher, project_name: str, config: Any, init_kwargs: dict[str, dict[str, Any]] | None
 ) -> None:
     """Create every tracker and start it in its worker (``Dispatcher.init_trackers``)."""
-    if run._initialized:
+    if run.state.initialized:
         raise RuntimeError("init_trackers() was already called on this Dispatcher; create a new one for a new run.")
     project_name = check_name(str(project_name), "project_name")  # the path rule (paths.py)
-    runs_trackers = run.rank == 0 or run.per_rank
-    check_run_can_start(run._specs, Path(run.logging_dir or DEFAULT_LOGGING_DIR), writes=runs_trackers)
-    run._initialized = True
+    runs_trackers = run.rank == 0 or run.options.per_rank
+    check_run_can_start(run.state.specs, Path(run.logging_dir or DEFAULT_LOGGING_DIR), writes=runs_trackers)
+    run.state.initialized = True
     reset_warnings()  # "once" means once per run: a new run in the same process warns again
     init_kwargs = redact_init_kwargs(init_kwargs or {})  # secrets in tags/notes (redaction.py)
     run.project_name = project_name
     root = Path(run.logging_dir or DEFAULT_LOGGING_DIR)
-    session = per_rank_session(run, root) if run.per_rank else None
+    session = per_rank_session(run, root) if run.options.per_rank else None
     if session is None and run.rank != 0:
         session = other_rank_session(run, root / run.project_name)
     if session is None:
-        named = named_run_id(run._specs, init_kwargs) if run._replay_sources is None else None
+        named = named_run_id(run.state.specs, init_kwargs) if run.state.replay_sources is None else None
         resume = run.resume if named is None else resume_for_named(root / run.project_name, named, run.resume)
         session = RunSession(
             root / run.project_name,
             run.project_name,
             resume,
             writes=True,
-            replay=run._replay_sources is not None,
+            replay=run.state.replay_sources is not None,
             run_id=named,
         )
         run.run_id = session.run_id
-        if run.world_size > 1 and run._replay_sources is None:
+        if run.world_size > 1 and run.state.replay_sources is None:
             publish_run_id(root / run.project_name, run.project_name, session.run_id)
-    run._session = session
+    run.state.session = session
     run.run_dir, run.resumed = session.run_dir, session.resumed
-    if session.writes and not run.resumed and run._replay_sources is None:
+    if session.writes and not run.resumed and run.state.replay_sources is None:
         warn_about_predecessor(session.run_dir)
     point = session.rewind_to(run.resume_step) if run.resume_step is not None else None
-    run._step, run._seq = session.last_step, session.last_seq
+    run.state.step, run.state.seq = session.last_step, session.last_seq
     context = RunContext(
         run.project_name,
-        cast(str, run.run_id) if not run.per_rank else f"{run.run_id}-rank{run.rank}",  # set by now
+        cast(str, run.run_id) if not run.options.per_rank else f"{run.run_id}-rank{run.rank}",  # set by now
         run.run_dir,
         root,
         rank=run.rank,
         world_size=run.world_size,
-        group=run.run_id if run.per_rank else None,
+        group=run.run_id if run.options.per_rank else None,
         rewind=point,
         superseded=session.rewinds,
         started=session.manifest.started,
@@ -92,10 +93,10 @@ def init_trackers(
     if clean_config is not None:
         import copy  # each backend gets its own copy: one backend mutating it cannot affect another
     remote: list[GeneralTracker] = []
-    for spec in [*run._specs, *journal_first(run)]:
+    for spec in [*run.state.specs, *journal_first(run)]:
         name = spec.name
         if not runs_trackers:  # one run per job: only global rank 0 runs trackers, whatever the class says
-            run._skipped[name] = NoOpTracker(name)
+            run.state.skipped[name] = NoOpTracker(name)
             continue
         tracker = (
             spec
@@ -104,28 +105,31 @@ def init_trackers(
         )
         tracker.run_context = context._replace(
             resume=session.resume_state(name) if run.resumed else None,
-            system_metrics=run._context_options.samples_to_backends and has_capability(tracker, "log_system_metrics"),
+            system_metrics=run.state.context_options.samples_to_backends
+            and has_capability(tracker, "log_system_metrics"),
         )
         path = process_mode.remote_path(run, spec, init_kwargs.get(name))
         if path is not None:
-            run._remote[name] = (path, init_kwargs.get(name))
+            run.state.remote[name] = (path, init_kwargs.get(name))
             remote.append(tracker)
             continue
-        run._workers.append(run._local_worker(tracker, run._delivery_for))
-    run._set_workers(run._workers)
+        run.state.workers.append(run.make_worker(tracker, functools.partial(delivery_for, run)))
+    run.state.set_workers(run.state.workers)
+    if runs_trackers and run.state.replay_sources is None:
+        session.name_backends([spec.name for spec in run.state.specs])
     if remote:
         process_mode.start_delivery_process(run, remote, context, root)
-    run._set_workers(run._workers, run._puts, every=list(run._workers))
-    for worker in run._workers:
-        worker.manage(run._direct_call)
+    run.state.set_workers(run.state.workers, run.state.puts, every=list(run.state.workers))
+    for worker in run.state.workers:
+        worker.manage(functools.partial(managed.direct_call, run))
     if clean_config is not None:
-        run._seq += 1
-    for worker in run._workers:
+        run.state.seq += 1
+    for worker in run.state.workers:
         worker.launch()
         if clean_config is not None:
-            worker.put(Record("config", copy.deepcopy(clean_config), None, _EMPTY, None, run._seq))
-    if run._replay_sources is None:
-        run._context_capture = RunContextCapture.start(run, run._context_options)
+            worker.put(Record("config", copy.deepcopy(clean_config), None, _EMPTY, None, run.state.seq))
+    if run.state.replay_sources is None:
+        run.state.context_capture = RunContextCapture.start(run, run.state.context_options)
     lifecycle.watch(run)
 
 
@@ -151,9 +155,9 @@ def journal_first(run: Dispatcher) -> list[type[GeneralTracker]]:
     start-up). Kept out of ``trackers``, ``get_tracker`` and the report's backends when the user did not
     name ``jsonl`` (:attr:`Dispatcher._internal`). A replay into an existing run writes none: its source
     is that run's journal."""
-    if run._replay_sources is not None or any(_writes_the_journal(spec) for spec in run._specs):
+    if run.state.replay_sources is not None or any(_writes_the_journal(spec) for spec in run.state.specs):
         return []
-    run._internal = frozenset((JsonlTracker.name,))
+    run.state.internal = frozenset((JsonlTracker.name,))
     return [JsonlTracker]
 
 
@@ -209,14 +213,14 @@ def delivery_for(
 ) -> Delivery:
     """The ``Delivery`` of one backend of this run, from where the run's earlier process left it unless
     told otherwise (a take-over after the delivery process died passes its own positions)."""
-    session, name = run._session, tracker.name
+    session, name = run.state.session, tracker.name
     assert session is not None
     if backlog is not None:
-        before = run._seq + 1 if before is None else before
-    elif run._replay_sources is not None:
-        backlog, before = run._replay_sources, float("inf")
+        before = run.state.seq + 1 if before is None else before
+    elif run.state.replay_sources is not None:
+        backlog, before = run.state.replay_sources, float("inf")
     else:
-        backlog, before = session.backlog(name), run._seq + 1
+        backlog, before = session.backlog(name), run.state.seq + 1
     plan = DeliveryPlan(
         cursor=session.cursor(name) if cursor is None else cursor,
         cursor_step=session.cursor_step(name) if cursor_step is None else cursor_step,
@@ -234,7 +238,7 @@ def delivery_for(
         cursor_file=session.cursor_file(name),
         on_started=lambda: backend_started(run, tracker, report),
         on_progress=session.progress,
-        error_sink=run._store_error,
+        error_sink=run.state.store_error,
     )
 
 
@@ -243,5 +247,5 @@ def backend_started(run: Dispatcher, tracker: GeneralTracker, report: BackendRep
     note = not_resumed_note(tracker, run.resumed)
     if note is not None:
         report.notes.append(note)
-    if run._session is not None and run._session.writes:
-        run._session.backend_started(tracker.name, resume_state_of(tracker))
+    if run.state.session is not None and run.state.session.writes:
+        run.state.session.backend_started(tracker.name, resume_state_of(tracker))

@@ -110,6 +110,16 @@ class RunManifest:
             self.backends[name] = state
             self._write()
 
+    def name_backends(self, names: list[str]) -> None:
+        """The run's backends, known before any starts: a backend whose process died during its start-up is
+        still one ``tracking replay`` delivers to (its state stays ``None``, a new SDK run, until it starts)."""
+        with self._lock:
+            missing = [name for name in names if name not in self.backends]
+            for name in missing:
+                self.backends[name] = None
+            if missing:
+                self._write()
+
     def set_progress(self, backend: str, seq: int, step: int) -> None:
         with self._lock:
             self.progress[backend] = {"seq": seq, "step": step}

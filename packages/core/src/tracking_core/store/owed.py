@@ -30,18 +30,19 @@ def owed_records(run_dir: Path) -> dict[str, int]:
     if not isinstance(last_seq, int):
         return {}
     progress: dict[str, object] = {}
+    named: list[str] = []
     try:
         manifest = json.loads((run_dir / MANIFEST_NAME).read_text(encoding="utf-8"))
         progress = manifest.get("progress") or {}
+        named = [str(name) for name in manifest.get("backends") or {}]  # one that never started has no cursor file
     except (OSError, ValueError, AttributeError):
         pass
     owed = {}
     prefix = cursor_name("")
-    for path in sorted(run_dir.glob(cursor_name("*"))):
-        backend = path.name[len(prefix) :]
-        if backend == _JOURNAL_BACKEND:
-            continue
-        positions = CursorFile.read(path)
+    backends = {path.name[len(prefix) :] for path in run_dir.glob(cursor_name("*"))} | set(named)
+    for backend in sorted(backends - {_JOURNAL_BACKEND}):
+        path = run_dir / cursor_name(backend)
+        positions = CursorFile.read(path) if path.is_file() else None
         held = positions[0] if positions is not None else -1
         entry = progress.get(backend)
         if isinstance(entry, dict) and isinstance(entry.get("seq"), int):

@@ -47,10 +47,12 @@ class _Dispatcher(Dispatcher):
     in a worker is not the run the script's calls reach. Failures stay isolated and counted.
     """
 
-    def _local_worker(self, tracker: GeneralTracker, delivery_for: Any) -> BackendWorker:
+    def make_worker(self, tracker: GeneralTracker, delivery_for: Any) -> BackendWorker:
         if not isinstance(tracker, AccelerateTracker):
-            return super()._local_worker(tracker, delivery_for)
-        return BackendWorker(tracker, delivery_for, queue_size=self.queue_size, on_full=self.on_full, blocking=True)
+            return super().make_worker(tracker, delivery_for)
+        return BackendWorker(
+            tracker, delivery_for, queue_size=self.options.queue_size, on_full=self.options.on_full, blocking=True
+        )
 
 
 class Accelerator(accelerate.Accelerator):
@@ -161,7 +163,7 @@ class Accelerator(accelerate.Accelerator):
             import json
             import os
 
-            mark = {"project": run.project_name, "run_id": run.run_id, "step": run._step}
+            mark = {"project": run.project_name, "run_id": run.run_id, "step": run.state.step}
             with open(os.path.join(location, CHECKPOINT_RUN_FILE), "w", encoding="utf-8") as handle:
                 json.dump(mark, handle)
         return location
@@ -180,12 +182,12 @@ class Accelerator(accelerate.Accelerator):
         if mark is None or run is None:
             return
         if run.run_id is not None:
-            if run.run_id != mark["run_id"] or run._step > mark["step"]:
+            if run.run_id != mark["run_id"] or run.state.step > mark["step"]:
                 import warnings
 
                 warnings.warn(
                     f"load_state after init_trackers: run {run.run_id} was opened already and goes on after step "
-                    f"{run._step}; call load_state before init_trackers to continue run {mark['run_id']} after the "
+                    f"{run.state.step}; call load_state before init_trackers to continue run {mark['run_id']} after the "
                     f"checkpoint's step {mark['step']}",
                     TrackingWarning,
                     stacklevel=2,
