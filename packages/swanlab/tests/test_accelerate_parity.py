@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 import tracking_core
+from tracking_core import RunContext
 from tracking_core.testing.accelerate_parity import AccelerateParity
-from tracking_core.tracker import RunContext
-from tracking_swanlab import SwanLabTracker, earlier
+from tracking_swanlab import SwanLabTracker
+from tracking_swanlab.older import v0_6_2
 from tracking_swanlab.reader import read_run
 
 from .conftest import isolate
@@ -77,7 +78,7 @@ def test_figure_is_stored_as_png_and_reads_back(isolated: Path):
     matplotlib = pytest.importorskip("matplotlib")
     matplotlib.use("Agg")
     from matplotlib.figure import Figure
-    from tracking_core.adapters import figure_to_array
+    from tracking_core.kit import figure_to_array
 
     figure = Figure(figsize=(2, 1), dpi=50)
     figure.add_subplot().plot([0, 1], [1, 0])
@@ -117,7 +118,7 @@ def test_per_rank_runs_keep_a_chosen_experiment_name_and_join_the_jobs_group(iso
         folders.append(tracker.run_dir)
     runs = [read_run(folder) for folder in folders]
     assert folders[0] != folders[1]
-    group = "" if earlier.in_use() else "job-7"  # SwanLab before 0.8 keeps no group in an offline run
+    group = "" if v0_6_2.in_use() else "job-7"  # SwanLab before 0.8 keeps no group in an offline run
     assert [(data.name, data.group) for data in runs] == [("baseline-rank0", group), ("baseline-rank1", group)]
-    if earlier.in_use():
+    if v0_6_2.in_use():
         assert any("told apart by their names" in note for note in tracker.report_notes()), tracker.report_notes()

@@ -1,4 +1,4 @@
-"""SwanLab 0.8+ release differences (``tracking_swanlab.compat``): the ``sdk-path.swanlab-0.8.0`` cell runs these at 0.8.0.
+"""SwanLab 0.8.0 to 0.9.0 differences (``tracking_swanlab.older.v0_8_0``): the ``sdk-path.swanlab-0.8.0`` cell runs these at 0.8.0.
 
 The floor cell (0.6.2, the earlier SDK line) runs only the last one: its run starts off the main thread too.
 """
@@ -10,11 +10,11 @@ import threading
 from pathlib import Path
 
 import pytest
-from tracking_swanlab import compat, earlier
+from tracking_swanlab.older import v0_6_2, v0_8_0
 
 from .conftest import isolate
 
-only_sdk_line = pytest.mark.skipif(earlier.in_use(), reason="tracking_swanlab.compat is for SwanLab 0.8 and later")
+only_sdk_line = pytest.mark.skipif(v0_6_2.in_use(), reason="tracking_swanlab.older.v0_8_0 is for SwanLab 0.8 and later")
 
 
 @pytest.fixture(autouse=True)
@@ -24,7 +24,7 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 @only_sdk_line
 def test_release_is_read_from_the_installed_distribution() -> None:
-    found = compat.release()
+    found = v0_8_0.release()
     assert len(found) >= 3 and found >= (0, 8, 0), found
 
 
@@ -32,8 +32,8 @@ def test_release_is_read_from_the_installed_distribution() -> None:
 def test_older_releases_get_signal_handlers_on_the_main_thread_only() -> None:
     from swanlab.sdk.internal import run as run_module
 
-    shimmed = compat.main_thread_only_signals()
-    assert shimmed == (compat.release() < compat.SIGNALS_ON_MAIN_THREAD_ONLY)
+    shimmed = v0_8_0.main_thread_only_signals()
+    assert shimmed == (v0_8_0.release() < v0_8_0.SIGNALS_ON_MAIN_THREAD_ONLY)
     if not shimmed:
         assert run_module.signal is signal  # a release that guards the call itself is left alone
         return
@@ -54,7 +54,7 @@ def test_older_releases_get_signal_handlers_on_the_main_thread_only() -> None:
         assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
     finally:
         signal.signal(signal.SIGINT, before)
-    assert compat.main_thread_only_signals() and run_module.signal is shim  # applied once
+    assert v0_8_0.main_thread_only_signals() and run_module.signal is shim  # applied once
 
 
 def test_a_run_started_and_finished_off_the_main_thread(tmp_path: Path) -> None:

@@ -6,11 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from tracking_core.testing import ContractRun, TrackerContract
-from tracking_swanlab import local
+from tracking_swanlab.older import v0_5_8
 from tracking_swanlab.reader import SwanLabRunData, read_run
 
 #: The mode a run without an account is written in: SwanLab 0.5.8 to 0.6.1 have no offline mode.
-WRITTEN = "local" if local.in_use() else "offline"
+WRITTEN = "local" if v0_5_8.in_use() else "offline"
 
 
 def swanlab_env(tmp_path: Path) -> dict[str, str]:

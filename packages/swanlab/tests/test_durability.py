@@ -9,7 +9,8 @@ import pytest
 from tracking_core import TrackingWarning
 from tracking_core.notices import reset_warnings
 from tracking_core.testing.resume import log_loss, loss, started_tracker, state_of_a_killed_run
-from tracking_swanlab import SwanLabTracker, durability, earlier, local
+from tracking_swanlab import SwanLabTracker, durability
+from tracking_swanlab.older import v0_5_8, v0_6_2
 from tracking_swanlab.reader import read_run
 
 from .conftest import isolate
@@ -49,7 +50,7 @@ def test_a_flushed_run_file_holds_every_step_while_the_run_is_still_open(tmp_pat
     tracker.flush()  # after finish: nothing to wait for
 
 
-@pytest.mark.skipif(earlier.in_use(), reason="SwanLab 0.8+'s writer thread; 0.6-0.7's is an executor SwanLab drains")
+@pytest.mark.skipif(v0_6_2.in_use(), reason="SwanLab 0.8+'s writer thread; 0.6-0.7's is an executor SwanLab drains")
 def test_a_writer_that_ended_fails_the_flush_instead_of_confirming(tmp_path: Path) -> None:
     tracker = started_tracker(SwanLabTracker, tmp_path / "logs")
     run = tracker.run
@@ -63,12 +64,12 @@ def test_a_writer_that_ended_fails_the_flush_instead_of_confirming(tmp_path: Pat
 
 
 def test_a_release_without_the_writer_hooks_warns_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    if local.in_use():
-        from tracking_swanlab.local import durability as local_durability
+    if v0_5_8.in_use():
+        from tracking_swanlab.older.v0_5_8 import durability as local_durability
 
         monkeypatch.setattr(local_durability, "_local_callback", lambda run: None)
-    elif earlier.in_use():
-        from tracking_swanlab.earlier import durability as earlier_durability
+    elif v0_6_2.in_use():
+        from tracking_swanlab.older.v0_6_2 import durability as earlier_durability
 
         monkeypatch.setattr(earlier_durability, "writer_of", lambda run: None)
     else:

@@ -17,14 +17,15 @@ import pytest
 from tracking_core import TrackingWarning
 from tracking_core.notices import reset_warnings
 from tracking_core.testing.resume import finished_run, log_loss, loss, started_tracker
-from tracking_swanlab import SwanLabTracker, earlier, local
+from tracking_swanlab import SwanLabTracker
+from tracking_swanlab.older import v0_5_8, v0_6_2
 from tracking_swanlab.reader import read_run
 
 from .conftest import isolate
 
-pytestmark = pytest.mark.skipif(not earlier.in_use(), reason="SwanLab 0.8+ is installed: not the earlier SDK line")
+pytestmark = pytest.mark.skipif(not v0_6_2.in_use(), reason="SwanLab 0.8+ is installed: not the earlier SDK line")
 #: SwanLab 0.5.8 to 0.6.1 have no offline mode (test_local.py has what they do instead).
-LOCAL = local.in_use()
+LOCAL = v0_5_8.in_use()
 offline_only = pytest.mark.skipif(LOCAL, reason="SwanLab before 0.6.2 has no offline mode: test_local.py")
 
 
@@ -37,11 +38,11 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @offline_only
 def test_the_run_file_is_read_with_swanlabs_own_datastore(tmp_path: Path) -> None:
-    from tracking_swanlab.earlier import store
+    from tracking_swanlab.older.v0_6_2 import reader
 
     tracker = finished_run(SwanLabTracker, tmp_path / "logs", range(3), config={"lr": 0.1})
     path = tracker.run_dir / "backup.swanlab"
-    kinds = [store.kind(record) for record in store.records(path)]
+    kinds = [reader.kind(record) for record in reader.records(path)]
     assert kinds[:3] == ["Header", "Project", "Experiment"] and kinds[-1] == "Footer", kinds
     assert kinds.count("Scalar") == 3
     data = read_run(tracker.run_dir)
@@ -94,7 +95,7 @@ def test_a_start_off_the_main_thread_asks_nothing_and_writes_offline(tmp_path: P
 
 @offline_only
 def test_an_offline_resume_is_a_new_part_under_the_saved_name_with_a_note(tmp_path: Path) -> None:
-    from tracking_swanlab.earlier import store
+    from tracking_swanlab.older.v0_6_2 import reader
 
     logs = tmp_path / "logs"
     first = finished_run(SwanLabTracker, logs, range(3))
@@ -106,7 +107,7 @@ def test_an_offline_resume_is_a_new_part_under_the_saved_name_with_a_note(tmp_pa
     part = second.run.part_id
     assert second.run_id == first.run_id != part and second.run_dir.name.endswith(part)
     assert second.resume_state()["id"] == first.run_id  # a third process continues the same run
-    [experiment] = [r for r in store.records(second.run_dir / "backup.swanlab") if store.kind(r) == "Experiment"]
+    [experiment] = [r for r in reader.records(second.run_dir / "backup.swanlab") if reader.kind(r) == "Experiment"]
     assert experiment.name == first.experiment_name
     assert second.read_back_metrics() == {"loss": {s: loss(s) for s in range(5)}}
     notes = second.report_notes()

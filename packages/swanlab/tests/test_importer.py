@@ -8,11 +8,11 @@ import shutil
 from pathlib import Path
 
 import pytest
+from tracking_core.kit import SourceError
 from tracking_core.testing.sdk_runs import STEPS, write_swanlab
 from tracking_core.testing.sdk_runs import SWANLAB_CONFIG as CONFIG
-from tracking_core.transfer.model import SourceError
-from tracking_swanlab import earlier, local
 from tracking_swanlab.importer import read_runs
+from tracking_swanlab.older import v0_5_8, v0_6_2
 from tracking_swanlab.reader import read_run
 
 
@@ -59,7 +59,7 @@ def test_every_point_config_media_and_what_is_not_carried(written: Path) -> None
     assert all(Path(item.data).read_bytes().startswith(b"\x89PNG") for item in media if item.kind == "image")
     assert [item.data for item in media if item.kind == "text"] == ["a note"]
     not_carried = run.not_carried
-    if earlier.in_use():  # SwanLab 0.6.2-0.6.4's offline init puts its terminal capture back on: the lines are kept
+    if v0_6_2.in_use():  # SwanLab 0.6.2-0.6.4's offline init puts its terminal capture back on: the lines are kept
         not_carried = [note for note in not_carried if not note.startswith("terminal output lines")]
     assert not_carried == ["media captions (sample), 1 time(s)"]
 
@@ -68,7 +68,7 @@ def test_every_point_config_media_and_what_is_not_carried(written: Path) -> None
 def test_a_damaged_run_file_yields_the_run_up_to_there_then_names_the_file(
     written: Path, tmp_path: Path, damage: str
 ) -> None:
-    if local.in_use():  # the run folder and the store beside it; the damage goes into a column's log file
+    if v0_5_8.in_use():  # the run folder and the store beside it; the damage goes into a column's log file
         shutil.copytree(written.parent, tmp_path / "swanlog")
         copy = tmp_path / "swanlog" / written.name
         [run_file] = [path for path in copy.glob("logs/*/*.log") if len(path.read_text().splitlines()) == STEPS][:1]
@@ -95,11 +95,11 @@ def test_a_damaged_run_file_yields_the_run_up_to_there_then_names_the_file(
 def test_not_a_run(tmp_path: Path) -> None:
     folder = tmp_path / "run-20260101_000000-x"
     folder.mkdir()
-    if local.in_use():  # a local store: the database beside the run folders
+    if v0_5_8.in_use():  # a local store: the database beside the run folders
         (tmp_path / "runs.swanlab").write_bytes(b"not a SwanLab run file")
         (folder / "logs").mkdir()
     else:
-        (folder / ("backup.swanlab" if earlier.in_use() else "run-x.swanlab")).write_bytes(b"not a SwanLab run file")
+        (folder / ("backup.swanlab" if v0_6_2.in_use() else "run-x.swanlab")).write_bytes(b"not a SwanLab run file")
     with pytest.raises(SourceError, match=r"not a SwanLab (run file|local store)"):
         list(read_runs(str(tmp_path)))
     (tmp_path / "empty").mkdir()
@@ -120,7 +120,7 @@ def test_a_resumed_run_keeps_the_config_its_first_process_stored(tmp_path: Path)
     assert again.finish().ok
     assert len(list((tmp_path / "swanlog").glob("run-*"))) == 2
     imported = list(read_runs(str(tmp_path / "swanlog")))
-    if earlier.in_use():  # SwanLab 0.5.8-0.7.x write the resumed part as a SwanLab run of its own
+    if v0_6_2.in_use():  # SwanLab 0.5.8-0.7.x write the resumed part as a SwanLab run of its own
         # (in the order of their folders' names, run-<time>-<random id>: two started within a second come either way)
         parts = sorted(([(p.step, p.value) for p in run.points], run.config) for run in imported)
         assert parts == [([(0, 1.0)], CONFIG), ([(1, 0.5)], {})]
@@ -135,7 +135,7 @@ def test_a_store_of_the_other_sdk_line_says_which_swanlab_reads_it(tmp_path: Pat
     folder = tmp_path / "run-20260101_000000-other"
     folder.mkdir()
     other, message = (
-        ("run-other.swanlab", "SwanLab 0.8 or later") if earlier.in_use() else ("backup.swanlab", "0.6.2 to 0.7.x")
+        ("run-other.swanlab", "SwanLab 0.8 or later") if v0_6_2.in_use() else ("backup.swanlab", "0.6.2 to 0.7.x")
     )
     (folder / other).write_bytes(b":SWL" + bytes(3))
     with pytest.raises(SourceError, match=message) as caught:

@@ -2,7 +2,7 @@
 
 A run folder holds ``logs/<column>/<n>.log`` and ``media/``; the ``runs.swanlab`` database beside it names
 the project, the experiment and each column. Everything is read back with swanboard's own models and
-log-file reader (:mod:`tracking_swanlab.local.store`). The rest of the package's tests run here too.
+log-file reader (:mod:`tracking_swanlab.older.v0_5_8.reader`). The rest of the package's tests run here too.
 """
 
 from __future__ import annotations
@@ -17,13 +17,15 @@ import tracking_core
 from tracking_core import TrackingWarning
 from tracking_core.notices import reset_warnings
 from tracking_core.testing.resume import finished_run, log_loss, loss, started_tracker
-from tracking_swanlab import SwanLabTracker, local
-from tracking_swanlab.local import DATABASE, dependencies, store
+from tracking_swanlab import SwanLabTracker
+from tracking_swanlab.older import v0_5_8
+from tracking_swanlab.older.v0_5_8 import DATABASE, dependencies
+from tracking_swanlab.older.v0_5_8 import reader as local_reader
 from tracking_swanlab.reader import read_run
 
 from .conftest import isolate
 
-pytestmark = pytest.mark.skipif(not local.in_use(), reason="this SwanLab release has an offline mode")
+pytestmark = pytest.mark.skipif(not v0_5_8.in_use(), reason="this SwanLab release has an offline mode")
 
 
 @pytest.fixture(autouse=True)
@@ -36,9 +38,9 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_the_run_is_in_swanboards_store_and_read_with_its_models(tmp_path: Path) -> None:
     tracker = finished_run(SwanLabTracker, tmp_path / "logs", range(3), config={"lr": 0.1}, experiment_name="exp")
     assert tracker.mode == "local" and tracker.run_dir.parent == tmp_path / "logs" / "swanlog"
-    [experiment] = store.experiments(tmp_path / "logs" / "swanlog" / DATABASE)
+    [experiment] = local_reader.experiments(tmp_path / "logs" / "swanlog" / DATABASE)
     assert (experiment.run_id, experiment.name, experiment.project) == (tracker.run_dir.name, "exp", "resume")
-    assert experiment.status == store.FINISHED and [c.kind for c in experiment.columns] == ["line"]
+    assert experiment.status == local_reader.FINISHED and [c.kind for c in experiment.columns] == ["line"]
     before = sorted(path.name for path in (tmp_path / "logs" / "swanlog").iterdir())
     data = read_run(tracker.run_dir)
     assert data.scalars == {"loss": {s: loss(s) for s in range(3)}} and data.config == {"lr": 0.1}

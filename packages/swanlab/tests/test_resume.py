@@ -16,13 +16,14 @@ import pytest
 from tracking_core import TrackingWarning
 from tracking_core.notices import reset_warnings
 from tracking_core.testing.resume import finished_run, log_loss, loss, started_tracker, state_of_a_killed_run
-from tracking_swanlab import SwanLabTracker, local
-from tracking_swanlab.earlier import in_use as earlier_line
+from tracking_swanlab import SwanLabTracker
+from tracking_swanlab.older import v0_5_8
+from tracking_swanlab.older.v0_6_2 import in_use as earlier_line
 from tracking_swanlab.reader import read_run
 
 from .conftest import isolate
 
-LOCAL = local.in_use()
+LOCAL = v0_5_8.in_use()
 WRITTEN = "local" if LOCAL else "offline"
 
 

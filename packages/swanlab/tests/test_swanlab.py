@@ -16,18 +16,19 @@ from pathlib import Path
 import pytest
 import tracking_core
 from tracking_core.errors import TrackingWarning
-from tracking_core.journal import read_journal
-from tracking_swanlab import SwanLabTracker, earlier, local
+from tracking_core.store.journal import read_journal
+from tracking_swanlab import SwanLabTracker
+from tracking_swanlab.older import v0_5_8, v0_6_2
 from tracking_swanlab.reader import read_run
 
 from .conftest import isolate
 
 SDK_THREADS = ("SwanLab·Monitor", "SwanLab·TerminalProxy")
 #: SwanLab 0.6.2 to 0.7.x (no ``swanlab.sdk``): the floor cell. What differs there is in test_earlier.py.
-EARLIER = earlier.in_use()
+EARLIER = v0_6_2.in_use()
 only_sdk_line = pytest.mark.skipif(EARLIER, reason="SwanLab 0.8+ settings and threads (test_earlier.py covers 0.6-0.7)")
 #: SwanLab 0.5.8 to 0.6.1 have no offline mode: a run without an account is written in local mode (test_local.py).
-LOCAL = local.in_use()
+LOCAL = v0_5_8.in_use()
 WRITTEN, WRITTEN_HINT = ("local", "swanlab watch") if LOCAL else ("offline", "swanlab sync")
 
 

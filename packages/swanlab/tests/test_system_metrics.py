@@ -16,12 +16,13 @@ import tracking_core
 from tracking_core import RunContext
 from tracking_core.notices import reset_warnings
 from tracking_core.testing.samples import SAMPLES, T0, USER_HISTORY, run_steps_and_samples, stored_samples
-from tracking_swanlab import SwanLabTracker, earlier
+from tracking_swanlab import SwanLabTracker
+from tracking_swanlab.older import v0_6_2
 from tracking_swanlab.reader import SYSTEM_KEY_PREFIX, SwanLabRunData, read_run, system_apart
 
 from .conftest import isolate
 
-EARLIER = earlier.in_use()  # SwanLab 0.5.8 to 0.7.x: flat settings
+EARLIER = v0_6_2.in_use()  # SwanLab 0.5.8 to 0.7.x: flat settings
 
 
 @pytest.fixture(autouse=True)

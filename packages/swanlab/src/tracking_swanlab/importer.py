@@ -9,9 +9,9 @@ user's: counted as not carried); the config comes from ``files/config.yaml`` as
 :mod:`tracking_swanlab.reader` reads it. The folders of a resumed run (one id) are read as one run.
 
 A folder of SwanLab 0.6.2 to 0.7.x (``backup.swanlab``, JSON records) is read by
-:mod:`tracking_swanlab.earlier.importer`, with that release's own reader: it needs such a SwanLab installed.
+:mod:`tracking_swanlab.older.v0_6_2.importer`, with that release's own reader: it needs such a SwanLab installed.
 A local-mode store of SwanLab 0.5.8 to 0.6.1 (``runs.swanlab`` beside its run folders) is read by
-:mod:`tracking_swanlab.local.importer`, with swanboard.
+:mod:`tracking_swanlab.older.v0_5_8.importer`, with swanboard.
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tracking_core.transfer.model import Media, Point, SourceError, SourceRun
+from tracking_core.kit import Media, Point, SourceError, SourceRun
 
-from .local import DATABASE as LOCAL_DATABASE
-from .local import importer as local_importer
+from .older.v0_5_8 import DATABASE as LOCAL_DATABASE
+from .older.v0_5_8 import importer as local_importer
 from .reader import BACKUP_FILE, SYSTEM_KEY_PREFIX, _media_file
 from .store_files import table_file
 
@@ -224,7 +224,7 @@ def read_runs(source: str, *, options: dict[str, str] | None = None) -> Iterator
         raise SourceError(source, "no SwanLab run (run-*.swanlab, backup.swanlab or a local runs.swanlab) found")
     for run_id, files in runs.items():
         if files[0].name == BACKUP_FILE:  # SwanLab 0.6.2 to 0.7.x: each folder is a run of its own
-            from .earlier.importer import read_run
+            from .older.v0_6_2.importer import read_run
 
             for path in files:
                 yield from read_run(run_id, path, _config(path.parent))

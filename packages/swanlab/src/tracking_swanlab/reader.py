@@ -3,9 +3,9 @@
 A run directory (``<log_dir>/run-<time>-<id>``) holds ``run-<id>.swanlab`` -- a log of protobuf
 ``Record`` messages that ``swanlab sync`` uploads -- plus ``media/`` files and ``files/config.yaml``.
 SwanLab 0.6.2 to 0.7.x write ``backup.swanlab`` instead, a log of JSON records that only those releases
-read: :func:`read_run` hands such a folder to :mod:`tracking_swanlab.earlier.store`. A local-mode folder
+read: :func:`read_run` hands such a folder to :mod:`tracking_swanlab.older.v0_6_2.reader`. A local-mode folder
 of SwanLab 0.5.8 to 0.6.1 (per-column log files, named in the ``runs.swanlab`` database beside it) goes to
-:mod:`tracking_swanlab.local.store`, which reads it with swanboard.
+:mod:`tracking_swanlab.older.v0_5_8.reader`, which reads it with swanboard.
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ def is_earlier_folder(run_dir: str | os.PathLike[str]) -> bool:
 def holds_records(run_dir: str | os.PathLike[str]) -> bool:
     """Whether the folder's run file got past its header (SwanLab may not have flushed it yet); a local-mode
     folder of SwanLab 0.5.8 to 0.6.1, whether it holds a log file."""
-    from .local.store import is_local_folder
+    from .older.v0_5_8.reader import is_local_folder
 
     if is_local_folder(Path(run_dir)):
         return any((Path(run_dir) / "logs").glob("*/*.log"))
@@ -106,17 +106,55 @@ def find_run_file(run_dir: str | os.PathLike[str]) -> Path:
 
 def read_run(run_dir: str | os.PathLike[str]) -> SwanLabRunData:
     """The run in ``run_dir``, whichever SwanLab line wrote it; SwanLab's own system series apart."""
-    from .local.store import is_local_folder
+    from .older.v0_5_8.reader import is_local_folder
 
     if is_earlier_folder(run_dir):
-        from .earlier.store import read_folder
+        from .older.v0_6_2.reader import read_folder
 
         return system_apart(read_folder(Path(run_dir)))
     if is_local_folder(Path(run_dir)):
-        from .local.store import read_folder as read_local_folder
+        from .older.v0_5_8.reader import read_folder as read_local_folder
 
         return system_apart(read_local_folder(Path(run_dir)))
     return system_apart(_read_records(Path(run_dir)))
+
+
+def scalar_history_of(folders: list[Path]) -> dict[str, list[tuple[int, Any]]]:
+    """Every scalar record of a run kept in ``folders`` (a resumed run's parts, oldest first), in order."""
+    history: dict[str, list[tuple[int, Any]]] = {}
+    for folder in folders:
+        for key, points in read_run(folder).scalar_history.items():
+            history.setdefault(key, []).extend(points)
+    return history
+
+
+def system_history_of(folders: list[Path]) -> dict[str, list[tuple[int, float]]]:
+    """SwanLab's own monitor's series of a run kept in ``folders``, oldest part first."""
+    system: dict[str, list[tuple[int, float]]] = {}
+    for folder in folders:
+        for key, points in read_run(folder).system_history.items():
+            system.setdefault(key, []).extend(points)
+    return system
+
+
+def images_of(folders: list[Path], current: Path | None) -> dict[str, list[tuple[int, Any]]]:
+    """Every image of a run kept in ``folders`` as HWC uint8 arrays, decoded from its media files; an earlier
+    part whose run file holds no record yet is skipped (``current``, this process's part, is always read)."""
+    from PIL import Image
+    from tracking_core.kit import to_hwc_uint8
+
+    images: dict[str, list[tuple[int, Any]]] = {}
+    for folder in folders:
+        if folder != current and not holds_records(folder):
+            continue
+        for key, points in read_run(folder).media.items():
+            for point in points:
+                if point.kind != "image":
+                    continue
+                for file in point.files:
+                    with Image.open(file) as stored:
+                        images.setdefault(key, []).append((point.step, to_hwc_uint8(stored)))
+    return images
 
 
 def system_apart(data: SwanLabRunData) -> SwanLabRunData:

@@ -24,11 +24,12 @@ first) resumes the same cloud experiment. So the saved state lists every folder 
 ``read_back_history`` reads them all.
 
 SDK lines. The mapping above is written against SwanLab 0.8+ (``swanlab.sdk``). When ``start()`` finds the
-earlier line (0.6.2 to 0.7.x, no ``swanlab.sdk``), :mod:`tracking_swanlab.earlier` starts the run and
-gives its run object the names used here (:class:`~tracking_swanlab.earlier.run.EarlierRun`); what that
+earlier line (0.6.2 to 0.7.x, no ``swanlab.sdk``), :mod:`tracking_swanlab.older.v0_6_2` starts the run and
+gives its run object the names used here (:class:`~tracking_swanlab.older.v0_6_2.run.EarlierRun`); what that
 line lacks (tables before 0.6.5, saved files before 0.7.15, continuing a run offline) is one warning
-and a report note. SwanLab 0.5.8 to 0.6.1 have no offline mode: :mod:`tracking_swanlab.local` starts
-them in local mode (swanboard's store) through the same earlier-line start.
+and a report note. SwanLab 0.5.8 to 0.6.1 have no offline mode: :mod:`tracking_swanlab.older.v0_5_8` starts
+them in local mode (swanboard's store) through the same earlier-line start. Starting, resuming and naming
+the run: :mod:`tracking_swanlab.startup`.
 """
 
 from __future__ import annotations
@@ -36,22 +37,27 @@ from __future__ import annotations
 import io
 import os
 import re
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
 
-from tracking_core import GeneralTracker, RunContext, notice, warn_once
-from tracking_core.adapters import figure_to_png, image_list, merge_config, probe_http, table_rows, to_hwc_uint8
-from tracking_core.context import RUN_CONTEXT_KEY
-from tracking_core.kit.sdk import chosen_instead, not_resumed, per_rank, rank_name, saved_resume, sdk_object
-from tracking_core.notices import logger
-from tracking_core.paths import check_optional_name
+from tracking_core import GeneralTracker
+from tracking_core.kit import (
+    RUN_CONTEXT_KEY,
+    check_optional_name,
+    figure_to_png,
+    image_list,
+    logger,
+    merge_config,
+    notice,
+    sdk_object,
+    table_rows,
+    to_hwc_uint8,
+    warn_once,
+)
 
-from . import compat, earlier, local
-from .earlier.run import EarlierRun
-from .earlier.start import start as earlier_start
-from .earlier.start import upload_commands
-from .local.start import start as local_start
+from . import startup
+from .older.v0_6_2.run import EarlierRun
+from .older.v0_6_2.startup import upload_commands
 
 #: SwanLab refuses control characters anywhere in a key and '.', '/' or whitespace at either end;
 #: longer keys are cut at 512 characters (``swanlab.sdk.internal.pkg.constraints``).
@@ -62,19 +68,6 @@ _MAX_KEY_LENGTH = 512
 #: either end (``swanlab.formatter.check_key_format``).
 EARLIER_MAX_KEY_LENGTH = 255
 
-#: What SwanLab records by itself is left as SwanLab (and Accelerate's ``SwanLabTracker``, a plain
-#: ``swanlab.init(project=...)``) defaults it: the hardware monitor (``probe.monitor``), the hardware,
-#: runtime and git snapshot and the terminal output. Kept off where neither the user's ``settings``,
-#: SwanLab's environment variables/config files nor ``swanlab.merge_settings`` chose them: the two probes
-#: that run a package manager at start-up -- ``probe.requirements`` (``pixi list``, ``uv pip list``,
-#: ``pip list``: up to 25 s, and files in the user's caches) and ``probe.conda`` (``conda env export``,
-#: off in SwanLab too).
-_KEPT_OFF = {
-    "probe.requirements": False,
-    "probe.conda": False,
-}
-#: SwanLab's own hardware monitor, off when the run's system samples take its place (``system_metrics``).
-_MONITOR = "probe.monitor"
 #: The prefix under which this backend logs the run's system samples (``system/cpu.percent``, ...): a
 #: section of their own, each key on its own step sequence (the sample's index).
 SAMPLE_PREFIX = "system/"
@@ -96,127 +89,6 @@ def _plain(cell: Any) -> Any:
     """numpy scalars as Python values, so the table JSON keeps numbers as numbers."""
     item = getattr(cell, "item", None)
     return item() if callable(item) and not isinstance(cell, (str, bytes)) and getattr(cell, "ndim", 0) == 0 else cell
-
-
-def _as_dict(settings: Any) -> dict[str, Any]:
-    if settings is None:
-        return {}
-    if isinstance(settings, Mapping):
-        return dict(settings)
-    dumped: dict[str, Any] = settings.model_dump(exclude_unset=True)
-    return dumped
-
-
-def _settings_sources(swanlab: Any, user_settings: dict[str, Any]) -> list[Any]:
-    """Where a user can have chosen a setting: their ``settings`` kwarg, SwanLab's environment and
-    config files (a fresh ``swanlab.Settings()`` records which fields they set), and
-    ``swanlab.merge_settings`` (a full Settings object: a value differing from the default counts)."""
-    sources: list[Any] = [user_settings, swanlab.Settings()]
-    global_settings = _global_settings()
-    if global_settings is not None:
-        sources.append(("non-default", global_settings))
-    return sources
-
-
-def _global_settings() -> Any:
-    try:
-        from swanlab.sdk.internal.settings import get_global_settings
-    except ImportError:  # a SwanLab release that moved it: merge_settings is then only seen through init
-        return None
-    return get_global_settings()
-
-
-def _effective_settings(swanlab: Any, user_settings: dict[str, Any], mode: Any) -> Any:
-    """The settings ``swanlab.init`` will resolve (environment, files, merge_settings, the user's)."""
-    effective = swanlab.Settings()
-    global_settings = _global_settings()
-    if global_settings is not None:
-        effective.merge_settings(global_settings)
-    overrides = dict(user_settings)
-    if mode is not None:
-        overrides["mode"] = mode
-    if overrides:
-        effective.merge_settings(overrides)
-    return effective
-
-
-def _chosen(path: str, sources: list[Any]) -> bool:
-    for source in sources:
-        if isinstance(source, tuple):
-            _, settings = source
-            default = _field_default(type(settings), path)
-            if default is not _MISSING and _get_path(settings, path) != default:
-                return True
-        elif isinstance(source, Mapping):
-            if _get_path(source, path) is not _MISSING:
-                return True
-        elif _fields_set(source, path):
-            return True
-    return False
-
-
-_MISSING = object()
-
-
-def _get_path(obj: Any, path: str) -> Any:
-    for part in path.split("."):
-        if isinstance(obj, Mapping):
-            obj = obj.get(part, _MISSING)
-        else:
-            obj = getattr(obj, part, _MISSING)
-        if obj is _MISSING:
-            return _MISSING
-    return obj
-
-
-def _fields_set(model: Any, path: str) -> bool:
-    *parents, leaf = path.split(".")
-    for part in parents:
-        if part not in getattr(model, "model_fields_set", ()):
-            return False
-        model = getattr(model, part)
-    return leaf in getattr(model, "model_fields_set", ())
-
-
-def _field_default(cls: Any, path: str) -> Any:
-    *parents, leaf = path.split(".")
-    for part in parents:
-        field = cls.model_fields.get(part)
-        if field is None:
-            return _MISSING
-        cls = field.annotation
-    field = getattr(cls, "model_fields", {}).get(leaf)
-    if field is None:
-        return _MISSING
-    return field.get_default(call_default_factory=True)
-
-
-def _set_path(target: dict[str, Any], path: str, value: Any) -> None:
-    *parents, leaf = path.split(".")
-    for part in parents:
-        target = target.setdefault(part, {})
-    target[leaf] = value
-
-
-def _deep_merge(base: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
-    merged = dict(base)
-    for key, value in update.items():
-        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
-            merged[key] = _deep_merge(merged[key], value)
-        else:
-            merged[key] = value
-    return merged
-
-
-def _has_credentials(effective: Any) -> bool:
-    if effective.api_key:
-        return True
-    try:  # swanlab.login() earlier in this process
-        from swanlab.sdk.internal.core_python import client
-    except ImportError:
-        return False
-    logged_in: bool = client.exists()
-    return logged_in
 
 
 class SwanLabTracker(GeneralTracker):
@@ -298,142 +170,18 @@ class SwanLabTracker(GeneralTracker):
 
     # -- start ---------------------------------------------------------------------------------
     def start(self) -> None:
-        try:
-            import swanlab
-        except FileExistsError:  # SwanLab before 0.6.2 makes ~/.swanlab at import, racing another process
-            import swanlab
-
-        self._swanlab = swanlab
-        if earlier.in_use():  # SwanLab 0.5.8 to 0.7.x: no swanlab.sdk, flat settings
-            # 0.6.2 on write offline runs (backup.swanlab); before, only local mode writes without an account
-            line_start = local_start if local.in_use() else earlier_start
-            started = line_start(self, swanlab, self.online_check_timeout)
-            self._run, self._project = started.run, started.project
-            self.fallback_reason, self.earlier_run_dirs = started.fallback_reason, started.earlier_run_dirs
+        """Start the run with the installed SwanLab line (:mod:`tracking_swanlab.startup`) and say where it went."""
+        self._swanlab = startup.import_swanlab()
+        startup.start_run(self, self._swanlab)
+        if isinstance(self._run, EarlierRun):  # SwanLab 0.5.8 to 0.7.x
             self._max_key_length = EARLIER_MAX_KEY_LENGTH
-        else:
-            self._start_sdk(swanlab)
         self.mode = str(self._run.mode)
         self.run_dir = Path(self._run.dir)
         self.run_id, self.experiment_name = str(self._run.id), _attribute(self._run, "name")
         if self.fallback_reason:
-            logger.warning(self._start_notice())
+            logger.warning(startup.start_notice(self))
         else:
-            notice(self._start_notice())
-
-    def _start_sdk(self, swanlab: Any) -> None:
-        """``swanlab.init`` of SwanLab 0.8 and later (the ``swanlab.sdk`` line)."""
-        compat.main_thread_only_signals()  # SwanLab < 0.9.1 sets a SIGINT handler even off the main thread
-        kwargs = dict(self.init_kwargs)
-        kwargs.setdefault("project", self.run_name)
-        user_settings = _as_dict(kwargs.pop("settings", None))
-        sources = _settings_sources(swanlab, user_settings)
-
-        if self.logging_dir is not None and not ({"log_dir", "logdir"} & kwargs.keys()):
-            if not _chosen("log_dir", sources) and not os.environ.get("SWANLAB_LOGDIR"):
-                kwargs["log_dir"] = str(self.logging_dir / "swanlog")
-        settings: dict[str, Any] = {}
-        kept_off = dict(_KEPT_OFF)
-        if self._samples_wanted():
-            kept_off[_MONITOR] = False  # the run's samples take the monitor's place
-        for path, value in kept_off.items():
-            if not _chosen(path, sources):
-                _set_path(settings, path, value)
-        settings = _deep_merge(settings, user_settings)
-        settings["interactive"] = False  # a prompt in a worker thread would hang the run
-
-        self._name_rank(kwargs, sources)
-        self._continue_saved_run(kwargs, sources)
-        self._project = kwargs.get("project")
-        effective = _effective_settings(swanlab, user_settings, kwargs.get("mode"))
-        mode_chosen = "mode" in kwargs or _chosen("mode", sources)
-        credentials = _has_credentials(effective)
-        if not mode_chosen:
-            kwargs["mode"] = "online" if credentials else "offline"
-        wanted = kwargs["mode"] if "mode" in kwargs else effective.mode
-
-        # Without credentials an online start fails at once (SwanLab's own error); with them, a host
-        # that does not answer would hold start-up for minutes, so check it first, within a deadline.
-        if wanted in ("online", "cloud") and credentials:
-            problem = probe_http(str(effective.api_host), self.online_check_timeout)
-            if problem is None:
-                try:
-                    self._run = swanlab.init(settings=settings, **kwargs)
-                except Exception as error:
-                    if mode_chosen:
-                        raise
-                    problem = f"online start failed ({type(error).__name__}: {error})"
-            elif mode_chosen:
-                raise ConnectionError(
-                    f"SwanLab service at {effective.api_host} is unreachable ({problem}) and mode='online' was "
-                    "chosen explicitly; unset SWANLAB_MODE/mode to fall back to an offline run"
-                )
-            if self._run is None:
-                self.fallback_reason = f"SwanLab service at {effective.api_host}: {problem}"
-                kwargs["mode"] = "offline"
-        if self._run is None:
-            self._run = swanlab.init(settings=settings, **kwargs)
-
-    def _name_rank(self, kwargs: dict[str, Any], sources: list[Any]) -> None:
-        """Per-rank mode: this rank's run joins the job's SwanLab group, named after its rank."""
-        context = per_rank(self)
-        if context is None:
-            return
-        if kwargs.get("group") is None and not _chosen("experiment.group", sources):
-            kwargs["group"] = context.group
-        kwargs["name"] = rank_name(kwargs.pop("experiment_name", None) or kwargs.get("name"), context)
-
-    def _continue_saved_run(self, kwargs: dict[str, Any], sources: list[Any]) -> None:
-        """Point ``swanlab.init`` at the run saved by ``resume_state`` in an earlier process.
-
-        ``resume="allow"``: offline SwanLab does not check the id, and online the run may so far exist only as
-        the earlier process's offline folder. The saved experiment name is kept (SwanLab would make up a new
-        one). An ``id``/``resume`` the user chose (kwargs, settings, ``SWANLAB_*``) wins.
-        """
-        resume = saved_resume(self, "id", "SwanLab run")
-        if resume is None:
-            return
-        saved, run_id = resume
-        if {"id", "resume"} & kwargs.keys() or _chosen("run.id", sources) or _chosen("run.resume", sources):
-            chosen_instead(self, "run", "init_kwargs/settings", "SwanLab run", run_id)
-            return
-        folders = [Path(folder) for folder in saved.get("run_dirs") or [] if isinstance(folder, str)]
-        existing = [folder for folder in folders if folder.is_dir()]
-        if saved.get("mode") in ("offline", "local") and not existing:
-            gone = ", ".join(map(str, folders)) or "no folder was saved"
-            not_resumed(
-                self,
-                f"could not resume SwanLab run {run_id} (its {saved['mode']} folders are gone: {gone}); started a new run",
-            )
-            return
-        self.earlier_run_dirs = existing
-        kwargs["id"], kwargs["resume"] = run_id, "allow"
-        name = saved.get("name")
-        if cast(RunContext, self.run_context).group is not None:  # a saved run comes from run_context
-            kwargs.pop("name", None)  # the saved name already says which rank it is
-        if isinstance(name, str) and name and not ({"name", "experiment_name"} & kwargs.keys()):
-            if not _chosen("experiment.name", sources):
-                kwargs["name"] = name
-        if isinstance(saved.get("project"), str) and saved["project"] and "project" not in self.init_kwargs:
-            kwargs["project"] = saved["project"]
-
-    def _start_notice(self) -> str:
-        if self.mode == "online":
-            url = getattr(self._run, "url", None)
-            return f"swanlab: online run {url} (local copy in {self.run_dir})"
-        if self.mode == "disabled":
-            return "swanlab: mode 'disabled', nothing is recorded"
-        where = f"{self.mode} run in {self.run_dir}"
-        if self.fallback_reason:
-            where += f" because {self.fallback_reason}"
-        elif self.mode == "offline":
-            where += " (no SwanLab credentials configured)"
-        hint = (
-            f"upload it with `swanlab sync {self.run_dir}`"
-            if self.mode == "offline"
-            else f"view it with `swanlab watch {cast(Path, self.run_dir).parent}`"  # set by start()
-        )
-        return f"swanlab: {where}; {hint}"
+            notice(startup.start_notice(self))
 
     # -- SDK objects -----------------------------------------------------------------------------
     tracker = run = sdk_object(
@@ -657,43 +405,23 @@ class SwanLabTracker(GeneralTracker):
     def read_back_system_metrics(self) -> dict[str, list[tuple[int, float]]]:
         """The run's system series: SwanLab's own monitor's (``__swanlab__.<name>``, step = its sample count)
         and, when the run's samples came here, theirs (``system/<name>``, step = the sample's index)."""
-        from .reader import read_run
+        from .reader import system_history_of
 
-        system: dict[str, list[tuple[int, float]]] = {}
-        for folder in self.run_dirs:
-            for key, points in read_run(folder).system_history.items():
-                system.setdefault(key, []).extend(points)
+        system = system_history_of(self.run_dirs)
         if self._samples_wanted():
             system.update({key: p for key, p in self._all_scalars().items() if key.startswith(SAMPLE_PREFIX)})
         return system
 
     def _all_scalars(self) -> dict[str, list[tuple[int, Any]]]:
-        from .reader import read_run
+        from .reader import scalar_history_of
 
-        history: dict[str, list[tuple[int, Any]]] = {}
-        for folder in self.run_dirs:
-            for key, points in read_run(folder).scalar_history.items():
-                history.setdefault(key, []).extend(points)
-        return history
+        return scalar_history_of(self.run_dirs)
 
     def read_back_images(self) -> dict[str, list[tuple[int, Any]]]:
         """Every image of this run through SwanLab's own record reader, decoded from its media files."""
-        from PIL import Image
+        from .reader import images_of
 
-        from .reader import holds_records, read_run
-
-        images: dict[str, list[tuple[int, Any]]] = {}
-        for folder in self.run_dirs:
-            if folder != self.run_dir and not holds_records(folder):
-                continue
-            for key, points in read_run(folder).media.items():
-                for point in points:
-                    if point.kind != "image":
-                        continue
-                    for file in point.files:
-                        with Image.open(file) as stored:
-                            images.setdefault(key, []).append((point.step, to_hwc_uint8(stored)))
-        return images
+        return images_of(self.run_dirs, self.run_dir)
 
     def report_notes(self) -> list[str]:
         notes = super().report_notes()

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..reader import BACKUP_FILE, MediaPoint, SwanLabRunData, with_config
+from ...reader import BACKUP_FILE, MediaPoint, SwanLabRunData, with_config
 
 #: The file's header (ident, magic, version); a shorter file holds no record yet.
 HEADER_BYTES = 7

@@ -1,4 +1,4 @@
-"""A local-mode run of SwanLab 0.5.8 to 0.6.1, as the tracker uses a run (see :mod:`tracking_swanlab.earlier.run`)."""
+"""A local-mode run of SwanLab 0.5.8 to 0.6.1, as the tracker uses a run (see :mod:`tracking_swanlab.older.v0_6_2.run`)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from tracking_core import warn_once
+from tracking_core.kit import warn_once
 
-from ..earlier.run import EarlierRun
+from ..v0_6_2.run import EarlierRun
 from .concurrency import store_lock
 from .durability import written_files
 

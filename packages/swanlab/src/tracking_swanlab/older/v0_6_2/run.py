@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from tracking_core import warn_once
+from tracking_core.kit import warn_once
 
 from .hooks import kept_process_hooks
 

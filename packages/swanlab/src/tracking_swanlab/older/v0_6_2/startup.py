@@ -1,6 +1,6 @@
 """``swanlab.init`` for the earlier line (0.6.2 to 0.7.x), with the defaults the 0.8+ start gives.
 
-What differs from 0.8's start (``tracker.py``), all of it this line's own API:
+What differs from 0.8's start (:mod:`tracking_swanlab.startup`), all of it this line's own API:
 
 * the folder argument is ``logdir`` (``log_dir`` is accepted and renamed), online is ``mode="cloud"``;
 * settings are one flat ``swanlab.Settings`` (``hardware_monitor``, ``requirements_collect``, ...) that
@@ -32,9 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tracking_core import warn_once
-from tracking_core.adapters import probe_http
-from tracking_core.kit.sdk import chosen_instead, not_resumed, per_rank, rank_name, saved_resume
+from tracking_core.kit import chosen_instead, not_resumed, per_rank, probe_http, rank_name, saved_resume, warn_once
 
 from .hooks import kept_process_hooks
 from .run import LOG_DIR_VARIABLE, MODE_VARIABLE, EarlierRun, environment_before_init
@@ -79,7 +77,7 @@ def start(
     run_class: type[EarlierRun] = EarlierRun,
 ) -> Started:
     """Start the run; ``without_account`` is the mode that writes it locally (``"local"`` before 0.6.2, see
-    :mod:`tracking_swanlab.local`), ``around_local_init(logdir)`` is entered around a start in that mode (it
+    :mod:`tracking_swanlab.older.v0_5_8`), ``around_local_init(logdir)`` is entered around a start in that mode (it
     raises when the mode's own packages are missing), and ``run_class`` wraps the started run."""
     kwargs = dict(tracker.init_kwargs)
     kwargs.setdefault("project", tracker.run_name)

@@ -16,7 +16,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from tracking_core.kit.filelock import file_lock
+from tracking_core.kit import file_lock
 
 from . import DATABASE
 

@@ -1,6 +1,6 @@
 """One run folder of SwanLab 0.6.2 to 0.7.x as an import source (``tracking import swanlab ...``).
 
-Read record by record with the release's own ``DataStore`` and models (:mod:`.store`). Scalars (with
+Read record by record with the release's own ``DataStore`` and models (:mod:`.reader`). Scalars (with
 the time SwanLab stamped on each) become points; image files, texts (kept in their record) and echarts
 tables become media; files ``swanlab.save`` put in ``files/`` become artifacts; the config comes from
 ``files/config.yaml``. Offline, this line cannot continue a run, so each folder is its own run.
@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tracking_core.transfer.model import Media, Point, SourceError, SourceRun
+from tracking_core.kit import Media, Point, SourceError, SourceRun
 
-from ..reader import SYSTEM_KEY_PREFIX
-from ..store_files import iso_seconds, table_file
-from . import store
+from ...reader import SYSTEM_KEY_PREFIX
+from ...store_files import iso_seconds, table_file
+from . import reader
 
 
 @dataclass
@@ -38,13 +38,13 @@ class _Scan:
 
 
 def _scan_media(scan: _Scan, run_dir: Path, media: Any) -> None:
-    kind, key, step = store.media_kinds(scan.columns, media.key), media.key, media.step
+    kind, key, step = reader.media_kinds(scan.columns, media.key), media.key, media.step
     time = iso_seconds(media.metric.get("create_time"))
     if any(isinstance(more, dict) and more.get("caption") for more in media.metric.get("more") or []):
         scan.drop(f"media captions ({key})")
-    files = store.media_files(run_dir, media)
+    files = reader.media_files(run_dir, media)
     if kind == "text":
-        scan.media.extend(Media("text", key, step, text, time) for text in store.inline(media))
+        scan.media.extend(Media("text", key, step, text, time) for text in reader.inline(media))
     elif kind == "image":
         scan.media.extend(Media("image", key, step, str(file), time) for file in files)
     elif kind == "echarts" and files and (table := table_file(files[0])) is not None:
@@ -56,8 +56,8 @@ def _scan_media(scan: _Scan, run_dir: Path, media: Any) -> None:
 def _scan(path: Path) -> _Scan:
     scan = _Scan()
     try:
-        for record in store.records(path):
-            name = store.kind(record)
+        for record in reader.records(path):
+            name = reader.kind(record)
             if name == "Scalar" and record.key.startswith(SYSTEM_KEY_PREFIX):
                 scan.drop("SwanLab's own system metrics (__swanlab__.*) points")
             elif name == "Scalar":
@@ -73,32 +73,32 @@ def _scan(path: Path) -> _Scan:
                 setattr(scan, name.lower(), record)
             elif name != "Runtime":  # the runtime record names the files in files/, read there
                 scan.drop(f"{name} records")
-    except store.Damaged as error:
+    except reader.Damaged as error:
         scan.damage = str(error)
     return scan
 
 
 def _points(path: Path) -> Iterator[Point]:
     try:
-        for record in store.records(path):
-            if store.kind(record) == "Scalar" and not record.key.startswith(SYSTEM_KEY_PREFIX):
+        for record in reader.records(path):
+            if reader.kind(record) == "Scalar" and not record.key.startswith(SYSTEM_KEY_PREFIX):
                 value = record.metric.get("data")
                 yield Point(record.key, record.step, float(value), iso_seconds(record.metric.get("create_time")))
-    except store.Damaged:
+    except reader.Damaged:
         return  # the scan recorded it: the run is yielded up to there, then the import fails
 
 
 def _artifacts(run_dir: Path) -> list[Media]:
-    return [Media("artifact", name, None, str(run_dir / "files" / name)) for name in store.saved_files(run_dir)]
+    return [Media("artifact", name, None, str(run_dir / "files" / name)) for name in reader.saved_files(run_dir)]
 
 
 def read_run(run_id: str, path: Path, config: dict[str, Any]) -> Iterator[SourceRun]:
     """The run in ``path`` (a ``backup.swanlab``); raises :class:`SourceError` after it when the file is damaged."""
     try:
         scan = _scan(path)
-    except store.NoReader as error:
+    except reader.NoReader as error:
         raise SourceError(str(path), str(error)) from error
-    except store.NotARunFile as error:
+    except reader.NotARunFile as error:
         raise SourceError(str(path), f"not a SwanLab run file ({error})") from error
     if scan.project is None or scan.experiment is None:
         reason = scan.damage or "the run file has no project or experiment record"

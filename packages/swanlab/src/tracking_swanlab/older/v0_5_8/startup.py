@@ -1,6 +1,6 @@
-"""Start a run of SwanLab 0.5.8 to 0.6.1: the earlier line's start with ``"local"`` as the mode without an account.
+"""Start a run of SwanLab 0.5.8 to 0.6.1: the 0.6.2 line's start with ``"local"`` as the mode without an account.
 
-Everything :mod:`tracking_swanlab.earlier.start` does holds here (the quiet defaults as flat settings,
+Everything :mod:`tracking_swanlab.older.v0_6_2.startup` does holds here (the quiet defaults as flat settings,
 ``logdir``, the online check and the fallback, per-rank names, a resume as a new SwanLab run under the
 saved name); on top:
 
@@ -22,10 +22,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from tracking_core import warn_once
+from tracking_core.kit import warn_once
 
-from ..earlier.start import Started
-from ..earlier.start import start as earlier_start
+from ..v0_6_2.startup import Started
+from ..v0_6_2.startup import start as earlier_start
 from . import DATABASE, dependencies
 from .concurrency import log_dir_for_init, store_lock
 from .run import LocalRun

@@ -1,7 +1,7 @@
 """SwanLab 0.5.8 to 0.6.1 local-mode stores as an import source (``tracking import swanlab ...``).
 
 A store is a log folder's ``runs.swanlab`` and the run folders it lists, read with swanboard
-(:mod:`.store`). Each experiment is a run of its own (this line cannot continue one): numeric columns
+(:mod:`.reader`). Each experiment is a run of its own (this line cannot continue one): numeric columns
 become points (with the time SwanLab stamped on each), image columns image media, text columns text
 media; the config comes from the folder's ``files/config.yaml``. What is not carried is listed: captions,
 other media kinds, the terminal output SwanLab 0.5.8 recorded in ``console/``. A log line that does not
@@ -15,10 +15,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from tracking_core.transfer.model import Media, Point, SourceError, SourceRun
+from tracking_core.kit import Media, Point, SourceError, SourceRun
 
-from ..store_files import iso_seconds
-from . import DATABASE, store
+from ...store_files import iso_seconds
+from . import DATABASE, reader
 
 
 def stores(root: Path) -> list[tuple[Path, Path | None]]:
@@ -26,8 +26,8 @@ def stores(root: Path) -> list[tuple[Path, Path | None]]:
     a log folder, a folder above log folders, or one run folder (its store, that run alone)."""
     if root.is_file():
         return [(root, None)] if root.name == DATABASE else []
-    if store.is_local_folder(root) and not (root / DATABASE).is_file():
-        return [(store.database_of(root), root)]
+    if reader.is_local_folder(root) and not (root / DATABASE).is_file():
+        return [(reader.database_of(root), root)]
     found: list[tuple[Path, Path | None]] = []
     for folder, dirs, names in os.walk(root):
         dirs.sort()
@@ -36,8 +36,8 @@ def stores(root: Path) -> list[tuple[Path, Path | None]]:
     return found
 
 
-def _status(experiment: store.Experiment) -> str | None:
-    return {store.FINISHED: "finished", store.CRASHED: "crashed"}.get(experiment.status)
+def _status(experiment: reader.Experiment) -> str | None:
+    return {reader.FINISHED: "finished", reader.CRASHED: "crashed"}.get(experiment.status)
 
 
 def _terminal_lines(run_dir: Path) -> int:
@@ -47,13 +47,13 @@ def _terminal_lines(run_dir: Path) -> int:
     return sum(len(file.read_text(encoding="utf-8", errors="replace").splitlines()) for file in console.glob("*.log"))
 
 
-def _read(run_dir: Path, experiment: store.Experiment, config: dict[str, Any]) -> Iterator[SourceRun]:
+def _read(run_dir: Path, experiment: reader.Experiment, config: dict[str, Any]) -> Iterator[SourceRun]:
     points: list[Point] = []
     media: list[Media] = []
     dropped: dict[str, int] = {}
-    damage: store.Damaged | None = None
+    damage: reader.Damaged | None = None
     for column in experiment.columns:
-        found, damaged = store.points(run_dir, column)
+        found, damaged = reader.points(run_dir, column)
         damage = damage or damaged
         for point in found:
             step, time = int(point["index"]), iso_seconds(point.get("create_time"))
@@ -64,7 +64,7 @@ def _read(run_dir: Path, experiment: store.Experiment, config: dict[str, Any]) -
             elif column.kind == "text":
                 media.extend(Media("text", column.name, step, str(text), time) for text in point.get("data") or [])
             elif column.kind == "image":
-                files = store.media_files(run_dir, column, point)
+                files = reader.media_files(run_dir, column, point)
                 media.extend(Media("image", column.name, step, str(file), time) for file in files)
             else:
                 what = f"{column.kind} media ({column.name})"
@@ -100,13 +100,13 @@ def _read(run_dir: Path, experiment: store.Experiment, config: dict[str, Any]) -
 def read_store(database: Path, only: Path | None, config_of: Callable[[Path], dict[str, Any]]) -> Iterator[SourceRun]:
     """Each run of the store (or only the folder ``only``) whose folder is there and holds no other line's run file."""
     try:
-        listed = store.experiments(database)
-    except store.NoReader as error:
+        listed = reader.experiments(database)
+    except reader.NoReader as error:
         raise SourceError(str(database), str(error)) from error
     except Exception as error:  # not SQLite, or not swanboard's tables
         raise SourceError(str(database), f"not a SwanLab local store ({type(error).__name__}: {error})") from error
     for experiment in listed:
         run_dir = database.parent / experiment.run_id
-        if (only is not None and run_dir.resolve() != only.resolve()) or not store.is_local_folder(run_dir):
+        if (only is not None and run_dir.resolve() != only.resolve()) or not reader.is_local_folder(run_dir):
             continue
         yield from _read(run_dir, experiment, config_of(run_dir))

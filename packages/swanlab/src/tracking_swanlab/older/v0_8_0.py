@@ -1,4 +1,6 @@
-"""What differs between the SwanLab releases this backend supports (0.8.0 to 0.10), detected, not assumed.
+"""SwanLab 0.8.0 to 0.9.0: the ``swanlab.sdk`` line before its run left signal handlers to the main thread.
+
+Detected, not assumed (:func:`release`).
 
 Before 0.9.1, ``swanlab.init`` and ``Run.finish`` install and restore a SIGINT handler with
 ``signal.signal`` whatever thread they run in; off the main thread -- where this backend's worker

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from ..reader import MediaPoint, SwanLabRunData, with_config
+from ...reader import MediaPoint, SwanLabRunData, with_config
 from . import DATABASE, dependencies
 
 #: swanboard's experiment states.
