@@ -10,8 +10,8 @@ from tracking_core.backends.jsonl import JsonlTracker
 from tracking_core.contract.histogram import histogram_of
 from tracking_core.delivery.worker import MANAGED_METHODS
 from tracking_core.intake.figures import copy_figure
-from tracking_core.intake.record import KINDS, Record, deliver, record_from_entry
-from tracking_core.store.journal import read_journal
+from tracking_core.intake.record import KINDS, Record, deliver
+from tracking_core.store.journal import read_journal, record_from_entry
 
 
 def _payloads(tmp_path):

@@ -23,11 +23,10 @@ from ..context.samples import SAMPLES_NAME
 from ..delivery.spill import numbered
 from ..delivery.worker import BackendWorker
 from ..intake.config import merge_config
-from ..intake.record import record_from_entry
 from ..notices import notice
 from ..report import FinishReport
 from ..run.dispatcher import Dispatcher
-from ..store.journal import JOURNAL_NAME, read_header, read_journal, resolve_journal
+from ..store.journal import JOURNAL_NAME, read_header, read_journal, record_from_entry, resolve_journal
 from ..store.manifest import MANIFEST_NAME, RunManifest
 from ..store.rewind import current_entries
 

@@ -4,7 +4,7 @@ This is the surface ``accelerate.tracking`` users and backend authors meet; ever
 ``tracking_core`` is built on it and nothing here imports the machinery above it.
 
 - ``tracker``: ``GeneralTracker`` (the class every backend subclasses), ``RunContext``, capabilities,
-  ``on_main_process``.
+  ``on_main_process``, and the ``tracking/rewind`` marker the default ``rewind`` stores (``store_marker``).
 - ``histogram``: ``Histogram``, the one shape every backend maps histograms from.
 - ``distributed``: global rank and world size from the launcher's environment (no torch).
 - ``noop``: stand-ins on ranks that do not log.

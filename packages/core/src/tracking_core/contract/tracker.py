@@ -19,6 +19,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 #: The optional methods a backend may override; a tracker "has" a capability when it overrides it.
 CAPABILITIES = ("log_images", "log_table", "log_figure", "log_artifact", "log_artifacts")
+#: The metric the default :meth:`GeneralTracker.rewind` stores at the rewind step (its value: the step), for
+#: a backend with no way to drop the points an earlier process stored; readers of the run know it.
+MARKER_KEY = "tracking/rewind"
 
 
 def on_main_process(function: F) -> F:
@@ -100,6 +103,11 @@ class RunEnd(NamedTuple):
             return 1
         reason = self.status.partition(":")[2].strip()
         return {"KeyboardInterrupt": 130, "SIGINT": 130, "SIGTERM": 143}.get(reason, 137)
+
+
+def store_marker(tracker: GeneralTracker, step: int) -> None:
+    """The marker of a rewind in a backend's own history: ``tracking/rewind`` = ``step`` at ``step``."""
+    tracker.log({MARKER_KEY: step}, step=step)
 
 
 class GeneralTracker:
@@ -302,8 +310,6 @@ class GeneralTracker:
         ``step`` at ``step``; points at ``step`` or later logged before the marker's time are superseded.
         Returns the finish report's note.
         """
-        from ..store.rewind import MARKER_KEY, store_marker
-
         store_marker(self, step)
         return (
             f"rewound to step {step}: this SDK keeps the earlier process's points from step {step} on; "

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any, cast
 
 from ..backends.jsonl import JsonlTracker
-from ..intake.record import Record, deliver, record_from_entry
-from ..store.journal import JournalWriter
+from ..intake.record import Record, deliver
+from ..store.journal import JournalWriter, record_from_entry
 
 _SEQ = re.compile(rb'"seq":(\d+)')
 

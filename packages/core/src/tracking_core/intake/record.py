@@ -9,9 +9,7 @@ deliver each record exactly once.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, NamedTuple
 
 from ..contract.tracker import GeneralTracker
@@ -65,7 +63,6 @@ KINDS: dict[str, Kind] = {
     "artifact": Kind("log_artifact", "artifact"),
     "artifacts": Kind("log_artifacts", "artifacts"),
 }
-_EMPTY: dict[str, Any] = {}
 
 
 def call_kwargs(tracker: GeneralTracker, record: Record) -> dict[str, Any]:
@@ -111,38 +108,3 @@ def deliver(tracker: GeneralTracker, record: Record, values: dict[str, Any] | No
         method(*payload, **({"seq": record.seq} if wants_id else {}))
     else:  # pragma: no cover - internal misuse
         raise ValueError(f"unknown record kind {kind!r}")
-
-
-def record_from_entry(entry: dict[str, Any], base: Path) -> Record | None:
-    """The record a journal line describes (``None`` for lines that carry no data).
-
-    Media come back from the files the journal points to; a figure comes back as the PNG the
-    journal rendered, so it is delivered as an image.
-    """
-    kind, step, seq = entry.get("type"), entry.get("step"), entry.get("seq")
-    if kind == "metrics":
-        return Record("log", entry.get("values") or {}, step, _EMPTY, entry.get("time"), seq)
-    if kind == "config":
-        return Record("config", entry.get("values") or {}, None, _EMPTY, None, seq)
-    if kind == "images":
-        from ..kit.png import load_png
-
-        images = {key: [load_png(base / item) for item in items] for key, items in (entry.get("images") or {}).items()}
-        return Record("images", images, step, _EMPTY, None, seq)
-    if kind == "figure":
-        from ..kit.png import load_png
-
-        return Record("images", {entry["name"]: load_png(base / entry["path"])}, step, _EMPTY, None, seq)
-    if kind == "table":
-        payload = (entry["name"], entry.get("columns"), entry.get("data"), None)
-        return Record("table", payload, step, _EMPTY, None, seq)
-    if kind == "histogram":
-        from ..contract.histogram import Histogram
-
-        return Record("histogram", (entry["name"], Histogram.from_json(entry["histogram"])), step, _EMPTY, None, seq)
-    if kind in ("artifact", "artifacts"):
-        local = entry.get("local_path")
-        if not local or not os.path.exists(local):
-            return None
-        return Record(kind, (local, entry.get("artifact_path")), None, _EMPTY, None, seq)
-    return None

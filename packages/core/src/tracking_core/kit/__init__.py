@@ -29,9 +29,9 @@ if TYPE_CHECKING:
     from ..context import RUN_CONTEXT_KEY
     from ..context.native import files as context_files
     from ..context.native import summary as context_summary
+    from ..contract.tracker import MARKER_KEY, store_marker
     from ..intake.config import flatten_config, stringify
     from ..notices import logger, notice, warn_once
-    from ..store.rewind import MARKER_KEY, store_marker
     from ..transfer.model import Media, Point, SourceError, SourceRun
     from . import store_cache
     from .adapters import figure_to_array, figure_to_png, image_list, merge_config, probe_http, table_rows, to_hwc_uint8
@@ -96,7 +96,7 @@ _WHERE: dict[str, tuple[str, str]] = {
     "RUN_CONTEXT_KEY": ("context", "RUN_CONTEXT_KEY"),
     "context_summary": ("context.native", "summary"),
     "context_files": ("context.native", "files"),
-    **{name: ("store.rewind", name) for name in ("MARKER_KEY", "store_marker")},
+    **{name: ("contract.tracker", name) for name in ("MARKER_KEY", "store_marker")},
     **{name: ("transfer.model", name) for name in ("Media", "Point", "SourceError", "SourceRun")},
 }
 

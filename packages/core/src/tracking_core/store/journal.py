@@ -31,12 +31,17 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ..contract.histogram import Histogram
 from ..intake.config import merge_config
+from ..intake.record import Record
 from ..kit.appendfile import AppendFile
+from ..kit.png import load_png
 
 FORMAT = "tracking-journal"
 FORMAT_VERSION = 1
 JOURNAL_NAME = "journal.jsonl"
+#: a record read from a journal carries no per-backend ``log_kwargs``
+_NO_KWARGS: dict[str, Any] = {}
 
 
 def _default(value: Any) -> Any:
@@ -221,3 +226,35 @@ class JournalSummary:
                 self.metrics[key] = kept
             else:
                 del self.metrics[key]
+
+
+def record_from_entry(entry: dict[str, Any], base: Path) -> Record | None:
+    """The record a journal line describes (``None`` for lines that carry no data): what a replay and a
+    spill's catch-up deliver.
+
+    Media come back from the files the journal points to; a figure comes back as the PNG the
+    journal rendered, so it is delivered as an image.
+    """
+    kind, step, seq = entry.get("type"), entry.get("step"), entry.get("seq")
+    if kind == "metrics":
+        return Record("log", entry.get("values") or {}, step, _NO_KWARGS, entry.get("time"), seq)
+    if kind == "config":
+        return Record("config", entry.get("values") or {}, None, _NO_KWARGS, None, seq)
+    if kind == "images":
+        images = {key: [load_png(base / item) for item in items] for key, items in (entry.get("images") or {}).items()}
+        return Record("images", images, step, _NO_KWARGS, None, seq)
+    if kind == "figure":
+        return Record("images", {entry["name"]: load_png(base / entry["path"])}, step, _NO_KWARGS, None, seq)
+    if kind == "table":
+        payload = (entry["name"], entry.get("columns"), entry.get("data"), None)
+        return Record("table", payload, step, _NO_KWARGS, None, seq)
+    if kind == "histogram":
+        return Record(
+            "histogram", (entry["name"], Histogram.from_json(entry["histogram"])), step, _NO_KWARGS, None, seq
+        )
+    if kind in ("artifact", "artifacts"):
+        local = entry.get("local_path")
+        if not local or not os.path.exists(local):
+            return None
+        return Record(kind, (local, entry.get("artifact_path")), None, _NO_KWARGS, None, seq)
+    return None

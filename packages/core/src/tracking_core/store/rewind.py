@@ -12,7 +12,7 @@ What reads the run honours it: ``tracking show`` and ``JournalSummary`` (each st
 ``tracking replay`` and a resumed backend's catch-up (superseded records are never delivered), and
 the step a later resume carries on after. Each backend supersedes what it already stored as its SDK
 allows, in :meth:`~tracking_core.GeneralTracker.rewind` (TensorBoard purges the orphaned steps,
-others store a marker); the finish report says what it did.
+others store a marker, ``tracking_core.contract.tracker.store_marker``); the finish report says what it did.
 """
 
 from __future__ import annotations
@@ -22,9 +22,6 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
-
-#: the metric a backend without a way to drop points stores at the rewind step (its value: the step)
-MARKER_KEY = "tracking/rewind"
 
 
 class RewindPoint(NamedTuple):
@@ -92,11 +89,6 @@ def without_superseded(records: Iterator[Any], points: Sequence[RewindPoint]) ->
     if not points:
         return records
     return (record for record in records if not superseded(record.step, record.seq, points))
-
-
-def store_marker(tracker: Any, step: int) -> None:
-    """The marker of a rewind in a backend's own history: ``tracking/rewind`` = ``step`` at ``step``."""
-    tracker.log({MARKER_KEY: step}, step=step)
 
 
 def due(context: Any) -> tuple[RewindPoint | None, tuple[RewindPoint, ...]]:
