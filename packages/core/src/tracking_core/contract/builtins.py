@@ -1,7 +1,7 @@
 """The project's own backends, one row each: the table everything that names a built-in reads.
 
 The registry (``BUILT_IN_CLASSES``, ``LoggerType``), ``tracking list`` (``EMBEDDED_DEFAULTS``,
-``SDK_MODULES``), ``tracking doctor``, the cell-isolation test and the benchmarks read this table
+``SDK_MODULES``), the cell-isolation test and the benchmarks read this table
 instead of keeping their own lists; what cannot read Python (the Hatch matrix and mypy paths in the
 root ``pyproject.toml``, the docs nav, the README table) is written by ``tools/new_backend.py`` and
 checked against the table by ``packages/core/tests/test_builtins_table.py``. Adding a built-in
