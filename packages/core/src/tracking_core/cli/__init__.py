@@ -7,6 +7,7 @@ Each command's module is imported when the command runs, so ``tracking --help`` 
 - ``demo``: ``tracking demo`` — a small real training run to every installed backend, read back.
 - ``replay``: ``tracking replay`` — push a journal into backends after the fact.
 - ``tabular``: plain-text tables for the output.
+- ``arguments``: the arguments several commands share (``--logging-dir``, ``--system``, ``--quiet``, ...).
 - ``import``, ``export``, ``compare``: registered by :mod:`tracking_core.transfer.commands`.
 - ``tracking list`` reads ``tracking_core.contract.backends_info``.
 """
@@ -18,6 +19,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from ..__about__ import __version__
+from .arguments import add_command, add_logging_dir, add_project, add_quiet, add_system, count, progress
 from .tabular import format_table
 
 EPILOG = """examples:
@@ -72,7 +74,7 @@ def _replay(args: argparse.Namespace) -> int:
         args.to,
         logging_dir=args.logging_dir,
         project=args.project,
-        progress=False if args.quiet else None,
+        progress=progress(args),
         new_run=args.new_run,
     )
     print(report)
@@ -85,17 +87,6 @@ def _demo(args: argparse.Namespace) -> int:
     return run_demo(logging_dir=args.logging_dir, steps=args.steps, backends=args.backends)
 
 
-def _count(text: str) -> int:
-    """An argparse type: a whole number, 0 or more."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
-    return value
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tracking",
@@ -106,27 +97,31 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-V", "--version", action="version", version=f"%(prog)s (tracking-core) {__version__}")
     commands = parser.add_subparsers(dest="command", title="commands", metavar="COMMAND")
 
-    listing = commands.add_parser(
+    add_command(
+        commands,
         "list",
+        _list,
         help="installed backends: package, version, SDK, embedded default",
         description="List every installed backend: its package and version, whether its SDK can be imported "
         "(checked without importing it), and where it writes with no account and no server.",
     )
-    listing.set_defaults(handler=_list)
 
-    runs = commands.add_parser(
+    runs = add_command(
+        commands,
         "runs",
+        _runs,
         help="the runs under a logging directory",
         description="List the runs under a logging directory (or a project or run folder): project, run id, "
         "start time, steps, whether the run finished, and each backend's state from the run's run.json "
         "(resumable, started, spilled records). Reads files only; no backend SDK is imported.",
     )
     runs.add_argument("dir", nargs="?", default="runs", metavar="DIR", help="logging directory (default: ./runs)")
-    runs.add_argument("--project", default=None, help="only the runs of this project")
-    runs.set_defaults(handler=_runs)
+    add_project(runs, "only the runs of this project")
 
-    show = commands.add_parser(
+    show = add_command(
+        commands,
         "show",
+        _show,
         help="what one or more runs logged: metrics, tables, images (and a plot)",
         description="Summarise one or more journals: every metric logged (points, steps, last, min, max), the "
         "first rows of each table, the files of each image and figure. With --plot, one PNG overlays the runs' "
@@ -136,33 +131,31 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("journals", nargs="+", metavar="RUN", help="a run folder or a journal file (several: compared)")
     show.add_argument("--plot", default=None, metavar="PNG", help="also write a plot to this PNG file")
     show.add_argument(
-        "--rows", type=_count, default=5, metavar="N", help="table rows to preview per table (default: 5; 0: none)"
+        "--rows", type=count, default=5, metavar="N", help="table rows to preview per table (default: 5; 0: none)"
     )
-    show.add_argument(
-        "--system",
-        action="store_true",
-        help="also the runs' system samples: a table each and, with --plot, panels against time since the start",
+    add_system(
+        show, "also the runs' system samples: a table each and, with --plot, panels against time since the start"
     )
-    show.set_defaults(handler=_show)
 
-    demo = commands.add_parser(
+    demo = add_command(
+        commands,
         "demo",
+        _demo,
         help="a small real training run logged to every installed backend",
         description="Train a logistic regression on generated data, log it to every installed backend (or "
         "--backends) in its embedded mode, then read back what each backend stored. Exit status 1 when a "
         "backend failed, or when 50 or more steps did not reach 80% validation accuracy.",
     )
-    demo.add_argument(
-        "--logging-dir", default="runs", metavar="DIR", help="where every backend writes (default: ./runs)"
-    )
-    demo.add_argument("--steps", type=_count, default=200, metavar="N", help="training steps (default: 200)")
+    add_logging_dir(demo, "where every backend writes (default: ./runs)")
+    demo.add_argument("--steps", type=count, default=200, metavar="N", help="training steps (default: 200)")
     demo.add_argument(
         "--backends", default=None, metavar="NAMES", help="comma-separated backend names (default: every installed one)"
     )
-    demo.set_defaults(handler=_demo)
 
-    replay = commands.add_parser(
+    replay = add_command(
+        commands,
         "replay",
+        _replay,
         help="deliver a journal (or spill journal) to backends",
         description="Deliver a journal or spill journal to backends, with the original steps and times. By "
         "default each backend reopens the run it had (run.json) and gets only the records it does not hold yet, "
@@ -173,15 +166,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--to", default=None, metavar="NAMES", help="backend name(s), comma-separated (default: a spill's own backend)"
     )
     replay.add_argument("--new-run", action="store_true", help="copy into a new run instead of the original one")
-    replay.add_argument(
-        "--logging-dir",
-        default=None,
-        metavar="DIR",
-        help="with --new-run: where the backends write (default: the journal's)",
-    )
-    replay.add_argument("--project", default=None, help="with --new-run: project name (default: the journal's)")
-    replay.add_argument("--quiet", action="store_true", help="no progress output")
-    replay.set_defaults(handler=_replay)
+    add_logging_dir(replay, "with --new-run: where the backends write (default: the journal's)", default=None)
+    add_project(replay, "with --new-run: project name (default: the journal's)")
+    add_quiet(replay)
 
     from ..transfer.commands import add_commands as add_transfer_commands
 

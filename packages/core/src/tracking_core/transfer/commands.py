@@ -1,6 +1,7 @@
 """The ``import``, ``export`` and ``compare`` subcommands: their arguments and what they do.
 
-``cli.py`` only calls :func:`add_commands`; everything else stays in this package.
+``tracking_core.cli`` only calls :func:`add_commands`; everything else stays in this package. The
+arguments these share with the other commands come from ``tracking_core.cli.arguments``.
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ import argparse
 import sys
 from pathlib import Path
 from typing import Any
+
+from ..cli.arguments import add_command, add_logging_dir, add_project, add_quiet, add_system, progress
 
 
 def _options(pairs: list[str]) -> dict[str, str]:
@@ -30,7 +33,7 @@ def _import(args: argparse.Namespace) -> int:
         logging_dir=args.logging_dir,
         project=args.project,
         options=_options(args.option),
-        progress=False if args.quiet else None,
+        progress=progress(args),
     )
     if report.error is not None:
         print(str(report).split("\nstopped: ")[0])
@@ -75,8 +78,10 @@ def _compare(args: argparse.Namespace) -> int:
 
 def add_commands(commands: Any) -> None:
     """Add ``import``, ``export`` and ``compare`` to the ``tracking`` command's subparsers."""
-    importing = commands.add_parser(
+    importing = add_command(
+        commands,
         "import",
+        _import,
         help="read another tracker's runs into journals (ready for replay)",
         description="Read every run a backend's local or offline store holds (also runs this library did not "
         "write) into run folders with a journal, keeping the original steps and times; run.json records where "
@@ -85,16 +90,17 @@ def add_commands(commands: Any) -> None:
     )
     importing.add_argument("backend", help="the source's backend: tensorboard, mlflow, dvclive, wandb, aim, ...")
     importing.add_argument("source", help="what to read: a folder, a file, a store URI or a run id (per backend)")
-    importing.add_argument("--project", default=None, help="project of the imported runs (default: the source's)")
-    importing.add_argument("--logging-dir", default="runs", metavar="DIR", help="where the runs go (default: ./runs)")
+    add_project(importing, "project of the imported runs (default: the source's)")
+    add_logging_dir(importing, "where the runs go (default: ./runs)")
     importing.add_argument(
         "--option", action="append", default=[], metavar="KEY=VALUE", help="importer option (repeatable)"
     )
-    importing.add_argument("--quiet", action="store_true", help="no progress output")
-    importing.set_defaults(handler=_import)
+    add_quiet(importing)
 
-    export = commands.add_parser(
+    export = add_command(
+        commands,
         "export",
+        _export,
         help="one run's points as CSV, JSON or Parquet",
         description="Write one run's points, one row per step and key, with its config and context alongside. "
         "CSV and JSON go to stdout unless --output; Parquet needs pyarrow and a file. The system samples "
@@ -103,16 +109,13 @@ def add_commands(commands: Any) -> None:
     export.add_argument("run", help="a run folder, a journal, a run id or project/run")
     export.add_argument("--format", choices=("csv", "json", "parquet"), default="csv")
     export.add_argument("--output", "-o", default=None, metavar="FILE", help="write here instead of stdout")
-    export.add_argument("--logging-dir", default="runs", metavar="DIR", help="where run ids are looked up")
-    export.add_argument(
-        "--system",
-        action="store_true",
-        help="also the run's system samples: rows with a sample index (column 'sample') and no step",
-    )
-    export.set_defaults(handler=_export)
+    add_logging_dir(export, "where run ids are looked up")
+    add_system(export, "also the run's system samples: rows with a sample index (column 'sample') and no step")
 
-    compare = commands.add_parser(
+    compare = add_command(
+        commands,
         "compare",
+        _compare,
         help="several runs side by side: last/min/max (and best) per series, config differences",
         description="Compare runs: for each chosen series each run's last, min and max value (and the best, "
         "where the series' name says which way is better: a loss, an accuracy, ...), and the config keys whose "
@@ -124,10 +127,5 @@ def add_commands(commands: Any) -> None:
     output = compare.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="print JSON")
     output.add_argument("--html", default=None, metavar="FILE", help="write an HTML page")
-    compare.add_argument("--logging-dir", default="runs", metavar="DIR", help="where run ids are looked up")
-    compare.add_argument(
-        "--system",
-        action="store_true",
-        help="also the runs' system samples, in a section of their own against time since each run started",
-    )
-    compare.set_defaults(handler=_compare)
+    add_logging_dir(compare, "where run ids are looked up")
+    add_system(compare, "also the runs' system samples, in a section of their own against time since each run started")
