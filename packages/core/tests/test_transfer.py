@@ -408,3 +408,13 @@ def test_show_and_runs_give_an_imported_run_the_same_status(tmp_path, capsys, en
     assert main(["show", str(run_dir)]) == 0
     header = capsys.readouterr().out.splitlines()[1]
     assert header.endswith(f"   {status}") and "not finished" not in header, header
+
+
+def test_an_importer_not_installed_names_the_install_command_that_works_from_here():
+    """From a clone, the backend's folder beside core's (the one ``init`` names too), not a name no index has."""
+    from tracking_core.contract.registry import install_command
+    from tracking_core.transfer.importing import importer_for
+
+    with pytest.raises(ImportError) as caught:
+        importer_for("wandb")  # the core cell installs no backend
+    assert install_command("wandb") in str(caught.value)

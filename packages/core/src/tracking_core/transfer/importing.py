@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ..contract.registry import install_command
 from .model import SourceError, SourceRun
 from .writer import ImportedRun, imported_runs, write_run
 
@@ -45,7 +46,7 @@ def importer_for(backend: str) -> Importer:
         names = sorted(set(installed) | set(_registered))
         raise ImportError(
             f"no importer for {backend!r} (installed: {', '.join(names) or 'none'}); "
-            f"install the backend's package: pip install tracking-{backend.replace('_', '-')}"
+            f"install the backend's package: {install_command(backend)}"
         )
     loaded: Importer = installed[backend].load()
     return loaded
