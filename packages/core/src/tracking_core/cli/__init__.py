@@ -163,7 +163,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     replay.add_argument("journal", metavar="RUN", help="a run folder or a journal file")
     replay.add_argument(
-        "--to", default=None, metavar="NAMES", help="backend name(s), comma-separated (default: a spill's own backend)"
+        "--to",
+        default=None,
+        metavar="NAMES",
+        help="backend name(s), comma-separated (default: a spill's own backend; for a run folder, the backends the run had)",
     )
     replay.add_argument("--new-run", action="store_true", help="copy into a new run instead of the original one")
     add_logging_dir(replay, "with --new-run: where the backends write (default: the journal's)", default=None)

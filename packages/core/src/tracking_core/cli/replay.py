@@ -124,11 +124,16 @@ def replay_into(
     return len(entries)
 
 
-def _targets(to: str | Iterable[str] | None, header: dict[str, Any]) -> list[str]:
+def _targets(to: str | Iterable[str] | None, header: dict[str, Any], path: Path) -> list[str]:
     if to is None:
         source = str(header.get("source", ""))
         if source.startswith("spill:"):
             return [source[len("spill:") :]]
+        if path.name == JOURNAL_NAME and (path.parent / MANIFEST_NAME).is_file():
+            # the run's own journal: into the backends the run had, each from its own cursor
+            had = [name for name in RunManifest.load(path.parent).backends if name != "jsonl"]
+            if had:
+                return had
         raise ValueError("replay: name the backends to replay into with --to (a spill journal names its own)")
     return [name.strip() for name in to.split(",") if name.strip()] if isinstance(to, str) else list(to)
 
@@ -142,7 +147,8 @@ def replay(
     progress: bool | None = None,
     new_run: bool = False,
 ) -> FinishReport:
-    """Deliver ``journal`` to the backends in ``to`` (default: a spill journal's own backend).
+    """Deliver ``journal`` to the backends in ``to`` (default: a spill journal's own backend; for a run's own
+    journal, the backends the run had, each from where it got to).
 
     Into the original run (its ``run.json`` next to the journal) unless ``new_run`` is set, a
     ``logging_dir`` other than the journal's is given, or the journal predates record numbering;
@@ -150,7 +156,7 @@ def replay(
     """
     path = resolve_journal(journal)
     header = read_header(path)
-    targets = _targets(to, header)
+    targets = _targets(to, header, path)
     run_dir = path.parent
     seqs = numbered(path)
     if logging_dir is not None and Path(logging_dir).resolve() != run_dir.parent.parent.resolve():
@@ -174,13 +180,13 @@ def replay(
     run = Dispatcher(
         log_with=targets, logging_dir=run_dir.parent.parent, resume=manifest.run_id, system_metrics=False, context=False
     )
-    run._replay_sources = [path]
+    run.state.replay_sources = [path]
     run.init_trackers(manifest.project)
     owed = {name: sum(seq > (manifest.cursor(name) or -1) for seq in seqs) for name in targets}
     label = f"replay {path.name} -> {','.join(targets)}"
     bar = Progress(max(owed.values(), default=0), label, enabled=progress)
     # a replay delivers in this process (never through a delivery process): every worker is a BackendWorker
-    workers = [worker for worker in run._all_workers if isinstance(worker, BackendWorker)]
+    workers = [worker for worker in run.state.all_workers if isinstance(worker, BackendWorker)]
     for worker in workers:
         worker.started.wait()
     while not all(worker.delivery.mode == "live" or worker.delivery.finished for worker in workers):
@@ -238,8 +244,8 @@ def _replay_into_new_run(
     run = Dispatcher(log_with=targets, logging_dir=logging_dir, system_metrics=False, context=False)
     config = journal_config(path) or None
     run.init_trackers(project or header.get("project") or "replay", config=config)
-    if run._session is not None and run._session.writes:
-        manifest = run._session.manifest
+    if run.state.session is not None and run.state.session.writes:
+        manifest = run.state.session.manifest
         manifest.extra["replay_of"] = str(header.get("run_id") or path)
         manifest.started = _source_started(path, header) or manifest.started  # the copy began when the original did
         sent = _carry_run_folder_records(path.parent, manifest)
