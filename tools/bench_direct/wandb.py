@@ -26,7 +26,7 @@ def open_run(logging_dir: Path) -> tuple[Callable[[dict, int], None], Callable[[
 
     def finish() -> None:
         # run.finish() can return before wandb-core wrote the .wandb file; the tracker waits for it.
-        from tracking_wandb.transaction_log import wait_until_written
+        from tracking_wandb.flush_wait import wait_until_written
 
         run.finish()
         wait_until_written(run.settings.sync_file, timeout=60)

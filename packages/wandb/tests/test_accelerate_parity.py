@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 import tracking_core
+from tracking_core import RunContext
 from tracking_core.testing.accelerate_parity import AccelerateParity
-from tracking_core.tracker import RunContext
 from tracking_wandb import WandBTracker
-from tracking_wandb.transaction_log import read_run
+from tracking_wandb.reader import read_run
 
 
 class TestWandBAccelerateParity(AccelerateParity):
@@ -74,7 +74,7 @@ def test_figure_is_stored_as_png_and_reads_back(tmp_path: Path):
     matplotlib = pytest.importorskip("matplotlib")
     matplotlib.use("Agg")
     from matplotlib.figure import Figure
-    from tracking_core.adapters import figure_to_array
+    from tracking_core.kit import figure_to_array
 
     figure = Figure(figsize=(2, 1), dpi=50)
     figure.add_subplot().plot([0, 1], [1, 0])

@@ -1,5 +1,5 @@
 """The core's contract suite against real offline W&B runs, read back from the ``.wandb`` transaction log
-(``tracking_wandb.transaction_log``: wandb 0.31 ships no Python reader for it)."""
+(``tracking_wandb.reader``: wandb 0.31 ships no Python reader for it)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from tracking_core.testing.contract import ContractRun, TrackerContract
-from tracking_wandb.transaction_log import read_run
+from tracking_wandb.reader import read_run
 
 
 def no_credentials_env(tmp_path: Path) -> dict[str, str]:

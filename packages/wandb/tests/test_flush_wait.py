@@ -5,15 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tracking_wandb import transaction_log
-from tracking_wandb.transaction_log import wait_for_next_write
+from tracking_wandb import flush_wait
+from tracking_wandb.flush_wait import wait_for_next_write
 
 
 def test_a_write_after_the_handoff_ends_the_wait(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     log = tmp_path / "run.wandb"
     log.write_bytes(b"x" * 10)
     reads = []
-    size = transaction_log._size
+    size = flush_wait._size
 
     def size_then_write(path: Path) -> int:
         reads.append(path)
@@ -22,7 +22,7 @@ def test_a_write_after_the_handoff_ends_the_wait(tmp_path: Path, monkeypatch: py
                 file.write(b"y")
         return size(path)
 
-    monkeypatch.setattr(transaction_log, "_size", size_then_write)
+    monkeypatch.setattr(flush_wait, "_size", size_then_write)
     assert wait_for_next_write(log, after=0.0, longest=60.0)
     assert len(reads) == 3  # it returned at the first read that saw the write, long before 60 s
 
@@ -37,7 +37,7 @@ def test_a_write_before_the_handoff_does_not_count(tmp_path: Path, monkeypatch: 
     """A write during the handoff may have begun before the records reached wandb-core's writer."""
     log = tmp_path / "run.wandb"
     log.write_bytes(b"x" * 10)
-    real_sleep = transaction_log.time.sleep
+    real_sleep = flush_wait.time.sleep
     slept = []
 
     def sleep_then_write(seconds: float) -> None:
@@ -47,5 +47,5 @@ def test_a_write_before_the_handoff_does_not_count(tmp_path: Path, monkeypatch: 
         slept.append(seconds)
         real_sleep(seconds)
 
-    monkeypatch.setattr(transaction_log.time, "sleep", sleep_then_write)
+    monkeypatch.setattr(flush_wait.time, "sleep", sleep_then_write)
     assert not wait_for_next_write(log, after=0.01, longest=0.05)

@@ -11,10 +11,11 @@ import shutil
 from pathlib import Path
 
 import pytest
+from tracking_core.kit import SourceError
 from tracking_core.testing.sdk_runs import STEPS, write_wandb
-from tracking_core.transfer.model import SourceError
 from tracking_wandb.importer import read_runs
-from tracking_wandb.transaction_log import read_run
+from tracking_wandb.reader import read_run
+from tracking_wandb.transaction_log import Damaged, iter_records
 
 
 def _tree(root: Path) -> dict[str, str]:
@@ -86,6 +87,22 @@ def test_reimport_is_stable(written: Path) -> None:
 def _log(folder: Path) -> Path:
     [log] = folder.glob("run-*.wandb")
     return log
+
+
+def test_one_reader_reads_a_log_being_written_and_refuses_it_for_an_import(written: Path, tmp_path: Path) -> None:
+    """The same framing reader serves both: a log cut inside its last record is, for the read-back of a run
+    still being written, the records before the cut; for an import, those records and then damage."""
+    log = _log(written)
+    whole = [record.SerializeToString() for record in iter_records(log)]
+    cut = tmp_path / log.name
+    cut.write_bytes(log.read_bytes()[:-3])
+
+    being_written = [record.SerializeToString() for record in iter_records(cut)]
+    assert being_written == whole[:-1]
+    imported: list[bytes] = []
+    with pytest.raises(Damaged, match="the file ends inside a record"):
+        imported.extend(record.SerializeToString() for record in iter_records(cut, strict=True))
+    assert imported == whole[:-1]
 
 
 @pytest.mark.parametrize("damage", ["truncated", "flipped"])

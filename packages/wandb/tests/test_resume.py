@@ -11,8 +11,10 @@ import pytest
 from tracking_core import TrackingWarning
 from tracking_core.notices import reset_warnings
 from tracking_core.testing.resume import finished_run, log_loss, loss, started_tracker, state_of_a_killed_run
-from tracking_wandb import WandBTracker, compat
-from tracking_wandb.transaction_log import find_log, iter_records, read_run
+from tracking_wandb import WandBTracker
+from tracking_wandb.older import v0_19
+from tracking_wandb.reader import find_log, read_run
+from tracking_wandb.transaction_log import iter_records
 
 
 @pytest.fixture(autouse=True)
@@ -26,12 +28,12 @@ def _no_credentials(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 
 
 #: wandb-core writes the .wandb file at flush() only from wandb 0.31 (x_transaction_log_flush_interval).
-FLUSH_WRITES = compat.has_setting(__import__("wandb").Settings(), "x_transaction_log_flush_interval")
+FLUSH_WRITES = v0_19.has_setting(__import__("wandb").Settings(), "x_transaction_log_flush_interval")
 
 
 def notes_of(tracker: WandBTracker) -> list[str]:
     """The tracker's report notes without those about settings an older W&B lacks (the floor cell's)."""
-    return [note for note in tracker.report_notes() if f"wandb {compat.version()} has no setting" not in note]
+    return [note for note in tracker.report_notes() if f"wandb {v0_19.version()} has no setting" not in note]
 
 
 def tracker_for(logs: Path, state: dict | None, **kwargs) -> WandBTracker:

@@ -16,7 +16,7 @@ import pytest
 import tracking_core
 from tracking_core.cli.replay import replay
 from tracking_wandb import WandBTracker, run_metadata
-from tracking_wandb.transaction_log import read_run
+from tracking_wandb.reader import read_run
 
 #: W&B's own metadata is off and this backend's record is all of it (wandb >= 0.21)
 REPLACES = run_metadata.generation() == run_metadata.ENVIRONMENT

@@ -15,7 +15,7 @@ from tracking_core.testing.samples import (
     stored_samples,
 )
 from tracking_wandb import WandBTracker
-from tracking_wandb.transaction_log import read_run
+from tracking_wandb.reader import read_run
 
 
 @pytest.fixture(autouse=True)

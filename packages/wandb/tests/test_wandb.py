@@ -19,12 +19,14 @@ from pathlib import Path
 
 import pytest
 import tracking_core
-from tracking_core.journal import read_journal
-from tracking_wandb import WandBTracker, compat
-from tracking_wandb.transaction_log import ends_with_exit, read_run
+from tracking_core.store.journal import read_journal
+from tracking_wandb import WandBTracker
+from tracking_wandb.older import v0_19
+from tracking_wandb.reader import read_run
+from tracking_wandb.transaction_log import ends_with_exit
 
 #: wandb-core writes the .wandb file at flush() only from wandb 0.31 (x_transaction_log_flush_interval).
-FLUSH_WRITES = compat.has_setting(__import__("wandb").Settings(), "x_transaction_log_flush_interval")
+FLUSH_WRITES = v0_19.has_setting(__import__("wandb").Settings(), "x_transaction_log_flush_interval")
 needs_flush_interval = pytest.mark.skipif(
     not FLUSH_WRITES,
     reason="wandb < 0.31 has no x_transaction_log_flush_interval: the .wandb file is written at finish",
@@ -346,12 +348,12 @@ def test_the_periodic_flush_never_sleeps_in_the_worker_and_counts_only_what_is_o
 ):
     """The worker begins a flush and goes on delivering; the records count as delivered once wandb-core's
     next write has them on disk (the run still live), and nothing waits for that write in the worker."""
-    from tracking_wandb import transaction_log
+    from tracking_wandb import flush_wait
 
     def no_waiting(self) -> bool:
         raise AssertionError("the periodic flush waited for wandb-core's write")
 
-    monkeypatch.setattr(transaction_log.NextWrite, "wait", no_waiting)
+    monkeypatch.setattr(flush_wait.NextWrite, "wait", no_waiting)
     run, tracker = start(tmp_path)
     report = run.state.workers[0].report
     for step in range(10):
@@ -397,7 +399,7 @@ def test_an_older_wandb_without_the_flush_interval_warns_once_and_notes_it(tmp_p
     second.finish()
     assert len([w for w in caught if "x_transaction_log_flush_interval" in str(w.message)]) == 1
     for tracker in (first, second):  # one warning per process, a note in every run's report
-        note = f"wandb {compat.version()} has no setting 'x_transaction_log_flush_interval'"
+        note = f"wandb {v0_19.version()} has no setting 'x_transaction_log_flush_interval'"
         assert any(note in line for line in tracker.report_notes()), tracker.report_notes()
     assert sorted(read_run(first.run_dir).metrics()["loss"]) == [0, 1, 2]  # written at finish
 

@@ -9,122 +9,41 @@ references into ``files/media``; other files the run saved (``requirements.txt``
 
 ``source`` is a run folder, a ``.wandb`` file, or any folder above run folders (``WANDB_DIR``, its
 ``wandb`` folder). A torn or corrupt transaction log yields the run up to the damage, then raises
-:class:`~tracking_core.transfer.model.SourceError` naming the file.
+:class:`~tracking_core.kit.SourceError` naming the file.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import struct
-import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
-from tracking_core.transfer.model import Media, Point, SourceError, SourceRun
+from tracking_core.kit import Media, Point, SourceError, SourceRun
+
+from .transaction_log import Damaged, NotALog, iter_records, put_item
 
 __all__ = ["read_runs"]
 
-_BLOCK = 32 * 1024
-_HEADER = 7
-_FULL, _FIRST, _MIDDLE, _LAST = 1, 2, 3, 4
 #: W&B's own files in a run's ``files`` folder: what they hold is carried from the transaction log.
 _BOOKKEEPING = {"config.yaml", "wandb-summary.json", "wandb-metadata.json"}
 _MEDIA_KINDS = {"image-file": "image", "images/separated": "image", "table-file": "table", "histogram": "histogram"}
 
 
-class _Damaged(Exception):
-    def __init__(self, position: int, message: str) -> None:
-        super().__init__(f"{message} at byte {position}")
-
-
-def _read_block(file: BinaryIO) -> bytes:
-    return file.read(_BLOCK)
-
-
-def _payloads(path: Path) -> Iterator[bytes]:
-    """The serialized records of a transaction log, one 32 KiB block in memory at a time.
-
-    The log is LevelDB-framed (see :mod:`tracking_wandb.transaction_log`); unlike that module's reader,
-    which stops quietly at a record not written yet (it reads a live run), this one raises
-    :class:`_Damaged` for a torn record or a bad checksum: an import must not pass a damaged file off as whole.
-    """
-    with open(path, "rb") as file:
-        block = _read_block(file)
-        if not block:
-            return
-        if len(block) < _HEADER or struct.unpack_from("<4sH", block) != (b":W&B", 0xBEE1):
-            raise SourceError(str(path), "not a W&B transaction log (no :W&B header)")
-        block_start, position = 0, _HEADER
-        pending: bytes | None = None
-        while True:
-            if _BLOCK - position < _HEADER or position >= len(block):
-                if len(block) < _BLOCK:  # the last block
-                    if pending is not None:
-                        raise _Damaged(block_start + position, "the file ends inside a record")
-                    if any(block[position:]):
-                        raise _Damaged(block_start + position, "stray bytes after the last record")
-                    return
-                block_start += _BLOCK
-                block, position = _read_block(file), 0
-                if not block:
-                    if pending is not None:
-                        raise _Damaged(block_start, "the file ends inside a record")
-                    return
-                continue
-            if position + _HEADER > len(block):
-                raise _Damaged(block_start + position, "the file ends inside a chunk header")
-            checksum, length, kind = struct.unpack_from("<IHB", block, position)
-            if kind == 0 and length == 0:  # zero padding: nothing written after here
-                if any(block[position:]):
-                    raise _Damaged(block_start + position, "data after zero padding")
-                if pending is not None:
-                    raise _Damaged(block_start + position, "the file ends inside a record")
-                return
-            payload = block[position + _HEADER : position + _HEADER + length]
-            if len(payload) < length:
-                raise _Damaged(block_start + position, "the file ends inside a record")
-            if zlib.crc32(payload, zlib.crc32(bytes([kind]))) & 0xFFFFFFFF != checksum:
-                raise _Damaged(block_start + position, "checksum mismatch")
-            position += _HEADER + length
-            if kind == _FULL:
-                yield payload
-            elif kind == _FIRST:
-                pending = payload
-            elif kind == _MIDDLE and pending is not None:
-                pending += payload
-            elif kind == _LAST and pending is not None:
-                yield pending + payload
-                pending = None
-            else:
-                raise _Damaged(block_start + position, f"unexpected chunk type {kind}")
-
-
 def _records(path: Path) -> Iterator[Any]:
-    from wandb.proto import wandb_internal_pb2
-
-    for payload in _payloads(path):
-        record = wandb_internal_pb2.Record()
-        try:
-            record.ParseFromString(payload)
-        except Exception as error:  # a payload whose checksum matched yet is no Record
-            raise _Damaged(0, f"a record that does not parse ({error})") from error
-        yield record
-
-
-def _put(target: dict[str, Any], item: Any) -> None:
-    path = [item.key] if item.key else list(item.nested_key)
-    for part in path[:-1]:
-        target = target.setdefault(part, {})
-    target[path[-1]] = json.loads(item.value_json)
+    """The log's records, read strictly (:mod:`tracking_wandb.transaction_log`): damage raises ``Damaged``."""
+    try:
+        yield from iter_records(path, strict=True)
+    except NotALog as error:
+        raise SourceError(str(path), "not a W&B transaction log (no :W&B header)") from error
 
 
 def _row(record: Any) -> dict[str, Any]:
     row: dict[str, Any] = {}
     for item in record.history.item:
-        _put(row, item)
+        put_item(row, item)
     return row
 
 
@@ -223,10 +142,10 @@ def _scan(logs: list[Path]) -> _Scan:
                 elif kind == "run":
                     scan.run = record.run
                     for item in record.run.config.update:
-                        _put(scan.config, item)
+                        put_item(scan.config, item)
                 elif kind == "config":
                     for item in record.config.update:
-                        _put(scan.config, item)
+                        put_item(scan.config, item)
                     for item in record.config.remove:
                         scan.config.pop(item.key, None)
                 elif kind == "summary":  # W&B rewrites it every step: only its keys are needed, not decoded
@@ -235,7 +154,7 @@ def _scan(logs: list[Path]) -> _Scan:
                     scan.exit = record.exit
                 elif kind == "artifact" and record.artifact.type != "run_table":  # run_table: a logged table's copy
                     scan.drop(f"artifact {record.artifact.name!r} of type {record.artifact.type!r}")
-        except _Damaged as error:
+        except Damaged as error:
             scan.damage = (log, str(error))
             return scan
     return scan
@@ -274,7 +193,7 @@ def _points(logs: list[Path], damaged: Path | None) -> Iterator[Point]:
                         yield Point(key, step, int(value), time)
                     elif isinstance(value, (int, float, str)):
                         yield Point(key, step, value, time)
-        except _Damaged:
+        except Damaged:
             return  # the first pass recorded it; the run is yielded up to there, then the import fails
         if log == damaged:
             return

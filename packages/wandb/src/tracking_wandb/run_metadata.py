@@ -139,7 +139,8 @@ def read_metadata(run_dir: str | os.PathLike[str]) -> Any | None:
     """
     from wandb.proto import wandb_internal_pb2 as pb
 
-    from .transaction_log import find_log, iter_records
+    from .reader import find_log
+    from .transaction_log import iter_records
 
     if hasattr(pb, ENVIRONMENT[0]):
         merged = pb.EnvironmentRecord()

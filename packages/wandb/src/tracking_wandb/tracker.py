@@ -36,24 +36,25 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tracking_core import GeneralTracker, notice, warn_once
-from tracking_core.adapters import figure_to_png, image_list, merge_config, table_rows, to_hwc_uint8
-from tracking_core.context import RUN_CONTEXT_KEY
-from tracking_core.histogram import Histogram
-from tracking_core.kit.sdk import chosen_instead, not_resumed, per_rank, rank_name, saved_resume, sdk_object
-from tracking_core.notices import logger
-from tracking_core.paths import check_optional_name
+from tracking_core import GeneralTracker, Histogram
+from tracking_core.kit import (
+    RUN_CONTEXT_KEY,
+    check_optional_name,
+    figure_to_png,
+    image_list,
+    logger,
+    merge_config,
+    sdk_object,
+    table_rows,
+    to_hwc_uint8,
+    warn_once,
+)
 
-from . import compat, run_metadata, system_stats
-from .transaction_log import NextWrite, read_run, read_runs, wait_until_written
+from . import run_metadata, startup, system_stats
+from .flush_wait import NextWrite, wait_until_written
+from .older import v0_19
+from .reader import images_of, read_runs
 
-#: Used when neither the user's settings nor ``WANDB_INIT_TIMEOUT`` choose one. W&B waits 90 s (plus a
-#: grace period) by default; the training loop never waits for it here, but records queue meanwhile.
-DEFAULT_INIT_TIMEOUT = 30.0
-#: How often ``wandb-core`` writes the run's ``.wandb`` file (W&B's default is 15 s, and a crash loses
-#: everything logged since the last write). A record counts as delivered once the next write has it:
-#: ``flush()`` waits for that write, the periodic flush (``begin_flush``) does not.
-DEFAULT_TRANSACTION_LOG_FLUSH_INTERVAL = 0.5
 #: ``flush()`` waits at most this long for ``wandb-core``'s periodic write.
 MAX_FLUSH_WAIT = 2.0
 #: A write that began this long after ``wandb-core`` answered the flush's round trip holds every record
@@ -62,136 +63,10 @@ WRITER_HANDOFF = 0.1
 #: ``finish()`` waits at most this long for ``wandb-core`` to write the end of the run.
 FINISH_WRITE_TIMEOUT = 30.0
 
-# Settings this backend chooses when the user (kwargs, settings, WANDB_* variables, settings files) has not.
-# W&B's system monitor (the `wandb-symon` sidecar and the run's metadata), git capture and code saving stay
-# as W&B defaults them, as under Accelerate: none of them runs a package manager or writes under HOME.
-_QUIET_DEFAULTS: dict[str, Any] = {
-    "console": "off",  # no stdout/stderr capture: the training script's output is its own
-    "silent": True,  # W&B's banner is replaced by one notice; the dispatcher warns about bad values/steps
-    "init_timeout": DEFAULT_INIT_TIMEOUT,
-    "x_transaction_log_flush_interval": DEFAULT_TRANSACTION_LOG_FLUSH_INTERVAL,
-}
-# wandb.init keyword -> the Settings field it sets.
-_KWARG_FIELDS = {"mode": "mode", "dir": "root_dir", "save_code": "save_code", "project": "project", "reinit": "reinit"}
 _ARTIFACT_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
-# Keywords / Settings fields that choose which run to write: the user's choice wins over a saved run.
-_RUN_CHOICE_KWARGS = ("id", "resume", "resume_from", "fork_from")
-_RUN_CHOICE_FIELDS = ("run_id", "resume", "resume_from", "fork_from")
-#: seconds a reopened run waits for a killed process's wandb-core to let go of it
-RUN_IN_USE_WAIT = 60.0
 
 
 # -- helpers -------------------------------------------------------------------------------------
-def _as_settings(wandb: Any, settings: Any) -> Any:
-    if settings is None:
-        return wandb.Settings()
-    if isinstance(settings, dict):
-        return wandb.Settings(**settings)
-    return settings.model_copy()  # never mutate the user's object
-
-
-def _global_settings() -> Any:
-    """W&B's process settings (environment variables and settings files), loaded without a service."""
-    return compat.global_settings()
-
-
-def _wandb_is_set_up() -> bool:
-    import sys
-
-    if "wandb" not in sys.modules:
-        return False
-    try:
-        return compat.is_set_up()
-    except Exception:  # internal layout changed: assume set up, leave the environment alone
-        return True
-
-
-def _chosen_fields(settings: Any, kwargs: dict[str, Any]) -> set[str]:
-    """Settings fields the user chose: init keywords, their Settings, WANDB_* variables, settings files."""
-    chosen = set(settings.model_fields_set)
-    chosen.update(field for key, field in _KWARG_FIELDS.items() if kwargs.get(key) is not None)
-    try:
-        chosen.update(_global_settings().model_fields_set)
-    except Exception:  # internal layout changed: fall back to the variables themselves
-        chosen.update(key[len("WANDB_") :].lower() for key in os.environ if key.startswith("WANDB_"))
-        if "dir" in chosen:
-            chosen.add("root_dir")
-    return chosen
-
-
-def _chosen_mode(kwargs: dict[str, Any], settings: Any) -> str | None:
-    """The mode the user chose (keyword, their Settings, WANDB_MODE or a settings file), if any."""
-    chosen: str | None
-    if kwargs.get("mode") is not None:
-        chosen = kwargs["mode"]
-        return chosen
-    if "mode" in settings.model_fields_set:
-        chosen = settings.mode
-        return chosen
-    try:
-        resolved = _global_settings()
-        return resolved.mode if "mode" in resolved.model_fields_set else None
-    except Exception:  # internal layout changed: the variable itself
-        return os.environ.get("WANDB_MODE")
-
-
-def _has_credentials(wandb: Any, settings: Any) -> bool:
-    """Whether W&B would find credentials for the run's host, without prompting or network."""
-    if settings.api_key or settings.identity_token_file:
-        return True
-    try:
-        host = settings.base_url if "base_url" in settings.model_fields_set else _global_settings().base_url
-        return compat.find_api_key(settings, host)
-    except wandb.errors.AuthenticationError:
-        return True  # present but malformed: wandb.init reports it and the run falls back to offline
-    except Exception:  # internal layout changed: look where W&B documents it looks
-        return bool(os.environ.get("WANDB_API_KEY") or os.environ.get("WANDB_IDENTITY_TOKEN_FILE"))
-
-
-_FOLDER_SECOND = re.compile(r"(?:offline-)?run-(\d{8}_\d{6})-")
-
-
-def _start_in_a_later_second(folders: list[Path]) -> None:
-    """Wait (under a second) until the clock is past the second every earlier part of the run started in.
-
-    W&B names a run's folder ``<mode>-run-<start second>-<id>``: a resumed part started within the same
-    second as an earlier part of the same run gets that part's folder, and its ``.wandb`` file is rewritten.
-    """
-    seconds = {found.group(1) for folder in folders if (found := _FOLDER_SECOND.match(folder.name))}
-    while time.strftime("%Y%m%d_%H%M%S") in seconds:
-        time.sleep(0.05)
-
-
-def _another_run_is_active(wandb: Any) -> bool:
-    try:
-        from wandb.sdk import wandb_setup
-
-        return wandb_setup.singleton().most_recent_active_run() is not None
-    except Exception:
-        return wandb.run is not None
-
-
-def _stop_analytics_export() -> None:
-    """Keep W&B's own usage analytics from holding the interpreter's exit after a failed online start.
-
-    wandb reports the failed ``wandb.init`` to the same unreachable server through OpenTelemetry
-    exporters that are flushed at exit, each first probing the server with a 10 s timeout: against a
-    host that never answers, exit then takes ~20 s longer. Once the server is known to be unreachable
-    the probe's answer is known too, so it is recorded as "unsupported" (exports become no-ops).
-    """
-    try:
-        import gc
-
-        from wandb.analytics.opentelemetry import opentelemetry_proxy
-
-        opentelemetry_proxy.disable()  # no new exporters in this process
-        for candidate in gc.get_objects():
-            if isinstance(candidate, opentelemetry_proxy.OpenTelemetryProxy):
-                object.__setattr__(candidate, "_server_supports_proxy", False)
-    except Exception:  # internal layout changed: exit is merely slower
-        pass
-
-
 def _already() -> bool:
     return True
 
@@ -218,17 +93,6 @@ def _pil_image(image: Any) -> Any:
     from PIL import Image
 
     return Image.fromarray(to_hwc_uint8(image))
-
-
-def _stored_images(value: Any) -> list[str]:
-    """The files of an image history value: a list logged under a key, or one image (a figure)."""
-    if not isinstance(value, dict):
-        return []
-    if value.get("_type") == "images/separated":
-        return list(value.get("filenames") or [])
-    if value.get("_type") == "image-file" and value.get("path"):
-        return [value["path"]]
-    return []
 
 
 class WandBTracker(GeneralTracker):
@@ -300,141 +164,11 @@ class WandBTracker(GeneralTracker):
 
     # -- start ---------------------------------------------------------------------------------
     def start(self) -> None:
-        self._default_environment()
-        import wandb
-
-        kwargs = dict(self.init_kwargs)
-        settings = _as_settings(wandb, kwargs.pop("settings", None))
-        chosen = _chosen_fields(settings, kwargs)
-        if "project" not in chosen:
-            kwargs["project"] = self.run_name
-        if "root_dir" not in chosen and self.logging_dir is not None:
-            self.logging_dir.mkdir(parents=True, exist_ok=True)
-            kwargs["dir"] = str(self.logging_dir.resolve())
-        defaults = dict(_QUIET_DEFAULTS)
-        if self.run_context is not None and self.run_context.system_metrics:
-            defaults["x_disable_stats"] = True  # the library's samples take the place of W&B's monitor
-        for field, value in defaults.items():
-            if field not in chosen and not (field == "silent" and "quiet" in chosen):
-                if compat.has_setting(settings, field):
-                    setattr(settings, field, value)
-                else:
-                    self._lacks_setting(field)
-        self._metadata_kind = run_metadata.generation()
-        self._name_rank(kwargs, settings, chosen)
-        self._continue_saved_run(kwargs, chosen)
-        if "reinit" not in chosen and _another_run_is_active(wandb):
-            settings.reinit = "create_new"  # "return_previous" would hand this tracker someone else's run
-        mode = _chosen_mode(kwargs, settings)
-        if mode in ("offline", "dryrun", "disabled"):
-            self._init(wandb, kwargs, settings)
-        elif not _has_credentials(wandb, settings):
-            if mode is not None:  # the user asked for online: W&B would prompt or raise
-                self.fallback_reason = "no W&B credentials are configured (WANDB_API_KEY or `wandb login`)"
-            self._init_offline(wandb, kwargs, settings)
-        else:
-            try:
-                self._init(wandb, kwargs, settings)
-            except Exception as error:  # W&B unreachable or refusing: keep the data locally
-                self.fallback_reason = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
-                _stop_analytics_export()
-                self._init_offline(wandb, kwargs, settings)
-        interval = compat.setting(self._run.settings, "x_transaction_log_flush_interval")
+        """Start the run (:mod:`tracking_wandb.startup`); a flush then waits for the writes of its interval."""
+        startup.start_run(self)
+        interval = v0_19.setting(self._run.settings, "x_transaction_log_flush_interval")
         self._flush_wait = min(interval + WRITER_HANDOFF, MAX_FLUSH_WAIT) if interval and interval > 0 else 0.0
-        self._announce()
-
-    def _lacks_setting(self, field: str) -> None:
-        """A default this backend sets that the installed W&B does not have: one warning, one report note."""
-        effect = compat.SETTING_EFFECTS.get(field, "left at W&B's default")
-        message = f"wandb {compat.version()} has no setting {field!r} ({effect})"
-        self.add_note(message)
-        warn_once(self.name, f"setting:{field}", message, reason="sdk-version")
-
-    def _name_rank(self, kwargs: dict[str, Any], settings: Any, chosen: set[str]) -> None:
-        """Per-rank mode: this rank's run joins the job's W&B group, named after its rank."""
-        context = per_rank(self)
-        if context is None:
-            return
-        if "run_group" not in chosen and kwargs.get("group") is None:
-            kwargs["group"] = context.group
-        base = kwargs.get("name") or settings.run_name or os.environ.get("WANDB_NAME")
-        kwargs["name"] = rank_name(base, context)  # the keyword wins over a Settings or WANDB_NAME name
-
-    def _continue_saved_run(self, kwargs: dict[str, Any], chosen: set[str]) -> None:
-        """Point ``wandb.init`` at the run saved by ``resume_state`` in an earlier process (``run_context.resume``).
-
-        ``resume="allow"``: offline W&B cannot check that the run exists, and online it may exist only as the
-        offline folders of the earlier process, not on the server yet. A run or resume mode the user chose
-        (keyword, ``wandb.Settings``, ``WANDB_RUN_ID`` / ``WANDB_RESUME``) wins.
-        """
-        resume = saved_resume(self, "id", "W&B run")
-        if resume is None:
-            return
-        saved, run_id = resume
-        if any(kwargs.get(key) is not None for key in _RUN_CHOICE_KWARGS) or chosen & set(_RUN_CHOICE_FIELDS):
-            chosen_instead(self, "run", "init_kwargs/settings", "W&B run", run_id)
-            return
-        folders = [Path(folder) for folder in saved.get("run_dirs") or [] if isinstance(folder, str)]
-        existing = [folder for folder in folders if folder.is_dir()]
-        if saved.get("mode") == "offline" and not existing:
-            gone = ", ".join(map(str, folders)) or "no folder was saved"
-            not_resumed(
-                self, f"could not resume W&B run {run_id} (its offline folders are gone: {gone}); started a new run"
-            )
-            return
-        self.earlier_run_dirs = existing
-        _start_in_a_later_second(existing)
-        kwargs["id"], kwargs["resume"] = run_id, "allow"
-        if "project" not in chosen and isinstance(saved.get("project"), str) and saved["project"]:
-            kwargs["project"] = saved["project"]
-        if "entity" not in chosen and kwargs.get("entity") is None and isinstance(saved.get("entity"), str):
-            kwargs["entity"] = saved["entity"] or None
-
-    def _init(self, wandb: Any, kwargs: dict[str, Any], settings: Any) -> None:
-        deadline = time.monotonic() + RUN_IN_USE_WAIT
-        while True:
-            try:
-                self._run = wandb.init(**kwargs, settings=settings)
-                break
-            except Exception as error:
-                # A process killed with SIGKILL leaves its wandb-core behind, holding the run id until
-                # it notices its parent is gone; a restarted job reopening the run waits for that.
-                if "is in use" not in str(error) or "id" not in kwargs or time.monotonic() > deadline:
-                    raise
-                time.sleep(1.0)
-        self.mode = "disabled" if self._run.disabled else "offline" if self._run.offline else "online"
-
-    def _init_offline(self, wandb: Any, kwargs: dict[str, Any], settings: Any) -> None:
-        kwargs = {key: value for key, value in kwargs.items() if key != "mode"}
-        settings.mode = "offline"
-        self._init(wandb, kwargs, settings)
-
-    def _default_environment(self) -> None:
-        """Point W&B's cache and artifact staging under ``logging_dir`` when the user did not choose.
-
-        W&B reads these two only from the environment (``wandb-core`` is spawned once per process with
-        a copy of it), so they are set process-wide -- and only before W&B is set up, because W&B warns
-        when its variables change afterwards.
-        """
-        if _wandb_is_set_up() or self.logging_dir is None:
-            return
-        root = self.logging_dir.resolve() / "wandb"
-        for variable, folder in (("WANDB_CACHE_DIR", "cache"), ("WANDB_DATA_DIR", "data")):
-            if variable not in os.environ:
-                os.environ[variable] = str(root / folder)
-
-    def _announce(self) -> None:
-        run_dir = self.run_dir
-        if self.mode == "online":
-            notice(f"wandb: online run {self._run.url} (local copy in {run_dir})")
-        elif self.mode == "offline":
-            message = f"wandb: offline run in {run_dir} (upload later: wandb sync {run_dir})"
-            if self.fallback_reason:
-                logger.warning("%s -- running offline because W&B could not be used: %s", message, self.fallback_reason)
-            else:
-                notice(message)
-        else:
-            notice("wandb: mode is 'disabled', nothing is recorded")
+        startup.announce(self)
 
     # -- SDK objects -----------------------------------------------------------------------------
     tracker = run = sdk_object(
@@ -475,7 +209,7 @@ class WandBTracker(GeneralTracker):
         if self._metadata_sent or self._run is None or self.mode == "disabled":
             return
         self._metadata_sent = True
-        own_off = bool(compat.setting(self._run.settings, "x_disable_meta", False))
+        own_off = bool(v0_19.setting(self._run.settings, "x_disable_meta", False))
         # W&B's own metadata turned off by the user: on 0.21+ the context's record is then all of it
         replaces = own_off and self._metadata_kind == run_metadata.ENVIRONMENT
         if own_off and not replaces:
@@ -483,7 +217,7 @@ class WandBTracker(GeneralTracker):
                 "x_disable_meta is set: the run context is in the config (run_context), not in W&B's metadata"
             )
         elif self._metadata_kind is None:
-            self._metadata_missed(f"wandb {compat.version()} has no metadata message to send after wandb.init")
+            self._metadata_missed(f"wandb {v0_19.version()} has no metadata message to send after wandb.init")
         else:
             fields = run_metadata.metadata_fields(context, with_args=replaces)
             try:
@@ -616,7 +350,7 @@ class WandBTracker(GeneralTracker):
         if not self._flush_wait:
             return _already
         log_file = Path(self._run.settings.sync_file) if self.mode != "disabled" else None
-        if log_file is None or compat.setting(self._run.settings, "x_skip_transaction_log", False):
+        if log_file is None or v0_19.setting(self._run.settings, "x_skip_transaction_log", False):
             self._pending_write = _Deadline(time.monotonic() + self._flush_wait)  # no file to watch
         else:  # the next periodic write, rather than a whole interval
             self._pending_write = NextWrite(log_file, WRITER_HANDOFF, self._flush_wait)
@@ -632,7 +366,7 @@ class WandBTracker(GeneralTracker):
         self._finished = True
         self._run.finish(exit_code=self.run_end.exit_code)
         log_file = Path(self._run.settings.sync_file) if self.mode != "disabled" else None
-        if log_file is not None and not compat.setting(self._run.settings, "x_skip_transaction_log", False):
+        if log_file is not None and not v0_19.setting(self._run.settings, "x_skip_transaction_log", False):
             if not wait_until_written(log_file, FINISH_WRITE_TIMEOUT):
                 logger.warning("wandb: %s was not complete %.0f s after finish()", log_file, FINISH_WRITE_TIMEOUT)
 
@@ -654,7 +388,7 @@ class WandBTracker(GeneralTracker):
         return {key: dict(points) for key, points in self.read_back_history().items()}
 
     def read_back_history(self) -> dict[str, list[tuple[int, Any]]]:
-        """Every numeric history point in the run's ``.wandb`` files (see :mod:`tracking_wandb.transaction_log`).
+        """Every numeric history point in the run's ``.wandb`` files (see :mod:`tracking_wandb.reader`).
 
         All the run's folders are read, oldest first, each in record order, so a step written by two
         processes of a resumed run shows twice. Within one process W&B merges values logged at the
@@ -666,19 +400,9 @@ class WandBTracker(GeneralTracker):
 
     def read_back_images(self) -> dict[str, list[tuple[int, Any]]]:
         """Every image in the run's history (lists and figures), decoded from the PNGs W&B wrote."""
-        from PIL import Image
-
         if self.run_dir is None:
             raise NotImplementedError("wandb: nothing is stored locally for a disabled run")
-        images: dict[str, list[tuple[int, Any]]] = {}
-        for folder in self.run_dirs:
-            stored = read_run(folder)
-            for step, row in stored.rows:
-                for key, value in row.items():
-                    for name in _stored_images(value):
-                        with Image.open(stored.files / name) as png:
-                            images.setdefault(key, []).append((step, to_hwc_uint8(png)))
-        return images
+        return images_of(self.run_dirs)
 
     def report_notes(self) -> list[str]:
         notes = super().report_notes()

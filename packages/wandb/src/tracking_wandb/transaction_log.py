@@ -1,4 +1,4 @@
-"""A reader for W&B's ``run-<id>.wandb`` transaction log (wandb >= 0.31 ships none in Python).
+"""W&B's ``run-<id>.wandb`` transaction log, record by record (wandb >= 0.31 ships no reader for it in Python).
 
 The file is what ``wandb sync`` uploads and the only complete local record of an offline run. Its
 format: a 7-byte header (``b":W&B"``, magic ``0xBEE1``, a version byte), then LevelDB-log framing --
@@ -7,52 +7,87 @@ whole record and 2/3/4 its first/middle/last parts, a block tail under 7 bytes z
 serialized ``wandb.proto.wandb_internal_pb2.Record`` messages. The run's ``exit`` record is the last
 one ``wandb-core`` writes.
 
-Used by :meth:`WandBTracker.finish` (``run.finish()`` can return before the file is complete) and
-:meth:`WandBTracker.read_back_history`; handy for tests and for inspecting an offline run::
+One reader of that framing serves every caller, one 32 KiB block in memory at a time, in one of two ways:
 
-    from tracking_wandb.transaction_log import read_run
-    run = read_run("runs/wandb/offline-run-20260101_120000-abcd1234")
-    run.metrics()["train/loss"]         # {step: value}
-    run.metric_history()["train/loss"]  # [(step, value), ...], every history record in order
+* a file that may still be written (the read-back of :mod:`tracking_wandb.reader`, :func:`ends_with_exit`):
+  it ends quietly at a record not completely written yet;
+* ``strict`` (the importer): a file that must be whole -- a torn record, stray bytes or an unexpected
+  chunk raise :class:`Damaged`, so an import never passes a damaged file off as whole.
+
+A chunk whose checksum does not match raises :class:`Damaged` either way.
 """
 
 from __future__ import annotations
 
 import json
 import struct
-import time
 import zlib
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
-_BLOCK = 32 * 1024
-_HEADER = 7  # the file header and every chunk header are 7 bytes
+BLOCK = 32 * 1024
+HEADER = 7  # the file header and every chunk header are 7 bytes
 _FULL, _FIRST, _MIDDLE, _LAST = 1, 2, 3, 4
 
 
-def _payloads(data: bytes, offset: int = 0, verify: bool = True) -> Iterator[bytes]:
-    """Whole records in ``data`` (the file from ``offset``, a block boundary, on).
+class NotALog(ValueError):
+    """The file does not start with the transaction log's header."""
 
-    Stops at a record not completely written yet; parts of a record that began before ``offset``
-    are skipped.
+
+class Damaged(ValueError):
+    """The file stops being a transaction log at ``position`` (a byte offset)."""
+
+    def __init__(self, position: int, message: str) -> None:
+        super().__init__(f"{message} at byte {position}")
+        self.position = position
+
+
+def payloads(file: BinaryIO, start: int = 0, *, strict: bool = False, verify: bool = True) -> Iterator[bytes]:
+    """The serialized records of the open log from ``start`` (a block boundary; 0 skips the file header) on.
+
+    Parts of a record that began before ``start`` are skipped. Without ``strict`` the records end quietly
+    where the file stops being whole (a record still being written); with it, that is :class:`Damaged`.
+    ``verify`` checks each chunk's checksum.
     """
+    file.seek(start)
+    block_start, block = start, file.read(BLOCK)
+    position = HEADER if start == 0 else 0  # within the block
     pending: bytes | None = None
-    position = max(offset, _HEADER)  # absolute file position: the block arithmetic needs it
-    while position + _HEADER <= offset + len(data):
-        left_in_block = _BLOCK - position % _BLOCK
-        if left_in_block < _HEADER:
-            position += left_in_block
+    while True:
+        if BLOCK - position < HEADER or position >= len(block):
+            if len(block) < BLOCK:  # the last block
+                if strict and pending is not None:
+                    raise Damaged(block_start + position, "the file ends inside a record")
+                if strict and any(block[position:]):
+                    raise Damaged(block_start + position, "stray bytes after the last record")
+                return
+            block_start += BLOCK
+            block, position = file.read(BLOCK), 0
+            if not block:
+                if strict and pending is not None:
+                    raise Damaged(block_start, "the file ends inside a record")
+                return
             continue
-        index = position - offset
-        checksum, length, kind = struct.unpack_from("<IHB", data, index)
-        payload = data[index + _HEADER : index + _HEADER + length]
-        if (kind == 0 and length == 0) or len(payload) < length:
+        if position + HEADER > len(block):
+            if strict:
+                raise Damaged(block_start + position, "the file ends inside a chunk header")
+            return
+        checksum, length, kind = struct.unpack_from("<IHB", block, position)
+        if kind == 0 and length == 0:  # zero padding: nothing written after here
+            if strict and any(block[position:]):
+                raise Damaged(block_start + position, "data after zero padding")
+            if strict and pending is not None:
+                raise Damaged(block_start + position, "the file ends inside a record")
+            return
+        payload = block[position + HEADER : position + HEADER + length]
+        if len(payload) < length:
+            if strict:
+                raise Damaged(block_start + position, "the file ends inside a record")
             return
         if verify and zlib.crc32(payload, zlib.crc32(bytes([kind]))) & 0xFFFFFFFF != checksum:
-            raise ValueError(f"checksum mismatch in the chunk at byte {position}")
-        position += _HEADER + length
+            raise Damaged(block_start + position, "checksum mismatch")
+        position += HEADER + length
         if kind == _FULL:
             yield payload
         elif kind == _FIRST:
@@ -62,11 +97,12 @@ def _payloads(data: bytes, offset: int = 0, verify: bool = True) -> Iterator[byt
         elif kind == _LAST and pending is not None:
             yield pending + payload
             pending = None
-        elif kind not in (_MIDDLE, _LAST):
-            raise ValueError(f"unknown chunk type {kind} at byte {position}")
+        elif strict or kind not in (_MIDDLE, _LAST):  # leniently, the rest of a record begun before ``start``
+            raise Damaged(block_start + position, f"unexpected chunk type {kind}")
 
 
-def _parse(payload: bytes) -> Any:
+def parse(payload: bytes) -> Any:
+    """One serialized record as W&B's own ``wandb_internal_pb2.Record``."""
     from wandb.proto import wandb_internal_pb2
 
     record = wandb_internal_pb2.Record()
@@ -74,216 +110,43 @@ def _parse(payload: bytes) -> Any:
     return record
 
 
-def iter_records(path: str | Path) -> Iterator[Any]:
-    """Every ``wandb_internal_pb2.Record`` in the file, in order."""
-    data = Path(path).read_bytes()
-    if len(data) < _HEADER:  # created, nothing written yet (wandb-core buffers the file before 0.31)
-        return
-    ident, magic, _version = struct.unpack_from("<4sHB", data)
-    if ident != b":W&B" or magic != 0xBEE1:
-        raise ValueError(f"{path} is not a W&B transaction log")
-    for payload in _payloads(data):
-        yield _parse(payload)
+def iter_records(path: str | Path, *, strict: bool = False) -> Iterator[Any]:
+    """Every ``wandb_internal_pb2.Record`` in the file, in order (``strict``: see :func:`payloads`).
+
+    An empty file -- created, nothing written yet (``wandb-core`` buffers it before 0.31) -- holds none;
+    so does, unless ``strict``, a file shorter than its header.
+    """
+    with open(path, "rb") as file:
+        head = file.read(HEADER)
+        if not head or (len(head) < HEADER and not strict):
+            return
+        if len(head) < HEADER or struct.unpack_from("<4sH", head) != (b":W&B", 0xBEE1):
+            raise NotALog(f"{path} is not a W&B transaction log (no :W&B header)")
+        for payload in payloads(file, strict=strict):
+            try:
+                record = parse(payload)
+            except Exception as error:  # a payload whose checksum matched yet is no Record
+                if not strict:
+                    raise
+                raise Damaged(0, f"a record that does not parse ({error})") from error
+            yield record
 
 
 def ends_with_exit(path: str | Path) -> bool:
     """Whether the run's ``exit`` record is written; reads only the last two blocks."""
     with open(path, "rb") as file:
         size = file.seek(0, 2)
-        start = max(0, (size - 1) // _BLOCK - 1) * _BLOCK
-        file.seek(start)
-        data = file.read()
-    try:
-        records = list(_payloads(data, start, verify=False))
-        return bool(records) and _parse(records[-1]).WhichOneof("record_type") == "exit"
-    except Exception:  # a torn record at the very end: not complete yet
-        return False
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return -1
-
-
-class NextWrite:
-    """``wandb-core``'s first write to the file ``after`` seconds from now or later, or ``longest`` seconds
-    passed without one (the caller's bound: one whole write interval and ``after``).
-
-    ``wandb-core`` writes everything it holds at each periodic write, in order, so a write that began
-    after a record reached its writer has that record on disk. The file's size is what tells a write.
-    """
-
-    def __init__(self, path: str | Path, after: float, longest: float) -> None:
-        self.path = Path(path)
-        started = time.monotonic()
-        self.sample_at, self.deadline = started + after, started + longest
-        self._size: int | None = None
-        #: whether a write was seen (False once the bound passed without one)
-        self.written = False
-
-    def done(self) -> bool:
-        """Without waiting: has that write happened (or the bound passed)?"""
-        now = time.monotonic()
-        if now < self.sample_at:
+        start = max(0, (size - 1) // BLOCK - 1) * BLOCK
+        try:
+            records = list(payloads(file, start, verify=False))
+            return bool(records) and parse(records[-1]).WhichOneof("record_type") == "exit"
+        except Exception:  # a torn record at the very end: not complete yet
             return False
-        size = _size(self.path)
-        if self._size is None:  # the size from when a write would hold the records on
-            self._size = size
-        elif size != self._size:
-            self.written = True
-            return True
-        return now >= self.deadline
-
-    def wait(self) -> bool:
-        """Until ``done``, reading the size every few milliseconds: True for a write, False for the bound."""
-        time.sleep(max(0.0, self.sample_at - time.monotonic()))
-        while not self.done():
-            time.sleep(max(0.0, min(0.005, self.deadline - time.monotonic())))
-        return self.written
 
 
-def wait_for_next_write(path: str | Path, after: float, longest: float) -> bool:
-    """Wait for :class:`NextWrite`: on average half a write interval instead of a whole one per flush."""
-    return NextWrite(path, after, longest).wait()
-
-
-def wait_until_written(path: str | Path, timeout: float) -> bool:
-    """Poll until the ``exit`` record is on disk (True) or ``timeout`` seconds passed (False)."""
-    path = Path(path)
-    deadline = time.monotonic() + timeout
-    delay = 0.005
-    while not (path.is_file() and ends_with_exit(path)):
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(delay)
-        delay = min(delay * 2, 0.1)
-    return True
-
-
-def _put(target: dict[str, Any], item: Any) -> None:
+def put_item(target: dict[str, Any], item: Any) -> None:
+    """A record's ``key``/``nested_key`` item (config, summary, history) decoded into ``target``."""
     path = [item.key] if item.key else list(item.nested_key)
     for part in path[:-1]:
         target = target.setdefault(part, {})
     target[path[-1]] = json.loads(item.value_json)
-
-
-@dataclass
-class RunData:
-    """What one run directory holds: history rows by step (and in record order), config, summary, artifacts."""
-
-    directory: Path
-    history: dict[int, dict[str, Any]] = field(default_factory=dict)
-    rows: list[tuple[int, dict[str, Any]]] = field(default_factory=list)  # every history record, as written
-    config: dict[str, Any] = field(default_factory=dict)
-    summary: dict[str, Any] = field(default_factory=dict)
-    artifacts: list[Any] = field(default_factory=list)
-    run: Any = None
-    record_counts: dict[str, int] = field(default_factory=dict)
-    #: the run's system metrics (W&B's monitor, or the library's samples): ``(Unix time, {key: value})``
-    stats: list[tuple[float, dict[str, Any]]] = field(default_factory=list)
-
-    @property
-    def files(self) -> Path:
-        """Where W&B keeps media (``media/images/...``, ``media/table/...``)."""
-        return self.directory / "files"
-
-    def metrics(self) -> dict[str, dict[int, float]]:
-        """``{key: {step: number}}`` of the user's numeric history (W&B's ``_step`` etc. left out)."""
-        series: dict[str, dict[int, float]] = {}
-        for step, row in self.history.items():
-            for key, value in row.items():
-                if not key.startswith("_") and isinstance(value, (int, float)) and not isinstance(value, bool):
-                    series.setdefault(key, {})[step] = value
-        return series
-
-    def metric_history(self) -> dict[str, list[tuple[int, float]]]:
-        """``{key: [(step, number), ...]}`` from every history record in order: a step written twice shows twice."""
-        series: dict[str, list[tuple[int, float]]] = {}
-        for step, row in self.rows:
-            for key, value in row.items():
-                if not key.startswith("_") and isinstance(value, (int, float)) and not isinstance(value, bool):
-                    series.setdefault(key, []).append((step, value))
-        return series
-
-    def of_type(self, kind: type | str) -> dict[str, dict[int, Any]]:
-        """``{key: {step: value}}`` of history values that are a Python ``kind`` or media ``_type``."""
-        found: dict[str, dict[int, Any]] = {}
-        for step, row in self.history.items():
-            for key, value in row.items():
-                if key.startswith("_"):
-                    continue
-                if isinstance(kind, type):
-                    matches = isinstance(value, kind)
-                else:
-                    matches = isinstance(value, dict) and value.get("_type") == kind
-                if matches:
-                    found.setdefault(key, {})[step] = value
-        return found
-
-    def user_config(self) -> dict[str, Any]:
-        """The config as the user gave it (W&B wraps values as ``{"value": ...}`` and adds ``_wandb``)."""
-        return {
-            key: value["value"] if isinstance(value, dict) and "value" in value else value
-            for key, value in self.config.items()
-            if key != "_wandb"
-        }
-
-
-def find_log(directory: str | Path) -> Path:
-    logs = sorted(Path(directory).glob("run-*.wandb"))
-    if len(logs) != 1:
-        raise FileNotFoundError(f"expected one run-*.wandb in {directory}, found {[str(log) for log in logs]}")
-    return logs[0]
-
-
-def read_runs(directories: Sequence[str | Path]) -> RunData:
-    """One run written in parts (a run resumed by later processes): the folders read oldest first and merged.
-
-    History rows of the same step are merged key by key, a later part winning; config and summary likewise.
-    """
-    merged = RunData(Path(directories[-1]))
-    for directory in directories:
-        part = read_run(directory)
-        for step, row in part.history.items():
-            merged.history.setdefault(step, {}).update(row)
-        merged.rows.extend(part.rows)
-        merged.config.update(part.config)
-        merged.summary.update(part.summary)
-        merged.artifacts.extend(part.artifacts)
-        merged.stats.extend(part.stats)
-        merged.run = part.run
-        for kind, count in part.record_counts.items():
-            merged.record_counts[kind] = merged.record_counts.get(kind, 0) + count
-    return merged
-
-
-def read_run(directory: str | Path) -> RunData:
-    """Read a run directory (``offline-run-*`` or ``run-*``) through its transaction log."""
-    run = RunData(Path(directory))
-    for record in iter_records(find_log(directory)):
-        kind = record.WhichOneof("record_type")
-        run.record_counts[kind] = run.record_counts.get(kind, 0) + 1
-        if kind == "history":
-            row: dict[str, Any] = {}
-            for item in record.history.item:
-                _put(row, item)
-            run.history.setdefault(record.history.step.num, {}).update(row)
-            run.rows.append((record.history.step.num, row))
-        elif kind == "config":
-            for item in record.config.update:
-                _put(run.config, item)
-        elif kind == "run":
-            run.run = record.run
-            for item in record.run.config.update:
-                _put(run.config, item)
-        elif kind == "summary":
-            for item in record.summary.update:
-                _put(run.summary, item)
-        elif kind == "artifact":
-            run.artifacts.append(record.artifact)
-        elif kind == "stats":
-            items = {item.key: json.loads(item.value_json) for item in record.stats.item}
-            run.stats.append((record.stats.timestamp.ToNanoseconds() / 1e9, items))
-    return run

@@ -1,15 +1,15 @@
-"""What differs between the W&B releases this backend supports (0.19.10 to 0.31), detected, never assumed.
+"""W&B 0.19.10 (the floor) to 0.30: where they differ from 0.31, the release line this backend is written against.
 
-Every difference the adapter depends on is answered here, by looking at the installed SDK
-(``hasattr``, the ``Settings`` model's fields, importable modules), so the tracker itself stays
-version-free:
+Every difference the adapter depends on is answered here for whichever release is installed, by looking
+at the SDK (``hasattr``, the ``Settings`` model's fields, importable modules), never at its version
+number, so the tracker and its start-up stay version-free:
 
 * ``wandb_setup.singleton()``: newer releases build the process's setup on first use and load its
   settings lazily (``settings_if_loaded``); in 0.19 it is ``None`` until ``wandb.setup()`` or
   ``wandb.init`` ran, and ``wandb_setup._setup(start_service=False)`` loads the settings without
   starting ``wandb-core``.
 * Settings fields this backend sets by default (``x_transaction_log_flush_interval`` is not in
-  0.19): a field the installed ``wandb.Settings`` lacks is left out, and :func:`missing_settings`
+  releases before 0.31): a field the installed ``wandb.Settings`` lacks is left out, and :func:`missing_settings`
   names it for one warning and a finish-report note.
 * Credentials: ``wandb.sdk.lib.wbauth`` (newer releases) or ``wandb.sdk.lib.apikey`` (0.19) looks
   for a key the way ``wandb.init`` would, without prompting.
