@@ -67,7 +67,7 @@ def mlflow_server(_session_server):
 def clean_mlflow_env(monkeypatch: pytest.MonkeyPatch, schema_cache_dir: Path):
     for variable in _MLFLOW_ENV:
         monkeypatch.delenv(variable, raising=False)
-    # migrated empty stores are cached here rather than in the user's ~/.cache (tracking_core.store_cache)
+    # migrated empty stores are cached here rather than in the user's ~/.cache (tracking_core.kit.store_cache)
     monkeypatch.setenv("TRACKING_CACHE_DIR", str(schema_cache_dir))
     monkeypatch.delenv("TRACKING_STORE_CACHE", raising=False)
     # The tracker sets this itself when unset; keep that change from leaking past the test.

@@ -19,7 +19,7 @@ import pytest
 import tracking_core
 from tracking_core import TrackingWarning
 from tracking_mlflow import MLflowTracker
-from tracking_mlflow.tracker import _sdk_image_separator
+from tracking_mlflow.names import sdk_image_separator
 
 from .mlflow_server import free_port
 
@@ -467,7 +467,7 @@ def test_remote_tracking_server(tmp_path, monkeypatch, mlflow_server, reader_of)
     )
     for step in range(30):
         run.log({"loss": 1 / (step + 1), "note": "hi" if step == 29 else 0.0}, step=step)
-    if _sdk_image_separator() == "+":  # MLflow 2.x's server may refuse the "%" names outright ("Invalid path")
+    if sdk_image_separator() == "+":  # MLflow 2.x's server may refuse the "%" names outright ("Invalid path")
         run.log_images({"img": np.zeros((8, 8, 3), dtype="uint8")}, step=29)
     run.log_table("t", columns=["a"], data=[[1]], step=29)
     report = run.finish()
@@ -478,7 +478,7 @@ def test_remote_tracking_server(tmp_path, monkeypatch, mlflow_server, reader_of)
     assert reader.metrics()["loss"] == {step: 1 / (step + 1) for step in range(30)}
     assert reader.run.data.params["model/depth"] == "4" and reader.json("config.json")["lr"] == 0.01
     assert reader.texts() == {"note": {29: "hi"}}
-    if _sdk_image_separator() == "+":
+    if sdk_image_separator() == "+":
         assert reader.images() == {"img": [29]}
     assert reader.tables() == {"t": [[1]]}
     served = [
@@ -531,12 +531,12 @@ def test_a_chw_image_is_stored(tmp_path, reader_of):
 
 
 def test_sqlalchemy_2_1_under_an_old_mlflow_names_the_fix():
-    from tracking_mlflow.tracker import _sqlalchemy_mismatch
+    from tracking_mlflow.store import sqlalchemy_mismatch
 
     raised = ImportError("cannot import name 'FallbackAsyncAdaptedQueuePool' from 'sqlalchemy.pool'")
-    error = _sqlalchemy_mismatch(raised)
+    error = sqlalchemy_mismatch(raised)
     assert error is not None and "sqlalchemy<2.1" in str(error) and "MLflow 3.9" in str(error)
-    assert _sqlalchemy_mismatch(ImportError("No module named 'sqlalchemy'")) is None
+    assert sqlalchemy_mismatch(ImportError("No module named 'sqlalchemy'")) is None
 
 
 def test_a_resumed_embedded_run_leaves_the_working_directory_alone(tmp_path):

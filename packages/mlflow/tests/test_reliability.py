@@ -63,7 +63,7 @@ def test_a_server_that_hangs_does_not_hold_up_the_loop(tmp_path, monkeypatch, re
     """The server stops answering (SIGSTOP) while the loop logs 30x the queue: MLflow's request hangs, the
     queue goes to the spill instead of log() waiting, and once the server answers again (SIGCONT) the
     original run gets every point once. The server is the session's (conftest.py): frozen, never killed."""
-    from tracking_core import worker
+    from tracking_core.delivery import worker
 
     monkeypatch.setattr(worker, "SPILL_OVER_SECONDS", 1.0)
     server = mlflow_server

@@ -193,13 +193,11 @@ def test_saved_server_that_does_not_answer_falls_back_quickly(logs, reader_of):
 
 
 def test_resume_state_leaves_a_password_out():
-    from tracking_mlflow.tracker import _without_password
+    from tracking_mlflow.store import without_password
 
-    assert (
-        _without_password("postgresql://me:secret@db.example:5432/mlflow") == "postgresql://me@db.example:5432/mlflow"
-    )
-    assert _without_password("https://:token@host/") == "https://host/"
-    assert _without_password("sqlite:////abs/mlflow.db") == "sqlite:////abs/mlflow.db"
+    assert without_password("postgresql://me:secret@db.example:5432/mlflow") == "postgresql://me@db.example:5432/mlflow"
+    assert without_password("https://:token@host/") == "https://host/"
+    assert without_password("sqlite:////abs/mlflow.db") == "sqlite:////abs/mlflow.db"
 
 
 def test_a_server_that_does_not_answer_fails_start_once(logs, monkeypatch):

@@ -1,4 +1,4 @@
-"""A new sqlite store starts as a copy of an empty one MLflow migrated once (``tracking_core.store_cache``).
+"""A new sqlite store starts as a copy of an empty one MLflow migrated once (``tracking_core.kit.store_cache``).
 
 The cached store is made by MLflow's own ``_initialize_tables``, the function MLflow runs on a new
 sqlite file, before MLflow adds anything to it: it holds the schema, alembic's revision and the
@@ -11,7 +11,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from tracking_core import store_cache
+from tracking_core.kit import store_cache
 
 STORE_NAME = "mlflow.db"
 

@@ -32,260 +32,34 @@ so when a call returns the data is committed (sqlite) or accepted by the server,
 nothing left to do.
 """
 
-from __future__ import annotations
-
-import hashlib
-import inspect
-import json
 import math
 import os
-import re
-import shlex
-import sys
 import time
-import urllib.request
-from collections.abc import Iterator, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
-from tracking_core import GeneralTracker, flatten_config, notice, stringify, warn_once
-from tracking_core.adapters import figure_to_array, image_list, merge_config, table_rows, to_hwc_uint8
-from tracking_core.errors import PartialDelivery
-from tracking_core.filelock import file_lock
-from tracking_core.gitinfo import read_head
-from tracking_core.kit.sdk import rank_name, sdk_object
-from tracking_core.registry import install_command
+from tracking_core import GeneralTracker, PartialDelivery
+from tracking_core.kit import (
+    context_files,
+    context_summary,
+    figure_to_array,
+    image_list,
+    merge_config,
+    sdk_object,
+    table_rows,
+    to_hwc_uint8,
+    warn_once,
+)
 
-from . import fast_store, system
-from .schema_cache import seed_store, unseed
+from . import fast_store, reader, startup, system
+from .metric_options import ENTITY_OPTIONS, LOG_OPTIONS, NO_OPTIONS, metric_options
+from .names import artifact_path, chunks, image_key, png_name, sanitized_key, sdk_image_separator
+from .params import new_params
+from .store import without_password
 
-# The SDK's limits (mlflow 3.x values); start() reads the installed SDK's own from mlflow.utils.validation.
-_FALLBACK_LIMITS = {
-    "MAX_PARAM_VAL_LENGTH": 6000,
-    "MAX_PARAMS_TAGS_PER_BATCH": 100,
-    "MAX_METRICS_PER_BATCH": 1000,
-    "MAX_ENTITIES_PER_BATCH": 1000,
-    "MAX_ENTITY_KEY_LENGTH": 250,
-}
-# One character MLflow accepts in a metric/param name (its rule on Linux/macOS; Windows also refuses ":").
-_FALLBACK_KEY_CHAR = re.compile(r"[/\w.\- :]")
-# log_image(key=...) is stricter than metric names.
-_IMAGE_KEY_CHAR = re.compile(r"[a-zA-Z0-9_\-./ ]")
-_UNSAFE_PATH_CHARS = re.compile(r"[^\w.\- ]")
-_TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off", ""}
-# MLflow's defaults retry an unreachable server silently for minutes (7 retries, 120 s timeout), which would
-# hold start-up and every later call. Applied only for http(s) URIs and only where the user set nothing.
-_HTTP_DEFAULTS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_TIMEOUT": "15"}
-_EMBEDDED_EXPERIMENT = "tracking"
-# Error codes of a store that failed to answer (not of a missing run): a new run there would fail the same way.
-_UNREACHABLE_CODES = {"INTERNAL_ERROR", "TEMPORARILY_UNAVAILABLE", "REQUEST_LIMIT_EXCEEDED"}
 # How the run ended (GeneralTracker.run_end) in MLflow's RunStatus: an exception FAILED, as mlflow.start_run's
 # context manager ends it; Ctrl-C, SIGTERM or a dead process KILLED, MLflow's word for a run stopped from outside.
 _STATUS = {"finished": "FINISHED", "failed": "FAILED", "killed": "KILLED"}
-
-
-def _has_ui() -> bool:
-    """Whether ``mlflow ui`` can run here: mlflow-skinny lacks its server's Flask."""
-    import importlib.util
-
-    try:
-        return importlib.util.find_spec("flask") is not None and importlib.util.find_spec("mlflow.server") is not None
-    except (ImportError, ValueError):
-        return False
-
-
-def _ui_install_command() -> str:
-    """Full mlflow at exactly the installed mlflow-skinny's version: a range (or the backend's ``ui`` extra)
-    lets the resolver move mlflow-skinny, and with it the store's schema, to another release."""
-    import importlib.metadata
-
-    try:
-        version = importlib.metadata.version("mlflow-skinny")
-    except importlib.metadata.PackageNotFoundError:
-        return install_command("mlflow", extra="ui")
-    return f"pip install {shlex.quote(f'mlflow=={version}')}"
-
-
-class _DeletedRun(ValueError):
-    """The run exists but is deleted: MLflow refuses to log to it or to set its status."""
-
-
-def _parse_bool(name: str, raw: str) -> bool:
-    text = raw.strip().lower()
-    if text in _TRUE:
-        return True
-    if text in _FALSE:
-        return False
-    raise ValueError(f"{name}={raw!r} is not a boolean (use true/false, 1/0, yes/no)")
-
-
-def _parse_tags(raw: Any, source: str) -> dict[str, str]:
-    if raw is None:
-        return {}
-    if isinstance(raw, str):
-        try:
-            raw = json.loads(raw) if raw.strip() else {}
-        except json.JSONDecodeError as error:
-            raise ValueError(f"{source} must be a JSON object of tags, got {raw!r}: {error}") from None
-    if not isinstance(raw, dict):
-        raise ValueError(f"{source} must be a dict (or a JSON object) of tags, got {type(raw).__name__}")
-    return {str(key): stringify(value) for key, value in raw.items()}
-
-
-def _png_name(artifact_file: str) -> str:
-    """``artifact_file`` with the ``.png`` suffix: figures are always stored as PNG."""
-    stem, suffix = os.path.splitext(artifact_file)
-    return artifact_file if suffix.lower() == ".png" else f"{stem if suffix else artifact_file}.png"
-
-
-#: ``log_kwargs`` this tracker takes: ``mlflow.log_metrics``' own options (``timestamp`` is the dispatcher's)
-_LOG_OPTIONS = frozenset(("synchronous", "timestamp", "model_id", "dataset"))
-_ENTITY_OPTIONS = frozenset(("model_id", "dataset"))  # the options that go into each Metric
-_NO_OPTIONS: dict[str, Any] = {}
-# MLflow 2.x separates the parts with "%" and writes "/" in keys as "#"; MLflow 3 uses "+" and "~".
-_IMAGE_FILE = re.compile(
-    r"^images/(?P<key>.+)(?P<sep>[+%])step(?P=sep)(?P<step>\d+)(?P=sep)timestamp(?P=sep)(?P<time>\d+)(?P=sep)[0-9a-f-]+\.png$"
-)
-
-
-def _artifact_path(key: str) -> str:
-    """A run-relative artifact path for a metric/table key: ``/`` kept as folders, nothing that escapes."""
-    parts = []
-    for part in key.split("/"):
-        part = _UNSAFE_PATH_CHARS.sub("_", part)
-        if part.strip("."):
-            parts.append(part)
-        elif part:
-            parts.append("_" * len(part))  # "." and ".." would resolve to another path
-    return "/".join(parts) or "_"
-
-
-def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
-    for start in range(0, len(items), max(1, size)):
-        yield items[start : start + size]
-
-
-def _without_password(uri: str) -> str:
-    """``uri`` minus a password (``postgresql://user:secret@host/db``): it is saved in ``run.json``."""
-    parts = urlsplit(uri)
-    if parts.password is None:
-        return uri
-    host = parts.netloc.rpartition("@")[2]
-    return urlunsplit(parts._replace(netloc=f"{parts.username}@{host}" if parts.username else host))
-
-
-def _local_store(uri: str) -> Path | None:
-    """The file or folder behind a local store URI; opening a missing one would create an empty store."""
-    if uri.startswith("sqlite:///"):
-        path = uri[len("sqlite:///") :].partition("?")[0]
-        return Path(path) if path and path != ":memory:" else None
-    if uri.startswith("file:"):
-        return Path(urllib.request.url2pathname(urlsplit(uri).path))
-    return None
-
-
-def _sdk_image_separator() -> str:
-    """What MLflow's ``log_image(key=, step=)`` puts between the parts of a file name: ``%`` (MLflow 2.x) or ``+``.
-
-    A tracking server URL-decodes the ``%`` names (``%29`` becomes ``)``), so such images reach a server's
-    artifact store under altered names that MLflow's own image view no longer parses.
-    """
-    import inspect
-
-    from mlflow import MlflowClient
-
-    try:
-        source = inspect.getsource(MlflowClient.log_image)
-    except (OSError, TypeError):
-        return "+"
-    return "%" if "%step%" in source else "+"
-
-
-def _sqlalchemy_mismatch(error: ImportError) -> ImportError | None:
-    """A clear error for MLflow before 3.9 next to SQLAlchemy 2.1, which removed a pool class that MLflow imports."""
-    if "FallbackAsyncAdaptedQueuePool" not in str(error):
-        return None
-    import mlflow
-    import sqlalchemy
-
-    return ImportError(
-        f"MLflow {mlflow.__version__} cannot open a database store with SQLAlchemy {sqlalchemy.__version__} "
-        "(it imports a pool class SQLAlchemy 2.1 removed): pip install 'sqlalchemy<2.1', or MLflow 3.9 or later"
-    )
-
-
-class StoreFromNewerMlflow(ImportError):
-    """The sqlite store's schema is from a newer MLflow than the installed one.
-
-    An ``ImportError`` as a missing package is: only the user brings the newer MLflow back, so the start
-    is not retried, and the spill names ``tracking replay`` for after the fix."""
-
-
-def _store_from_newer_mlflow(error: Exception, store: Path) -> StoreFromNewerMlflow | None:
-    """A clear error for MLflow refusing a store whose alembic revision it does not know (a downgrade)."""
-    found = re.search(r"found version (\w+), but expected (\w+)", str(error))
-    if found is None:
-        return None
-    revision, expected = found.groups()
-    import mlflow
-
-    try:
-        from mlflow.store.db_migrations import versions
-
-        known = {path.name.split("_", 1)[0] for path in Path(next(iter(versions.__path__))).glob("*.py")}
-    except (ImportError, StopIteration):  # an MLflow that moved its migrations: the revision is named anyway
-        known = set()
-    if revision in known:  # an older store MLflow would migrate: not this case
-        return None
-    return StoreFromNewerMlflow(
-        f"the MLflow store {store} was written by a newer MLflow than the installed {mlflow.__version__}: "
-        f"its schema revision {revision} is not one this MLflow knows (its newest is {expected}), and an "
-        "older MLflow cannot open it. Use a new logging_dir (or another tracking URI), or install the newer "
-        "MLflow again: pip install --upgrade mlflow-skinny (a release whose migrations include revision "
-        f"{revision})"
-    )
-
-
-def _unreachable(error: Exception) -> bool:
-    if isinstance(error, _DeletedRun):
-        return False
-    code = getattr(error, "error_code", None)
-    return code is None or code in _UNREACHABLE_CODES
-
-
-def _why_not_resumed(error: Exception, uri: str) -> str:
-    if isinstance(error, _DeletedRun):
-        return "it is deleted"
-    if getattr(error, "error_code", None) == "RESOURCE_DOES_NOT_EXIST":
-        return f"it is not in {_without_password(uri)}"
-    message = (str(error).strip().splitlines() or [""])[0]
-    return f"{type(error).__name__}: {message[:200]}"
-
-
-def _context_tags(tags: dict[str, str]) -> dict[str, str]:
-    """MLflow's context tags, but the git commit read from ``.git`` files: MLflow's own git provider
-    imports GitPython, which runs ``git`` (three processes at every start, whatever is on PATH)."""
-    from mlflow.tracking.context import registry
-
-    providers = getattr(registry, "_run_context_provider_registry", None)
-    if providers is None:  # an MLflow that moved its registry: its own resolution, git included
-        resolved: dict[str, str] = registry.resolve_tags(tags)
-        return resolved
-    context: dict[str, str] = {}
-    for provider in providers:
-        if "Git" in type(provider).__name__:
-            continue
-        try:
-            if provider.in_context():
-                context.update(provider.tags())
-        except Exception:  # one provider's failure costs only its tags, as in MLflow's own resolution
-            continue
-    head = read_head()
-    if head is not None:
-        context.setdefault("mlflow.source.git.commit", head.commit)
-    context.update(tags)
-    return context
 
 
 class MLflowTracker(GeneralTracker):
@@ -358,16 +132,18 @@ class MLflowTracker(GeneralTracker):
         self.experiment_name = env.get("MLFLOW_EXPERIMENT_NAME") or experiment_name
         self.experiment_id = None if env.get("MLFLOW_EXPERIMENT_NAME") else env.get("MLFLOW_EXPERIMENT_ID") or None
         self.run_id = env.get("MLFLOW_RUN_ID") or run_id
-        self.tags = {**_parse_tags(tags, "tags"), **_parse_tags(env.get("MLFLOW_TAGS"), "MLFLOW_TAGS")}
+        self.tags = {**startup.parse_tags(tags, "tags"), **startup.parse_tags(env.get("MLFLOW_TAGS"), "MLFLOW_TAGS")}
         raw_nested = env.get("MLFLOW_NESTED_RUN")
-        self.nested_run = _parse_bool("MLFLOW_NESTED_RUN", raw_nested) if raw_nested is not None else bool(nested_run)
+        self.nested_run = (
+            startup.parse_bool("MLFLOW_NESTED_RUN", raw_nested) if raw_nested is not None else bool(nested_run)
+        )
         self.run_name = run_name
         self.description = description
         self.logging_dir = os.path.abspath(os.fspath(logging_dir) if logging_dir is not None else "runs")
         self.tracking_uri = tracking_uri
         self.artifact_location = artifact_location
-        self.parent_run_id = parent_run_id or (self._caller_active_run_id() if self.nested_run else None)
-        self.limits = dict(_FALLBACK_LIMITS)
+        self.parent_run_id = parent_run_id or (startup.caller_active_run_id() if self.nested_run else None)
+        self.limits = dict(startup.FALLBACK_LIMITS)
         self._client: Any = None
         self._run: Any = None
         self._finished = False
@@ -380,261 +156,23 @@ class MLflowTracker(GeneralTracker):
         self._writer: fast_store.MetricWriter | None = None  # a local sqlite store's metrics, below MLflow's ORM
         self._sdk_monitor: Any = None  # MLflow's SystemMetricsMonitor, when its environment variable asks
 
-    @staticmethod
-    def _caller_active_run_id() -> str | None:
-        # MLflow keeps the active run per thread and start() runs in the worker thread, so the parent of a
-        # nested run is taken here, in the caller's thread -- only if the caller already imported mlflow.
-        fluent = sys.modules.get("mlflow")
-        try:
-            active = fluent.active_run() if fluent is not None else None
-        except Exception:  # a half-imported or unusual mlflow must not break construction
-            return None
-        return active.info.run_id if active is not None else None
-
     # -- start ------------------------------------------------------------------------------------
     def start(self) -> None:
-        # Importing mlflow writes ~/.config/mlflow/telemetry.json and starts a thread that reports usage
-        # unless telemetry is off. Turn it off unless the user decided either way (DO_NOT_TRACK counts).
-        if "MLFLOW_DISABLE_TELEMETRY" not in os.environ and "DO_NOT_TRACK" not in os.environ:
-            os.environ["MLFLOW_DISABLE_TELEMETRY"] = "true"
-        import mlflow
-
-        self._read_sdk_rules()
-        uri, embedded = self._resolve_tracking_uri(mlflow)
-        saved = self._saved_run()
-        if saved and self.run_id and saved[0] != self.run_id:
-            self.add_note(f"MLflow run {self.run_id} was chosen explicitly; the saved run {saved[0]} was not resumed")
-        opened = self._reopen(*saved, uri, embedded) if saved and not self.run_id else None
-        if isinstance(opened, tuple):
-            uri, client, run = opened
-        else:
-            client = self._client_for(uri, embedded)
-            run = self._resume(client, self.run_id) if self.run_id else self._create_run(client, embedded)
-            if opened:
-                self.add_note(f"could not resume MLflow run {opened}; started a new run {run.info.run_id}")
+        startup.turn_off_telemetry()
+        self._key_ok = startup.read_sdk_rules(self.limits)
+        opened = startup.open_run(self)
+        client, run, uri = opened.client, opened.run, opened.uri
         self._client, self._run = client, run
         self._params = dict(run.data.params)  # a resumed run's params cannot change
         self.tracking_uri = uri
-        self._writer = self._metric_writer(uri, run.info.run_id)
+        self._writer = startup.metric_writer(uri, run.info.run_id)
         sampled = self.run_context is not None and self.run_context.system_metrics
-        resumed = bool(self.run_id) or isinstance(opened, tuple)  # MLflow's monitor then counts on
         if not sampled and system.sdk_monitor_wanted():  # as mlflow.start_run; the samples replace it
-            self._sdk_monitor, why_not = system.start_sdk_monitor(run.info.run_id, uri, resumed)
+            self._sdk_monitor, why_not = system.start_sdk_monitor(run.info.run_id, uri, opened.resumed)
             if why_not:
                 warn_once(self.name, "system-metrics", why_not, reason="sdk-monitor")
                 self.add_note(why_not)
-        self._announce(client, run, uri, embedded)
-
-    @staticmethod
-    def _metric_writer(uri: str, run_id: str) -> fast_store.MetricWriter | None:
-        """Points to a local sqlite store go straight into its tables (``fast_store``); a server, another
-        database or a schema the writer does not know go through MLflow's client."""
-        store = _local_store(uri) if uri.startswith("sqlite:") else None
-        return fast_store.MetricWriter.open(store, run_id) if store is not None and store.is_file() else None
-
-    def _client_for(self, uri: str, embedded: bool, *, tidy: bool | None = None) -> Any:
-        """A client on ``uri``; ``embedded`` also makes ``logging_dir``; ``tidy`` (default: ``embedded``) removes
-        the empty ``./mlruns`` MLflow 2.x makes when it opens a database store."""
-        from mlflow import MlflowClient
-
-        if uri.startswith(("http://", "https://")):
-            # MLflow reads these from the environment at each request; there is no per-client setting.
-            for variable, value in _HTTP_DEFAULTS.items():
-                os.environ.setdefault(variable, value)
-        if embedded:
-            os.makedirs(self.logging_dir, exist_ok=True)
-        store = _local_store(uri) if uri.startswith("sqlite:") else None
-        if store is None:
-            return MlflowClient(tracking_uri=uri)
-        # MLflow 2.x makes its default artifact root ./mlruns when it opens a database store; the embedded
-        # store keeps its artifacts under logging_dir, so an empty ./mlruns made here is removed again.
-        tidy = embedded if tidy is None else tidy
-        stray = Path("mlruns").absolute() if tidy and not os.path.exists("mlruns") else None
-        try:
-            return self._open_sqlite(uri, store)
-        except ImportError as error:
-            raise (_sqlalchemy_mismatch(error) or error) from error
-        except Exception as error:
-            newer = _store_from_newer_mlflow(error, store)
-            if newer is None:
-                raise
-            raise newer from None  # MLflow's own advice (`mlflow db upgrade`) cannot help an older MLflow
-        finally:
-            if stray is not None and stray.is_dir() and not any(stray.iterdir()):
-                try:
-                    stray.rmdir()
-                except OSError:  # another process's MLflow made or filled it meanwhile
-                    pass
-
-    @staticmethod
-    def _open_sqlite(uri: str, store: Path) -> Any:
-        from mlflow import MlflowClient
-
-        # Opening a sqlite store creates and migrates it; ranks of a per-rank job opening one fresh
-        # store at once would race in the migrations, so the first creates it and the others wait.
-        with file_lock(store.with_name(f".{store.name}.lock")):
-            seeded = seed_store(store)
-            try:
-                client = MlflowClient(tracking_uri=uri)
-                client.search_experiments(max_results=1)  # the store is created here, inside the lock
-            except Exception:
-                if not seeded:
-                    raise
-                unseed(store, uri)  # MLflow refused the copy: let it make the store itself
-                client = MlflowClient(tracking_uri=uri)
-                client.search_experiments(max_results=1)
-        return client
-
-    def _saved_run(self) -> tuple[str, str | None] | None:
-        """``(run id, tracking URI)`` from ``run_context.resume``: what ``resume_state`` saved earlier."""
-        state = self.run_context.resume if self.run_context is not None else None
-        if not isinstance(state, dict):
-            return None
-        run_id, uri = state.get("run_id"), state.get("tracking_uri")
-        if not isinstance(run_id, str) or not run_id:
-            self.add_note(f"the saved MLflow state {state!r} names no run; a new run was started")
-            return None
-        return run_id, uri if isinstance(uri, str) and uri else None
-
-    def _reopen(self, run_id: str, saved_uri: str | None, uri: str, embedded: bool) -> tuple[str, Any, Any] | str:
-        """The saved run reopened, ``(uri, client, run)``; or ``"<id> (<reason>)"`` when a new run is needed.
-
-        The saved URI is used unless the user chose one now: the embedded store's path depends on
-        ``logging_dir``, which a restarted job may spell differently. Only a store that fails to answer
-        where the new run would go raises: a new run there would fail the same way, after more retries.
-        """
-        where = saved_uri if embedded and saved_uri else uri
-        store = _local_store(where)
-        if store is not None and not store.exists():
-            reason = f"its store {store} no longer exists"
-        else:
-            try:
-                client = self._client_for(where, False, tidy=embedded)  # the saved embedded store, if so
-                return where, client, self._resume(client, run_id)
-            except Exception as error:
-                if where == uri and _unreachable(error):
-                    raise
-                reason = _why_not_resumed(error, where)
-        warn_once(
-            self.name, run_id, f"could not resume this MLflow run ({reason}); a new run is started", reason="resume"
-        )
-        return f"{run_id} ({reason})"
-
-    def _resolve_tracking_uri(self, mlflow: Any) -> tuple[str, bool]:
-        if self.tracking_uri:
-            return str(self.tracking_uri), False
-        try:
-            from mlflow.tracking._tracking_service.utils import is_tracking_uri_set
-
-            user_set = is_tracking_uri_set()  # MLFLOW_TRACKING_URI or mlflow.set_tracking_uri(...)
-        except ImportError:
-            user_set = bool(os.environ.get("MLFLOW_TRACKING_URI"))
-        if user_set:
-            return str(mlflow.get_tracking_uri()), False
-        return "sqlite:///" + Path(self.logging_dir, "mlflow.db").as_posix(), True
-
-    def _read_sdk_rules(self) -> None:
-        try:
-            from mlflow.utils import validation
-        except ImportError:
-            return
-        for name, fallback in _FALLBACK_LIMITS.items():
-            value = getattr(validation, name, fallback)
-            self.limits[name] = value if isinstance(value, int) and value > 0 else fallback
-        valid = getattr(validation, "validate_param_and_metric_name", None)
-        not_unique = getattr(validation, "path_not_unique", None)
-        if callable(valid) and callable(not_unique):
-            # isprintable: MLflow's own regex ends in ``$``, which lets a key with a newline through to a
-            # store that then refuses the whole batch holding it.
-            self._key_ok = lambda key: key.isprintable() and bool(valid(key)) and not not_unique(key)
-
-    def _create_run(self, client: Any, embedded: bool) -> Any:
-        experiment_id = self._experiment_id(client, embedded)
-        tags = dict(self.tags)
-        if self.description:
-            tags["mlflow.note.content"] = self.description
-        run_name = self.run_name
-        context = self.run_context
-        if context is not None:  # find the MLflow run of a tracking run (and its journal) again
-            tags["tracking.run_id"] = context.run_id
-            if context.group is not None:  # per-rank runs: one MLflow run per rank, grouped by tag
-                tags["tracking.group"], tags["tracking.rank"] = context.group, str(context.rank)
-                run_name = rank_name(run_name, context)
-        if self.parent_run_id:
-            tags["mlflow.parentRunId"] = self.parent_run_id
-        elif self.nested_run:
-            warn_once(
-                self.name,
-                "nested_run",
-                "no active MLflow run to nest under (start one with mlflow.start_run() "
-                "before creating the tracker, or pass parent_run_id=); a top-level run is created",
-            )
-        try:  # the tags mlflow.start_run adds: user, source name/type, git commit, MLFLOW_RUN_CONTEXT
-            tags = _context_tags(tags)
-        except Exception as error:  # context tags are a nicety, never a reason to fail
-            warn_once(self.name, "tags", f"could not add MLflow's context tags ({error!r})", reason="context-tags")
-        # the run began at init(), seconds before this worker had MLflow imported and its store open
-        started = context.started if context is not None else None
-        start_time = int(started * 1000) if started is not None else None
-        return client.create_run(experiment_id, start_time=start_time, tags=tags, run_name=run_name)
-
-    def _experiment_id(self, client: Any, embedded: bool) -> str:
-        from mlflow.exceptions import MlflowException
-
-        experiment_id: str  # MLflow's ids are strings
-        if self.experiment_id:
-            experiment_id = client.get_experiment(self.experiment_id).experiment_id  # raises when it does not exist
-            return experiment_id
-        # No name: MLflow's Default experiment -- except in the embedded store, whose Default experiment
-        # keeps artifacts in the current directory.
-        name = self.experiment_name or (_EMBEDDED_EXPERIMENT if embedded else "Default")
-        experiment = client.get_experiment_by_name(name)  # exact match: no filter string to escape
-        if experiment is None:
-            location = self.artifact_location
-            if location is None and embedded:
-                location = Path(self.logging_dir, "mlartifacts").as_uri()
-            try:
-                experiment_id = client.create_experiment(name, artifact_location=location)
-                return experiment_id
-            except MlflowException as error:
-                if getattr(error, "error_code", None) != "RESOURCE_ALREADY_EXISTS":
-                    raise
-                experiment = client.get_experiment_by_name(name)  # another process created it meanwhile
-        if experiment.lifecycle_stage != "active":
-            raise ValueError(f"MLflow experiment {name!r} is deleted; restore it or choose another experiment name")
-        experiment_id = experiment.experiment_id
-        return experiment_id
-
-    def _resume(self, client: Any, run_id: str) -> Any:
-        run = client.get_run(run_id)  # raises when the run does not exist
-        if run.info.lifecycle_stage != "active":
-            raise _DeletedRun(
-                f"MLflow run {run_id} is deleted; restore it with `mlflow runs restore --run-id {run_id}`"
-            )
-        if run.info.status != "RUNNING":
-            client.update_run(run_id, status="RUNNING")
-        if self.tags:
-            self._log_tags(client, run_id, self.tags)
-        return client.get_run(run_id)
-
-    def _log_tags(self, client: Any, run_id: str, tags: dict[str, str]) -> None:
-        from mlflow.entities import RunTag
-
-        for chunk in _chunks(list(tags.items()), self.limits["MAX_PARAMS_TAGS_PER_BATCH"]):
-            client.log_batch(run_id, tags=[RunTag(k, v) for k, v in chunk], synchronous=True)
-
-    def _announce(self, client: Any, run: Any, uri: str, embedded: bool) -> None:
-        info = run.info
-        where = f"run {info.run_name!r} ({info.run_id}) in experiment {info.experiment_id}"
-        if uri.startswith(("http://", "https://")):
-            notice(
-                f"mlflow: {where}; view it at {uri.rstrip('/')}/#/experiments/{info.experiment_id}/runs/{info.run_id}"
-            )
-        elif uri.startswith(("sqlite:", "file:", "postgresql", "mysql", "mssql")) or embedded:
-            hint = "" if _has_ui() else f" (`mlflow ui` comes with full mlflow: {_ui_install_command()})"
-            notice(f"mlflow: {where}; view it with: mlflow ui --backend-store-uri {shlex.quote(uri)}{hint}")
-        else:
-            notice(f"mlflow: {where} at {uri}")
+        startup.announce(run, uri, opened.embedded)
 
     # -- the SDK objects --------------------------------------------------------------------------
     tracker = active_run = sdk_object(
@@ -657,45 +195,8 @@ class MLflowTracker(GeneralTracker):
         """
         from mlflow.entities import Param
 
-        limit = self.limits["MAX_PARAM_VAL_LENGTH"]
-        params: dict[str, str] = {}
-        for key, value in flatten_config(values).items():
-            text = stringify(value)
-            if len(text) > limit:  # left out, as accelerate does: a cut value would read as the real one
-                warn_once(
-                    self.name,
-                    key,
-                    f"parameter value of {len(text)} characters is longer than MLflow's limit of {limit}: "
-                    "not a param (the full value is in the run's config.json artifact)",
-                    reason="param-too-long",
-                )
-                self.add_note(f"param {key} left out: its value is longer than MLflow takes; config.json has it")
-                continue
-            name = self.sanitize_key(key)
-            if name != key:
-                warn_once(self.name, key, f"stored as param {name!r}: MLflow refuses the original", reason="renamed")
-            if name in params:
-                warn_once(
-                    self.name,
-                    key,
-                    f"parameter name {name!r} is taken by another key; only the first is a "
-                    "param (both are in config.json)",
-                    reason="param-clash",
-                )
-                continue
-            if name in self._params:  # MLflow params are immutable
-                if self._params[name] != text:
-                    warn_once(
-                        self.name,
-                        key,
-                        f"the run already has {name}={self._params[name]!r}; MLflow params "
-                        "cannot change, the new value is only in config.json",
-                        reason="param-immutable",
-                    )
-                    self.add_note(f"param {name} keeps its first value in MLflow; config.json has the new one")
-                continue
-            params[name] = text
-        for chunk in _chunks(list(params.items()), self.limits["MAX_PARAMS_TAGS_PER_BATCH"]):
+        params = new_params(self, values, self._params)
+        for chunk in chunks(list(params.items()), self.limits["MAX_PARAMS_TAGS_PER_BATCH"]):
             self._client.log_batch(self.active_run_id, params=[Param(k, v) for k, v in chunk], synchronous=True)
             self._params.update(chunk)
         self._config = merge_config(self._config, values)
@@ -707,20 +208,7 @@ class MLflowTracker(GeneralTracker):
         cached = self._keys.get(key)
         if cached is not None:
             return cached
-        key_ok = self._key_ok
-        if key_ok is not None and key and len(key) <= self.limits["MAX_ENTITY_KEY_LENGTH"] and key_ok(key):
-            self._keys[key] = key
-            return key
-        char_ok = (lambda c: key_ok(c) or c == "/") if key_ok is not None else _FALLBACK_KEY_CHAR.fullmatch
-        text = "".join(c if char_ok(c) else "_" for c in key)
-        parts = [part if part.strip(".") else "_" * len(part) for part in text.split("/") if part]
-        text = "/".join(parts) or "_"
-        if text.startswith(".."):
-            text = "_" + text
-        limit = self.limits["MAX_ENTITY_KEY_LENGTH"]
-        if len(text) > limit:  # keep the start readable, keep distinct long keys distinct
-            digest = hashlib.sha1(key.encode("utf-8")).hexdigest()[:8]
-            text = text[: limit - 9].rstrip("/") + "-" + digest
+        text = sanitized_key(key, self._key_ok, self.limits["MAX_ENTITY_KEY_LENGTH"])
         self._keys[key] = text
         return text
 
@@ -742,13 +230,13 @@ class MLflowTracker(GeneralTracker):
             # when log() was called (the dispatcher's timestamp), not when this worker delivered it
             timestamp = int(kwargs["timestamp"] * 1000) if kwargs.get("timestamp") is not None else now
             for option in kwargs:
-                if option not in _LOG_OPTIONS:
+                if option not in LOG_OPTIONS:
                     warn_once(self.name, option, "unknown log option for MLflow; ignored", reason="log-kwarg")
-            entity_options = self._metric_options(kwargs) if _ENTITY_OPTIONS.intersection(kwargs) else _NO_OPTIONS
+            entity_options = metric_options(self.name, kwargs) if ENTITY_OPTIONS.intersection(kwargs) else NO_OPTIONS
             for key, value in values.items():
                 if type(value) is not float:
                     if isinstance(value, str):
-                        self._client.log_text(self.active_run_id, value, f"text/{_artifact_path(key)}/step_{step}.txt")
+                        self._client.log_text(self.active_run_id, value, f"text/{artifact_path(key)}/step_{step}.txt")
                         continue
                     value = float(value)
                 if value - value != 0.0 and math.isinf(value):  # finite values skip the call
@@ -778,36 +266,11 @@ class MLflowTracker(GeneralTracker):
                 raise PartialDelivery(sum(end <= stored for end in ends)) from error
             stored += len(chunk)
 
-    def _metric_options(self, kwargs: dict[str, Any]) -> dict[str, Any]:
-        """``model_id`` / ``dataset`` for each ``Metric``, where this MLflow's ``Metric`` takes them (MLflow 3);
-        an older one gets one warning and the points without them."""
-        from mlflow.entities import Metric
-
-        dataset = kwargs.get("dataset")
-        wanted = {
-            "model_id": kwargs.get("model_id"),
-            "dataset_name": getattr(dataset, "name", None),
-            "dataset_digest": getattr(dataset, "digest", None),
-        }
-        wanted = {name: value for name, value in wanted.items() if value is not None}
-        if not wanted:
-            return {}
-        accepted = set(inspect.signature(Metric.__init__).parameters)
-        missing = sorted(set(wanted) - accepted)
-        if missing:
-            warn_once(
-                self.name,
-                "log_kwargs",
-                f"this MLflow's metrics take no {', '.join(missing)} (MLflow 3 does); logged without it",
-                reason="metric-options",
-            )
-        return {name: value for name, value in wanted.items() if name in accepted}
-
     # -- media ------------------------------------------------------------------------------------
     def log_images(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:
         """``log_image(key=..., step=...)`` per image (HW/HWC/CHW arrays, batches, PIL), as uint8 HW/HWC."""
         step = 0 if step is None else int(step)
-        if str(self.tracking_uri).startswith(("http://", "https://")) and _sdk_image_separator() == "%":
+        if str(self.tracking_uri).startswith(("http://", "https://")) and sdk_image_separator() == "%":
             message = (
                 "this MLflow release names image files with '%', which the tracking server URL-decodes: the "
                 "images are stored under altered names its image view does not show (MLflow 3 names them with '+')"
@@ -815,7 +278,7 @@ class MLflowTracker(GeneralTracker):
             warn_once(self.name, "log_images", message, reason="image-names")
             self.add_note(message)
         for key, images in values.items():
-            safe = "".join(c if _IMAGE_KEY_CHAR.fullmatch(c) else "_" for c in self.sanitize_key(str(key)))
+            safe = image_key(self.sanitize_key(str(key)))
             if safe != key:
                 warn_once(
                     self.name, key, f"image key stored as {safe!r}: MLflow refuses the original", reason="image-key"
@@ -841,7 +304,7 @@ class MLflowTracker(GeneralTracker):
         step: int | None = None,
         **kwargs: Any,
     ) -> None:
-        base = f"tables/{_artifact_path(str(table_name))}"
+        base = f"tables/{artifact_path(str(table_name))}"
         artifact_file = f"{base}.json" if step is None else f"{base}/step_{int(step)}.json"
         try:
             import pandas as pd
@@ -863,8 +326,8 @@ class MLflowTracker(GeneralTracker):
         ``mlflow.log_figure`` takes them. ``step`` is accepted for the contract; MLflow artifacts have none.
         """
         save_kwargs = {**(save_kwargs.pop("save_kwargs", None) or {}), **save_kwargs}
-        name = _png_name(_artifact_path(artifact_file))  # never leaves the run's artifacts ("../x" -> "__/x")
-        if name != _artifact_path(artifact_file) and os.path.splitext(artifact_file)[1]:
+        name = png_name(artifact_path(artifact_file))  # never leaves the run's artifacts ("../x" -> "__/x")
+        if name != artifact_path(artifact_file) and os.path.splitext(artifact_file)[1]:
             warn_once(self.name, artifact_file, f"figure stored as PNG {name!r}", reason="figure-png")
         self._client.log_image(self.active_run_id, figure_to_array(figure, **save_kwargs), artifact_file=name)
 
@@ -880,9 +343,7 @@ class MLflowTracker(GeneralTracker):
         """MLflow's source tags (``mlflow.source.git.commit``/``branch``/``repoURL``, ``mlflow.source.name``,
         shown on the run's page), the other main fields as ``tracking.context.*`` tags, and the diff,
         the package list and the whole context as artifacts under ``run_context/``."""
-        from tracking_core.context.native import files, summary
-
-        fields = summary(context)
+        fields = context_summary(context)
         native = {
             "mlflow.source.git.commit": fields.get("git.commit"),
             "mlflow.source.git.branch": fields.get("git.branch"),
@@ -893,9 +354,9 @@ class MLflowTracker(GeneralTracker):
         tags = {name: value for name, value in native.items() if value is not None}
         tags.update({f"tracking.context.{name}": value[:limit] for name, value in fields.items()})
         run_id = self.active_run_id
-        self._log_tags(self._client, str(run_id), tags)
+        startup.log_tags(self._client, str(run_id), tags, self.limits["MAX_PARAMS_TAGS_PER_BATCH"])
         run_dir = self.run_context.run_dir if self.run_context is not None else None
-        for path in files(context, run_dir):
+        for path in context_files(context, run_dir):
             self._client.log_artifact(run_id, str(path), "run_context")
 
     def log_system_metrics(self, values: dict[str, float], index: int, timestamp: float) -> None:
@@ -935,7 +396,7 @@ class MLflowTracker(GeneralTracker):
         info = self._run.info
         return {
             "run_id": info.run_id,
-            "tracking_uri": _without_password(str(self.tracking_uri)),
+            "tracking_uri": without_password(str(self.tracking_uri)),
             "experiment_id": info.experiment_id,
         }
 
@@ -954,48 +415,15 @@ class MLflowTracker(GeneralTracker):
         Points come in the order the store returns them (by timestamp); a step logged twice shows
         twice, except an exact repeat (same step, value and timestamp), which MLflow's store keeps once.
         """
-        from mlflow import MlflowClient
-
         if self.active_run_id is None:  # (a held tracker of delivery="process" has the id, not the run)
             return {}
-        client = MlflowClient(tracking_uri=self.tracking_uri)
-        run_id = self.active_run_id
-        return {
-            key: [(metric.step, metric.value) for metric in client.get_metric_history(run_id, key)]
-            for key in client.get_run(run_id).data.metrics
-        }
+        return reader.history(self.tracking_uri, self.active_run_id)
 
     def read_back_images(self) -> dict[str, list[tuple[int, Any]]]:
         """Every image ``log_images`` stored, per key, as ``(step, HW or HWC uint8 array)`` in logging order.
 
-        Listed and downloaded with a fresh ``MlflowClient``; MLflow names each file after its key, step
-        and timestamp (``images/<key>+step+<n>+timestamp+<ms>+<uuid>.png``, ``/`` in keys as ``~``; MLflow 2.x:
-        ``%`` for ``+`` and ``#`` for ``~``).
+        Listed and downloaded with a fresh ``MlflowClient`` (:func:`tracking_mlflow.reader.images`).
         """
-        import tempfile
-
-        import numpy as np
-        from mlflow import MlflowClient
-        from PIL import Image
-
         if self.active_run_id is None:
             return {}
-        client = MlflowClient(tracking_uri=self.tracking_uri)
-        found = []
-        for info in client.list_artifacts(self.active_run_id, "images"):
-            match = _IMAGE_FILE.match(info.path)
-            if match:  # the +compressed.webp previews are skipped
-                key = match["key"].replace("~", "/").replace("#", "/")
-                found.append((int(match["time"]), key, int(match["step"]), info.path))
-        # A local artifact store is read in place: MLflow 2.x's download refuses "#" in a path and URL-decodes
-        # its "%" separators ("%20" ...), so it cannot fetch the images it named itself.
-        local = _local_store(client.get_run(self.active_run_id).info.artifact_uri or "")
-        images: dict[str, list[tuple[int, Any]]] = {}
-        with tempfile.TemporaryDirectory() as folder:
-            for _time, key, step, path in sorted(found):
-                stored = (
-                    local / path if local is not None else client.download_artifacts(self.active_run_id, path, folder)
-                )
-                with Image.open(stored) as image:
-                    images.setdefault(key, []).append((step, np.asarray(image)))
-        return images
+        return reader.images(self.tracking_uri, self.active_run_id)
