@@ -89,8 +89,8 @@ def _from_config(config: dict[str, Any]) -> dict[str, str]:
 
 
 def _wandb(run: Any, tracker: Any) -> dict[str, str]:
-    from tracking_wandb.run_metadata import read_metadata
     from tracking_wandb.reader import read_run
+    from tracking_wandb.run_metadata import read_metadata
 
     metadata = read_metadata(tracker.run_dir)  # W&B's own message: the run's metadata as `wandb sync` uploads it
     assert metadata is not None and metadata.git.commit, "no git commit in W&B's run metadata"
