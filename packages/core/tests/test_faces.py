@@ -3,8 +3,9 @@ helpers), and behind them only real modules, no alias module (a file that makes 
 module's with ``sys.modules[__name__] = ...``).
 
 The package was never released under other module paths, so none is kept for old imports. The aliases
-still imported by a backend package are listed in :data:`STILL_IMPORTED` until that package imports the
-module itself or a face; an entry whose last user has gone fails, saying to delete the alias.
+a backend package still imports (or its docs still name) are listed in :data:`STILL_IMPORTED` until that
+package uses the module itself or a face; an entry whose last user has gone fails, saying to delete the
+alias.
 """
 
 from __future__ import annotations
@@ -21,13 +22,10 @@ import tracking_core.kit
 PACKAGE = Path(tracking_core.__file__).parent
 ROOT = PACKAGE.parents[3]
 
-#: Top-level alias modules a backend package still imports (name -> its real module); they go with their last user.
+#: Top-level alias modules a backend package still imports or names in its docs (name -> its real module); each
+#: goes with its last user.
 STILL_IMPORTED: dict[str, str] = {
     "adapters": "tracking_core.kit.adapters",
-    "appendfile": "tracking_core.kit.appendfile",
-    "journal": "tracking_core.store.journal",
-    "paths": "tracking_core.kit.paths",
-    "png": "tracking_core.kit.png",
 }
 
 
