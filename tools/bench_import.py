@@ -42,7 +42,7 @@ def _best(work: Callable[[], object], repeat: int, reset: Callable[[], None] | N
 
 def _tensorboard_folder(folder: Path, points: int) -> None:
     from tensorboard.compat.proto import event_pb2, summary_pb2
-    from tracking_tensorboard._records import framed
+    from tracking_tensorboard.tfrecord import framed
 
     folder.mkdir(parents=True)
     steps = points // TAGS

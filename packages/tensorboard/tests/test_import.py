@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from tracking_core.cli import main
-from tracking_core.journal import JournalSummary, read_journal
+from tracking_core.kit import SourceError
+from tracking_core.store.journal import JournalSummary, read_journal
 from tracking_core.testing.sdk_runs import write_tensorboard
 from tracking_core.testing.transfer import (
     CANONICAL_CONFIG,
@@ -24,7 +25,6 @@ from tracking_core.testing.transfer import (
     check_points,
 )
 from tracking_core.transfer.importing import import_runs
-from tracking_core.transfer.model import SourceError
 
 
 def _digest(root: Path) -> dict[str, str]:

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from tracking_tensorboard import _events, _records
+from tracking_tensorboard import summaries, tfrecord
 
 
 @pytest.mark.parametrize("by_words", [True, False], ids=["by-words", "byte-loop"])
@@ -15,9 +15,9 @@ from tracking_tensorboard import _events, _records
 def test_the_checksum_is_the_one_tensorboard_computes(size, by_words, monkeypatch):
     from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c
 
-    monkeypatch.setattr(_records, "_BY_WORDS", by_words and _records._BY_WORDS)
+    monkeypatch.setattr(tfrecord, "_BY_WORDS", by_words and tfrecord._BY_WORDS)
     data = os.urandom(size)
-    assert _records.masked_crc32c(data) == masked_crc32c(data)
+    assert tfrecord.masked_crc32c(data) == masked_crc32c(data)
 
 
 def test_a_framed_record_is_the_one_tensorboards_record_writer_writes():
@@ -28,7 +28,7 @@ def test_a_framed_record_is_the_one_tensorboards_record_writer_writes():
     data = os.urandom(300)
     buffer = io.BytesIO()
     RecordWriter(buffer).write(data)
-    assert _records.framed(data) == buffer.getvalue()
+    assert tfrecord.framed(data) == buffer.getvalue()
 
 
 def test_hparams_summaries_match_the_plugins_own():
@@ -37,16 +37,16 @@ def test_hparams_summaries_match_the_plugins_own():
 
     info = hparams_data.SessionEndInfo(status=api_pb2.STATUS_SUCCESS, end_time_secs=12.5)
     theirs = metadata.create_summary_metadata(hparams_data.HParamsPluginData(session_end_info=info))
-    ours = _events.hparams_end_value(12.5)
+    ours = summaries.hparams_end_value(12.5)
     assert ours.tag == metadata.SESSION_END_INFO_TAG
     assert ours.metadata.SerializeToString() == theirs.SerializeToString()
     assert ours.tensor.SerializeToString() == metadata.NULL_TENSOR.SerializeToString()
-    assert _events.hparams_start_value({}, 1.0).tag == metadata.SESSION_START_INFO_TAG
-    assert _events.hparams_experiment_value({}, {}, {}).tag == metadata.EXPERIMENT_TAG
+    assert summaries.hparams_start_value({}, 1.0).tag == metadata.SESSION_START_INFO_TAG
+    assert summaries.hparams_experiment_value({}, {}, {}).tag == metadata.EXPERIMENT_TAG
 
 
 def test_starting_the_writer_imports_neither_the_tensorflow_stub_nor_its_record_writer():
-    code = "import sys, tracking_tensorboard._events; print(sorted(m for m in sys.modules if m.startswith('tensorboard.')))"
+    code = "import sys, tracking_tensorboard.event_writer; print(sorted(m for m in sys.modules if m.startswith('tensorboard.')))"
     modules = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "tensorboard.compat.tensorflow_stub" not in modules
     assert "tensorboard.summary.writer" not in modules
@@ -71,9 +71,9 @@ def test_a_scalars_event_is_the_event_protobuf_serializes(values, step, wall_tim
     expected = event_pb2.Event(
         wall_time=wall_time,
         step=step or 0,
-        summary=summary_pb2.Summary(value=[_events.scalar_value_of(key, value) for key, value in values.items()]),
+        summary=summary_pb2.Summary(value=[summaries.scalar_value_of(key, value) for key, value in values.items()]),
     ).SerializeToString()
-    assert _events.scalars_event(values, step, wall_time) == expected
+    assert summaries.scalars_event(values, step, wall_time) == expected
 
 
 @pytest.mark.parametrize(
@@ -82,10 +82,10 @@ def test_a_scalars_event_is_the_event_protobuf_serializes(values, step, wall_tim
     ids=["nan", "infinity", "beyond-float32", "text", "bool", "empty-tag", "nothing"],
 )
 def test_values_a_scalars_event_does_not_take_go_the_general_way(values):
-    assert _events.scalars_event(values, 1, 1.0) is None
+    assert summaries.scalars_event(values, 1, 1.0) is None
 
 
 @pytest.mark.parametrize("sizes", [[146] * 200, [1, 8, 4096, 4097, 300] * 10, [146] * 3], ids=["batch", "mixed", "few"])
 def test_framing_many_records_at_once_gives_the_same_bytes(sizes):
     chunks = [os.urandom(size) for size in sizes]
-    assert _records.framed_many(chunks) == b"".join(_records.framed(chunk) for chunk in chunks)
+    assert tfrecord.framed_many(chunks) == b"".join(tfrecord.framed(chunk) for chunk in chunks)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from tracking_core.journal import read_journal
+from tracking_core.store.journal import read_journal
 from tracking_core.testing.reliability import last_json_line, run_script, tally
 
 pytestmark = pytest.mark.reliability

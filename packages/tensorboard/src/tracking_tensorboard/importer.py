@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from tracking_core.transfer.model import Media, Point, SourceError, SourceRun
+from tracking_core.kit import Media, Point, SourceError, SourceRun
 
 EVENT_FILE_MARK = "tfevents"
 CONFIG_TAG = "config/json"  # tracking_tensorboard.tracker.CONFIG_TAG, without importing the tracker

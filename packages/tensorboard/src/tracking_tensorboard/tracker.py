@@ -32,11 +32,23 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tracking_core import GeneralTracker, Histogram, flatten_config, notice, stringify, warn_once
-from tracking_core.adapters import figure_to_png, image_list, merge_config, table_rows, to_hwc_uint8
-from tracking_core.kit.sdk import sdk_object
-from tracking_core.paths import check_name, check_optional_name
-from tracking_core.png import encode_png
+from tracking_core import GeneralTracker, Histogram
+from tracking_core.kit import (
+    check_name,
+    check_optional_name,
+    context_summary,
+    encode_png,
+    figure_to_png,
+    flatten_config,
+    image_list,
+    merge_config,
+    notice,
+    sdk_object,
+    stringify,
+    table_rows,
+    to_hwc_uint8,
+    warn_once,
+)
 
 _FLOAT32_MAX = 3.4028234663852886e38
 
@@ -114,7 +126,7 @@ class TensorBoardTracker(GeneralTracker):
 
     TensorBoard itself has no environment variables for writing; none are read. Values are stored
     as float32 (TensorBoard's scalar type). ``tracker`` (and ``writer``, as in accelerate) returns the
-    :class:`~tracking_tensorboard._events.EventWriter`, which has SummaryWriter's writing methods
+    :class:`~tracking_tensorboard.event_writer.EventWriter`, which has SummaryWriter's writing methods
     (``add_scalar``, ``add_scalars``, ``add_histogram``, ``add_histogram_raw``, ``add_image``,
     ``add_images``, ``add_figure``, ``add_text``, ``add_hparams``, ``flush``, ``close``).
     """
@@ -155,7 +167,7 @@ class TensorBoardTracker(GeneralTracker):
         self.purge_step = purge_step
         self.flush_secs = flush_secs
         self._writer: Any = None
-        self._events: Any = None
+        self._summaries: Any = None
         self._config: dict[str, Any] = {}
         self._hparams: dict[str, Any] = {}
         self._hparams_at: float | None = None  # when the hparams are written at a flush (monotonic)
@@ -174,10 +186,10 @@ class TensorBoardTracker(GeneralTracker):
                 self.log_dir = (
                     self.logging_dir / self.run_name / (context.group + self._comment) / f"rank-{context.rank}"
                 )
-        from . import _events  # the SDK import happens here, in the backend's worker thread
+        from . import event_writer, summaries  # the SDK import happens here, in the backend's worker thread
 
-        self._events = _events
-        self._writer = _events.EventWriter(self.log_dir, self.filename_suffix, self.purge_step)
+        self._summaries = summaries
+        self._writer = event_writer.EventWriter(self.log_dir, self.filename_suffix, self.purge_step)
         notice(
             f"tensorboard: event files in {self.log_dir}; view with: "
             f"tensorboard --logdir {shlex.quote(str(self.log_dir.parent))}"
@@ -202,7 +214,7 @@ class TensorBoardTracker(GeneralTracker):
         if self._hparams_at is None:
             self._hparams_at = time.monotonic() + HPARAMS_SETTLE_SECONDS
         exact = json.dumps(self._config, indent=2, default=str)
-        self._writer.add_summary([self._events.text_value(CONFIG_TAG, f"```json\n{exact}\n```")], step=0)
+        self._writer.add_summary([self._summaries.text_value(CONFIG_TAG, f"```json\n{exact}\n```")], step=0)
         if self._wrote_hparams:
             hparams = self._flat_hparams()
             later = sorted(key for key in hparams if self._hparams.get(key, object()) != hparams[key])
@@ -221,7 +233,7 @@ class TensorBoardTracker(GeneralTracker):
         if self._wrote_hparams or self._hparams_at is None:
             return
         self._hparams = self._flat_hparams()
-        self._writer.add_summary([self._events.hparams_start_value(self._hparams, time.time())], step=0)
+        self._writer.add_summary([self._summaries.hparams_start_value(self._hparams, time.time())], step=0)
         self._wrote_hparams = True
 
     # -- metrics -------------------------------------------------------------------------------
@@ -239,7 +251,7 @@ class TensorBoardTracker(GeneralTracker):
         self._flush_if_due()
 
     def _write_batch(self, entries: Sequence[tuple[dict[str, Any], int | None, dict[str, Any]]]) -> None:
-        events, writer = self._events, self._writer
+        events, writer = self._summaries, self._writer
         scalar_events: list[bytes] = []  # steps of plain numbers, serialized and framed together
         for values, step, kwargs in entries:
             for keyword in kwargs:
@@ -287,12 +299,12 @@ class TensorBoardTracker(GeneralTracker):
     def log_system_metrics(self, values: dict[str, float], index: int, timestamp: float) -> None:
         """Scalars ``system/...`` at step = ``index`` and the sample's wall time, in the ``system`` sub-run."""
         writer = self._writer._child(SYSTEM_RUN)
-        encoded = self._events.scalars_event(values, index, timestamp)
+        encoded = self._summaries.scalars_event(values, index, timestamp)
         if encoded is not None:
             writer.add_serialized([encoded])
         else:  # NaN, infinity or a value beyond float32 (left out, as in log)
             kept = [
-                self._events.scalar_value_of(k, v) for k, v in values.items() if not _FLOAT32_MAX < abs(v) < math.inf
+                self._summaries.scalar_value_of(k, v) for k, v in values.items() if not _FLOAT32_MAX < abs(v) < math.inf
             ]
             if kept:
                 writer.add_summary(kept, index, timestamp)
@@ -310,7 +322,7 @@ class TensorBoardTracker(GeneralTracker):
         for key, images in values.items():
             pngs = _pngs(images, kwargs.get("dataformats"))
             if pngs:
-                summaries.append(self._events.image_value(key, pngs))
+                summaries.append(self._summaries.image_value(key, pngs))
         if summaries:
             self._writer.add_summary(summaries, step, kwargs.get("walltime"))
         self._flush_if_due()
@@ -326,7 +338,7 @@ class TensorBoardTracker(GeneralTracker):
     ) -> None:
         """A text-plugin table (a 2-D string tensor; its first row holds the column names)."""
         columns, rows = table_rows(columns, data, dataframe)
-        value = self._events.table_value(table_name, columns, rows)
+        value = self._summaries.table_value(table_name, columns, rows)
         self._writer.add_summary([value], step, kwargs.get("walltime"))
         self._flush_if_due()
 
@@ -334,13 +346,13 @@ class TensorBoardTracker(GeneralTracker):
         """A matplotlib (or plotly) figure as a PNG image summary; ``kwargs`` go to ``figure.savefig``."""
         walltime = kwargs.pop("walltime", None)
         png = figure_to_png(figure, **kwargs)
-        self._writer.add_summary([self._events.image_value(name, [png])], step, walltime)
+        self._writer.add_summary([self._summaries.image_value(name, [png])], step, walltime)
         self._flush_if_due()
 
     # -- histogram -------------------------------------------------------------------------------
     def log_histogram(self, name: str, histogram: Histogram, step: int | None = None, **kwargs: Any) -> None:
         """TensorBoard's own histogram: the bins' right edges as ``bucket_limit``, counts as ``bucket``."""
-        self._writer.add_summary([self._events.histogram_value(name, histogram)], step, kwargs.get("walltime"))
+        self._writer.add_summary([self._summaries.histogram_value(name, histogram)], step, kwargs.get("walltime"))
         self._flush_if_due()
 
     # -- flush / finish ------------------------------------------------------------------------
@@ -357,7 +369,7 @@ class TensorBoardTracker(GeneralTracker):
             return
         self._write_hparams()
         if self._wrote_hparams:  # lets the hparams dashboard show the run as finished
-            writer.add_summary([self._events.hparams_end_value(time.time())], step=0)
+            writer.add_summary([self._summaries.hparams_end_value(time.time())], step=0)
         writer.close()
 
     # -- run context (docs/run-context.md) --------------------------------------------------------
@@ -365,13 +377,11 @@ class TensorBoardTracker(GeneralTracker):
         """A ``run_context`` text panel (the main fields as a table, then the whole context as JSON), and
         the main fields in the hparams table under ``run_context/``; the diff and package list stay in
         the run folder (TensorBoard has no artifacts)."""
-        from tracking_core.context.native import summary
-
-        fields = summary(context)
+        fields = context_summary(context)
         rows = "".join(f"| {name} | `{value.replace('|', '/')}` |\n" for name, value in fields.items())
         whole = json.dumps(context, indent=1, default=str)
         text = f"| field | value |\n|---|---|\n{rows}\n```json\n{whole}\n```"
-        self._writer.add_summary([self._events.text_value(CONTEXT_TAG, text)], step=0)
+        self._writer.add_summary([self._summaries.text_value(CONTEXT_TAG, text)], step=0)
         self.store_init_configuration({"run_context": fields})
 
     # -- resume / read-back ----------------------------------------------------------------------
@@ -387,37 +397,6 @@ class TensorBoardTracker(GeneralTracker):
     def resume_state(self) -> dict[str, Any]:
         return {"log_dir": str(self.log_dir.absolute())}
 
-    def _event_files(self, folder: Path | None = None) -> list[Path]:
-        """The run folder's own event files (not its sub-runs; or ``folder``'s) in the order TensorBoard reads them."""
-        from tensorboard.backend.event_processing import io_wrapper
-
-        folder = Path(self.log_dir) if folder is None else folder
-        return sorted(path for path in folder.iterdir() if io_wrapper.IsTensorFlowEventsFile(str(path)))
-
-    def _events_read_back(self, folder: Path | None = None) -> Any:
-        """Every summary value of the run, as ``(step, value, plugin name)``, through TensorBoard's loader.
-
-        A restart event (``purge_step``, a rewind) drops the values read before it at its step or later,
-        as TensorBoard's dashboards do (the run's first start event is its start, not a restart).
-        """
-        from tensorboard.backend.event_processing import event_file_loader
-        from tensorboard.compat.proto import event_pb2
-
-        plugin_of: dict[str, str] = {}  # a tag's plugin comes with its first value (later ones may omit it)
-        values: list[tuple[int, Any, str | None]] = []
-        started = False
-        for path in self._event_files(folder):
-            for event in event_file_loader.EventFileLoader(str(path)).Load():
-                if event.HasField("session_log") and event.session_log.status == event_pb2.SessionLog.START:
-                    if started:
-                        values = [item for item in values if item[0] < event.step]
-                    started = True
-                for value in event.summary.value:
-                    if value.metadata.plugin_data.plugin_name:
-                        plugin_of.setdefault(value.tag, value.metadata.plugin_data.plugin_name)
-                    values.append((event.step, value, plugin_of.get(value.tag)))
-        return values
-
     def read_back_metrics(self) -> dict[str, dict[int, Any]]:
         """Scalars of this run per step (the last point stored at a step wins, as in TensorBoard's charts)."""
         return {tag: dict(points) for tag, points in self.read_back_history().items()}
@@ -429,36 +408,19 @@ class TensorBoardTracker(GeneralTracker):
         the files in the order its dashboards read them (sorted names); a step written twice shows twice,
         unless a restart event (a rewind) purged the first one, as TensorBoard's dashboards do.
         """
-        return self._scalars_read_back()
+        from .reader import scalar_history
+
+        return scalar_history(Path(self.log_dir))
 
     def read_back_system_metrics(self) -> dict[str, list[tuple[int, float]]]:
         """The scalars of the run's ``system`` sub-run (the samples, at step = their index), in file order."""
+        from .reader import scalar_history
+
         folder = Path(self.log_dir) / SYSTEM_RUN
-        return self._scalars_read_back(folder) if folder.is_dir() else {}
-
-    def _scalars_read_back(self, folder: Path | None = None) -> dict[str, list[tuple[int, Any]]]:
-        from tensorboard.util import tensor_util
-
-        history: dict[str, list[tuple[int, Any]]] = {}  # after the purges TensorBoard applies (restarts)
-        for step, value, plugin in self._events_read_back(folder):
-            if plugin in ("scalars", "text"):
-                array = tensor_util.make_ndarray(value.tensor)
-                if array.dtype.kind in "fiu" and array.size == 1:  # a key also logged as text holds strings
-                    history.setdefault(value.tag, []).append((step, float(array)))
-        return history
+        return scalar_history(folder) if folder.is_dir() else {}
 
     def read_back_images(self) -> dict[str, list[tuple[int, Any]]]:
         """Every image sample of this run, per tag, as ``(step, HW or HWC uint8 array)``, decoded with Pillow."""
-        import io
+        from .reader import images_of
 
-        import numpy as np
-        from PIL import Image
-        from tensorboard.util import tensor_util
-
-        images: dict[str, list[tuple[int, Any]]] = {}
-        for step, value, plugin in self._events_read_back():
-            if plugin == "images":
-                for png in tensor_util.make_ndarray(value.tensor)[2:]:  # [width, height, png, png, ...]
-                    with Image.open(io.BytesIO(png)) as image:
-                        images.setdefault(value.tag, []).append((step, np.asarray(image)))
-        return images
+        return images_of(Path(self.log_dir))
