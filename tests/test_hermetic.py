@@ -39,9 +39,9 @@ DOCUMENTED_CACHE = ".cache/tracking/"
 def _old_sdk_caches() -> tuple[str, ...]:
     """HOME-relative folders an older SDK's own import fills (each in that backend's README, "SDK range")."""
     if CELL == "trackio":
-        from tracking_trackio import legacy
+        from tracking_trackio.older import before_v0_24
 
-        if legacy.release() and legacy.release() < (0, 24):
+        if before_v0_24.release() and before_v0_24.release() < (0, 24):
             return (".cache/matplotlib/",)  # gradio 5, which trackio < 0.24 imports, imports matplotlib
     return ()
 

@@ -21,9 +21,9 @@ def open_run(logging_dir: Path) -> tuple[Callable[[dict, int], None], Callable[[
     import trackio
 
     if Path(trackio.utils.TRACKIO_DIR) != store:
-        from tracking_trackio.tracker import _point_sdk_at
+        from tracking_trackio.startup import point_sdk_at
 
-        _point_sdk_at(store)
+        point_sdk_at(store)
 
     run = trackio.init(project="bench", auto_log_cpu=False, auto_log_gpu=False, embed=False)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tracking_trackio.tracker import _runs_per_dir
+from tracking_trackio.startup import runs_per_dir as _runs_per_dir
 
 
 @pytest.fixture(autouse=True)

@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 import tracking_core
+from tracking_core import RunContext
 from tracking_core.testing.accelerate_parity import AccelerateParity
 from tracking_core.testing.images import assert_read_back, expected_images, image_layouts
-from tracking_core.tracker import RunContext
-from tracking_trackio import TrackioTracker, legacy
+from tracking_trackio import TrackioTracker
+from tracking_trackio.older import before_v0_24 as legacy
 
 from .test_contract import as_stored, keeps_no_config, read_config, read_rows, read_run_rows, trackio_db
 
@@ -103,7 +104,7 @@ def test_figure_is_stored_as_png_and_reads_back(tmp_path: Path):
         pytest.skip("trackio before 0.2.8 has no images (test_trackio checks the note)")
     matplotlib.use("Agg")
     from matplotlib.figure import Figure
-    from tracking_core.adapters import figure_to_array
+    from tracking_core.kit import figure_to_array
 
     figure = Figure(figsize=(2, 1), dpi=50)
     figure.add_subplot().plot([0, 1], [1, 0])

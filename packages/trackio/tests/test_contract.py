@@ -15,7 +15,10 @@ from typing import Any
 
 import pytest
 from tracking_core.testing import ContractRun, TrackerContract
-from tracking_trackio import csv_store, first, legacy, store
+from tracking_trackio import store
+from tracking_trackio.older import before_v0_24 as legacy
+from tracking_trackio.older import v0_0_3 as first
+from tracking_trackio.older.v0_0_3 import reader as csv_store
 
 
 def run_python(

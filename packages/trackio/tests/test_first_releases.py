@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 from tracking_core import Dispatcher, FinishReport
 from tracking_core.cli import main
-from tracking_core.journal import read_journal
 from tracking_core.notices import reset_warnings
-from tracking_trackio import first, store
+from tracking_core.store.journal import read_journal
+from tracking_trackio import store
+from tracking_trackio.older import v0_0_3 as first
 
 from .test_contract import read_config, run_python
 
@@ -71,7 +72,7 @@ def test_an_import_that_lacks_what_the_release_does_not_declare_says_what_to_ins
         """
         import sys
         sys.modules["gradio"] = None  # as if gradio were not installed
-        from tracking_trackio import first
+        from tracking_trackio.older import v0_0_3 as first
         try:
             first.import_trackio()
         except ModuleNotFoundError as error:

@@ -9,12 +9,12 @@ from importlib.metadata import version
 from pathlib import Path
 
 import pytest
+from tracking_core.kit import SourceError
 from tracking_core.testing.sdk_runs import NESTED_CONFIG as CONFIG
 from tracking_core.testing.sdk_runs import STEPS, write_trackio
-from tracking_core.transfer.model import SourceError
-from tracking_trackio import legacy
-from tracking_trackio.first import NO_STEPS, csv_storage, numbers_rows
 from tracking_trackio.importer import read_runs
+from tracking_trackio.older import before_v0_24 as legacy
+from tracking_trackio.older.v0_0_3 import NO_STEPS, csv_storage, numbers_rows
 
 
 def _tree(root: Path) -> dict[str, str]:

@@ -7,8 +7,9 @@ import sys
 import types
 
 import pytest
-from tracking_trackio import legacy
-from tracking_trackio.tracker import _LOCATION_ATTRIBUTES, _point_sdk_at
+from tracking_trackio.older import before_v0_24 as legacy
+from tracking_trackio.startup import LOCATION_ATTRIBUTES as _LOCATION_ATTRIBUTES
+from tracking_trackio.startup import point_sdk_at as _point_sdk_at
 
 
 def test_a_release_without_run_groups_gets_the_group_dropped_with_a_note():

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 from tracking_core.testing.resume import loss, started_tracker
-from tracking_trackio import TrackioTracker, legacy, store
-from tracking_trackio.first import STEPS_NOTE, numbers_rows, takes_resume
+from tracking_trackio import TrackioTracker, store
+from tracking_trackio.older import before_v0_24 as legacy
+from tracking_trackio.older.v0_0_3 import STEPS_NOTE, numbers_rows, takes_resume
 
 from .test_contract import as_stored, keeps_no_config, read_config, read_run_rows, run_python, run_reader, trackio_db
 
@@ -103,7 +104,8 @@ def test_resume_after_the_first_process_was_killed(tmp_path: Path) -> None:
     # Trackio's own API in a fresh process sees one run with all 20 points and its config.
     check = """
         import json, trackio
-        from tracking_trackio import first, store
+        from tracking_trackio import store
+        from tracking_trackio.older import v0_0_3 as first
         runs = store.run_names("killed")  # Trackio's own SQLiteStorage.get_runs (0.0.3: its dashboard's)
         logs = store.run_logs("killed", runs[0])  # its get_logs (get_metrics before 0.2.9; 0.0.3: pandas)
         config = first.run_config("killed", runs[0]) or {}  # get_run_config (0.4+), or as 0.0.3 to 0.0.16 keep it

@@ -11,9 +11,11 @@ from pathlib import Path
 
 import pytest
 from tracking_core import Dispatcher, FinishReport, TrackingWarning
-from tracking_core.config import sanitize_config
+from tracking_core.intake.config import sanitize_config
 from tracking_core.testing.contract import contract_config
-from tracking_trackio import TrackioTracker, first, legacy
+from tracking_trackio import TrackioTracker
+from tracking_trackio.older import before_v0_24 as legacy
+from tracking_trackio.older import v0_0_3 as first
 from tracking_trackio.store import media_file
 
 from .test_contract import as_stored, keeps_no_config, read_config, read_rows, run_python, run_reader, trackio_db
@@ -60,7 +62,8 @@ def test_fresh_process_home_untouched_stdout_clean_and_trackio_reader_agrees(tmp
     check = run_reader(
         """
         import json, trackio
-        from tracking_trackio import first, store
+        from tracking_trackio import store
+        from tracking_trackio.older import v0_0_3 as first
         runs = store.run_names("home-check")  # Trackio's own SQLiteStorage.get_runs (0.0.3: its dashboard's)
         logs = store.run_logs("home-check", runs[0])  # its get_logs (get_metrics before 0.2.9; 0.0.3: pandas)
         config = first.run_config("home-check", runs[0])  # its get_run_config (0.4+), or as 0.0.3 to 0.0.16 keep it

@@ -1,6 +1,6 @@
 """Import Trackio runs from its local store: one SQLite database per project (``<TRACKIO_DIR>/<project>.db``;
 one ``trackio.db`` for every project in trackio 0.0.4 to 0.0.10, one CSV file per run in 0.0.3: see
-:mod:`tracking_trackio.csv_import`).
+:mod:`tracking_trackio.older.v0_0_3.importer`).
 
 Each database is copied (with its ``-wal`` file, whose rows may not be in the database file yet) to a
 temporary folder and the copy is read, so the store is never written, not even by SQLite's shared-memory
@@ -13,7 +13,7 @@ and user become tags). System metrics, alerts, traces and artifacts are listed i
 A store made by trackio 0.0.4 to 0.0.16 (its ``metrics.timestamp`` a ``DATETIME`` SQLite fills in, UTC, to the
 second) holds no step of the caller's: before 0.0.16 there is no ``step`` column and the rows are numbered
 0, 1, 2, ... as Trackio's dashboard numbers them, and 0.0.16 stored its own numbers. The points keep those
-numbers, and ``not_carried`` says so (:data:`tracking_trackio.first.NO_STEPS`).
+numbers, and ``not_carried`` says so (:data:`tracking_trackio.older.v0_0_3.NO_STEPS`).
 """
 
 from __future__ import annotations
@@ -27,9 +27,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from tracking_core.transfer.model import Media, Point, SourceError, SourceRun
+from tracking_core.kit import Media, Point, SourceError, SourceRun
 
-from . import csv_import, csv_store, first, store
+from . import store
+from .older import v0_0_3
+from .older.v0_0_3 import importer as csv_import
+from .older.v0_0_3 import reader as csv_store
 
 __all__ = ["read_runs"]
 
@@ -218,7 +221,7 @@ def _runs_of(database: Path, scratch: tempfile.TemporaryDirectory[str]) -> Itera
         tags = {
             tag: str(config[key]) for tag, key in (("group", "_Group"), ("username", "_Username")) if config.get(key)
         }
-        not_carried = [first.NO_STEPS] if numbered else []
+        not_carried = [v0_0_3.NO_STEPS] if numbered else []
         not_carried += [f"{what}, {count} time(s)" for what, count in sorted(run.dropped.items())]
         for table, label in _NOT_CARRIED.items():
             if counts.get(table, {}).get(ident):

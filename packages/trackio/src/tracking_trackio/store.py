@@ -1,7 +1,7 @@
 """Where a Trackio release keeps a project's rows, named and decoded by that release's own storage code.
 
 Every release from 0.0.4 keeps its rows in SQLite, one ``metrics`` row per ``log`` call (``run_name``, the
-values as JSON, and from 0.0.16 a ``step``); 0.0.3 writes CSV files instead (:mod:`tracking_trackio.csv_store`).
+values as JSON, and from 0.0.16 a ``step``); 0.0.3 writes CSV files instead (:mod:`tracking_trackio.older.v0_0_3.reader`).
 The names of the helpers moved:
 
 * the database: ``SQLiteStorage.get_project_db_filename`` (0.1+), else the file name of

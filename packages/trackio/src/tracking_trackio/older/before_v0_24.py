@@ -32,7 +32,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from . import first, store
+from .. import store
+from . import v0_0_3
 
 #: The first release whose local runs write to SQLite themselves (no dashboard server in between).
 LOCAL_WRITES = (0, 18)
@@ -185,8 +186,8 @@ def stored_config(storage: Any, project: str, run: Any) -> Any:
 
 def stores_config() -> bool:
     """True when this release's store keeps the run's config: its reader ``SQLiteStorage.get_run_config``
-    (0.4+), or a storage made with the config (0.0.3 to 0.0.16: :func:`tracking_trackio.first.keeps_config`)."""
-    return hasattr(store.sqlite_storage(), "get_run_config") or first.keeps_config()
+    (0.4+), or a storage made with the config (0.0.3 to 0.0.16: :func:`tracking_trackio.older.v0_0_3.keeps_config`)."""
+    return hasattr(store.sqlite_storage(), "get_run_config") or v0_0_3.keeps_config()
 
 
 def reads_trackio_dir() -> bool:

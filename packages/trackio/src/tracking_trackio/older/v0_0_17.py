@@ -7,7 +7,7 @@ import uses for rows with their steps: the same table, the same JSON, the step k
 from the run's highest stored step, as later releases do.
 
 Nothing else of those releases needs this module: ``trackio.init`` still makes the run (its name, its
-``resume`` check) with the in-process dashboard client of :mod:`tracking_trackio.legacy`.
+``resume`` check) with the in-process dashboard client of :mod:`tracking_trackio.older.before_v0_24`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from . import store
+from .. import store
 
 
 def logs_steps(run: Any) -> bool:

@@ -24,7 +24,8 @@ import sys
 from pathlib import Path
 from typing import Any, Protocol
 
-from . import csv_store, store
+from ... import store
+from . import reader
 
 STEPS_NOTE = (
     "this trackio release stores no step with a row (steps are stored from trackio 0.0.17): Trackio numbers the "
@@ -145,7 +146,7 @@ class CsvWriter:
         self.project = project
         storage = run.storage
         if not storage.headers:  # the run's file exists already (a reopened run): its columns come first
-            storage.headers = csv_store.columns(Path(storage.csv_path))
+            storage.headers = reader.columns(Path(storage.csv_path))
 
     def log(self, values: dict[str, Any], step: int | None, **kwargs: Any) -> None:
         _check_kwargs(self.run, kwargs)
@@ -163,7 +164,7 @@ def writer(run: Any, project: str) -> RowWriter:
 def stored_config(storage_dir: Path, project: str, run_name: str) -> dict[str, Any]:
     """The config this release keeps for a run in ``storage_dir`` (``config.json``, or its ``configs`` row)."""
     if csv_storage() is not None:
-        return csv_store.config(csv_store.run_folder(storage_dir, project, run_name))
+        return reader.config(reader.run_folder(storage_dir, project, run_name))
     return store.first_config(store.project_database(storage_dir, project), project, run_name)
 
 
