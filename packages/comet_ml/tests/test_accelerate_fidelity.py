@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 from tracking_comet_ml import CometMLTracker
-from tracking_comet_ml.archive import read_archive_images
+from tracking_comet_ml.reader import read_archive_images
 from tracking_core import Dispatcher, RunContext
-from tracking_core.histogram import histogram_of
+from tracking_core.contract.histogram import histogram_of
 from tracking_core.testing.accelerate_parity import AccelerateParity
 
 from .conftest import archive_of

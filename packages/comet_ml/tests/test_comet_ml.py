@@ -22,7 +22,7 @@ import pytest
 from tracking_comet_ml import CometMLTracker
 from tracking_comet_ml.startup import import_comet
 from tracking_core import Dispatcher, TrackingWarning
-from tracking_core.png import decode_png
+from tracking_core.kit.png import decode_png
 
 FAKE_KEY = "fakefakefakefakefakefake1"  # syntactically a Comet key; no server knows it
 
@@ -507,7 +507,7 @@ def test_a_run_writes_only_under_logging_dir_and_leaves_nothing_running(tmp_path
 def test_a_tls_complaint_counts_as_an_answer():
     """The probe before an online start (probe_http) treats a TLS failure as a server that answered, as the
     requests-based probe with Comet's ``verify`` setting did: Comet's own TLS settings decide the rest."""
-    from tracking_core.adapters import probe_http
+    from tracking_core.kit.adapters import probe_http
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _AnswersOnlyThePing)  # plain HTTP only
     server.daemon_threads = True

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import tracking_core
 from tracking_comet_ml import CometMLTracker, context_panels
-from tracking_comet_ml.archive import read_archive_messages
+from tracking_comet_ml.reader import read_archive_messages
 from tracking_core.cli.replay import replay
 
 

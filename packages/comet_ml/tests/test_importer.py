@@ -7,8 +7,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from tracking_comet_ml.archive import read_archive_history
 from tracking_comet_ml.importer import read_runs
+from tracking_comet_ml.reader import read_archive_history
 from tracking_core.testing.sdk_runs import NESTED_CONFIG as CONFIG
 from tracking_core.testing.sdk_runs import STEPS, write_comet_ml
 from tracking_core.transfer.model import SourceError

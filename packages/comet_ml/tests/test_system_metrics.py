@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from tracking_comet_ml import CometMLTracker
-from tracking_comet_ml.archive import read_archive_history
+from tracking_comet_ml.reader import read_archive_history
 from tracking_comet_ml.startup import CONDA_NOTE, MONITOR_FIELDS
 from tracking_core import RunContext
 from tracking_core.testing.samples import SAMPLES, USER_HISTORY, run_steps_and_samples, stored_samples

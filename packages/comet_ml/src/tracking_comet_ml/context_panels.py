@@ -20,11 +20,17 @@ captured goes there instead, the same in every delivery mode and in a replay:
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from tracking_core.context.native import summary
+from tracking_core import GeneralTracker
+from tracking_core.kit import context_files, context_summary, warn_once
+
+#: Seconds the run context waits for Comet's own start-up capture (git, conda) before it replaces it.
+OWN_CAPTURE_WAIT = 30.0
 
 
 def git_metadata(context: dict[str, Any]) -> dict[str, Any] | None:
@@ -55,7 +61,7 @@ def send_git_metadata(experiment: Any, metadata: dict[str, Any]) -> None:
 
 def system_info(context: dict[str, Any]) -> dict[str, str]:
     """What goes to Comet's system information: the context's main fields but git (that has its own panel)."""
-    return {key: value for key, value in summary(context).items() if not key.startswith("git.")}
+    return {key: value for key, value in context_summary(context).items() if not key.startswith("git.")}
 
 
 def installed_packages(context: dict[str, Any]) -> list[tuple[str, str]]:
@@ -68,3 +74,51 @@ def installed_packages(context: dict[str, Any]) -> list[tuple[str, str]]:
     except OSError:
         return []
     return [(name, version) for name, _, version in (line.partition("==") for line in lines) if name and version]
+
+
+def send_context(
+    tracker: GeneralTracker,
+    experiment: Any,
+    context: dict[str, Any],
+    run_dir: Path | None,
+    check: Callable[[Any, str], None],
+) -> None:
+    """The context in Comet's panels and its files as assets under ``run_context/`` (``check`` turns Comet's
+    refusal of an asset into an exception); a panel this Comet release cannot fill costs a warning."""
+    # Comet's own git capture (on by default) sends its message from a thread of its own at start: the
+    # context's, redacted, must come after it to be the one the experiment keeps.
+    own_capture = getattr(experiment, "initial_data_logger_thread", None)
+    if own_capture is not None:
+        own_capture.join(OWN_CAPTURE_WAIT)
+    metadata = git_metadata(context)
+    if metadata is not None:
+        _into_panel(tracker, "git metadata", lambda: send_git_metadata(experiment, metadata))
+    entry = (context.get("command") or {}).get("entry_point")
+
+    def send_system_information() -> None:
+        for key, value in system_info(context).items():
+            experiment.log_system_info(key, value)
+        if entry and not entry.startswith("<"):
+            experiment.set_filename(entry)
+
+    def send_installed_packages() -> None:
+        for name, version in installed_packages(context):
+            experiment.log_dependency(name, version)
+
+    _into_panel(tracker, "system information", send_system_information)
+    _into_panel(tracker, "installed packages", send_installed_packages)
+    for path in context_files(context, run_dir):
+        check(experiment.log_asset(os.fspath(path), file_name=f"run_context/{path.name}"), path.name)
+
+
+def _into_panel(tracker: GeneralTracker, panel: str, send: Callable[[], None]) -> None:
+    """One of Comet's panels; a Comet release that lacks the call costs one warning and a report note."""
+    try:
+        send()
+    except Exception as error:
+        message = (
+            f"the run context is not in Comet's {panel} ({type(error).__name__}: {error}); "
+            "it is in the parameters (run_context)"
+        )
+        tracker.add_note(message)
+        warn_once(tracker.name, f"run-context:{panel}", message, reason="sdk-version")

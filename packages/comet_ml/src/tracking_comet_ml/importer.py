@@ -2,7 +2,7 @@
 
 An archive holds ``experiment.json`` (project, start and stop, tags) and ``messages.json`` (one JSON
 message per line, in logging order) next to the files the messages upload. Comet ships no reader for it
-(only the uploader), so the documented layout is read as :mod:`tracking_comet_ml.archive` reads it, and
+(only the uploader), so the documented layout is read as :mod:`tracking_comet_ml.reader` reads it, and
 Comet's own ``Histogram`` decodes its histograms. Metric messages (step, value, epoch, the client's
 millisecond timestamp) become points; parameters the config (``a|b`` names nested again where Comet
 flattened a nested config); "others" tags; images, texts and histograms media; uploaded assets artifacts.
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tracking_core.transfer.model import Media, Point, SourceError, SourceRun
+from tracking_core.kit import Media, Point, SourceError, SourceRun
 
 __all__ = ["read_runs"]
 

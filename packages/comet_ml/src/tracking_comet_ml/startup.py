@@ -11,9 +11,16 @@ import inspect
 import os
 import sys
 import threading
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from tracking_core.adapters import probe_http
+from tracking_core.kit import chosen_instead, not_resumed, notice, per_rank, probe_http, rank_tags, saved_resume
+
+from .archive import archive_abandoned_data
+from .reader import archives_of
+
+if TYPE_CHECKING:
+    from .tracker import CometMLTracker
 
 #: Keyword arguments of ``comet_ml.start``; any other keyword must be an ``ExperimentConfig`` field.
 START_KEYWORDS = frozenset(
@@ -297,3 +304,69 @@ class OnlineStart:
                 self._abandoned = True
                 return False
         return True
+
+
+def run_defaults(tracker: CometMLTracker) -> dict[str, Any]:
+    """Project, archive folder, experiment name and tags used where neither kwargs nor Comet's settings chose."""
+    name = tracker.run_id or tracker.run_name
+    tags: list[str] = []
+    context = per_rank(tracker)
+    if context is not None:  # per-rank: one experiment per rank, tagged
+        suffix = f"-rank{context.rank}"
+        name = name if name.endswith(suffix) else f"{name}{suffix}"  # the dispatcher's run id has it already
+        tags = rank_tags(context)
+    return {
+        "project_name": tracker.run_name,
+        "offline_directory": os.fspath(tracker.offline_directory),
+        "name": name,
+        "tags": tags,
+    }
+
+
+def continue_saved_experiment(
+    tracker: CometMLTracker, comet_ml: Any, config: Any, start_kwargs: dict[str, Any], online: bool
+) -> None:
+    """Point ``comet_ml.start`` at the experiment saved by ``resume_state`` in an earlier process.
+
+    Offline, ``mode="get"`` writes an archive marked to append to the experiment of that key on upload
+    (what ``ExistingOfflineExperiment`` is); online, ``"get_or_create"`` also covers an experiment that
+    so far exists only as offline archives. A killed earlier process left no archive, only its data in
+    Comet's temporary folder: that folder is archived first, with Comet's own archive writer.
+    """
+    resume = saved_resume(tracker, "experiment_key", "Comet experiment", id_name="key", noun="one")
+    if resume is None:
+        return
+    saved, key = resume
+    init_kwargs = tracker.init_kwargs
+    if "experiment_key" in init_kwargs or "mode" in init_kwargs or configured(config, "comet.experiment_key"):
+        chosen_instead(tracker, "experiment", "init_kwargs/COMET_EXPERIMENT_KEY", "Comet experiment", key)
+        return
+    if saved.get("mode") != "online":
+        directory = Path(saved.get("offline_directory") or "")
+        salvaged = archive_abandoned_data(comet_ml, saved, directory)
+        if salvaged is not None:
+            tracker.add_note(f"archived the killed process's Comet data as {salvaged}")
+        if not online and not archives_of(directory, key):
+            not_resumed(
+                tracker,
+                f"could not resume Comet experiment {key} (no archive of it in {directory}); started a new one",
+            )
+            return
+        if not online and "offline_directory" not in init_kwargs:
+            start_kwargs["experiment_config"].offline_directory = os.fspath(directory)
+    start_kwargs["experiment_key"] = key
+    start_kwargs["mode"] = "get_or_create" if online else "get"
+
+
+def announce(experiment: Any, mode: str | None) -> None:
+    """Tell the user where the experiment is: its URL online, else where its archive goes and how to upload it."""
+    if mode == "online":
+        notice(f"comet_ml: experiment {experiment.get_key()} at {experiment.url}")
+    elif not experiment.alive:
+        notice("comet_ml: Comet is disabled by its configuration (COMET_AUTO_LOG_DISABLE); nothing is recorded")
+    else:
+        directory = experiment.offline_directory
+        notice(
+            f"comet_ml: offline experiment {experiment.get_key()}; its archive is written to {directory} at "
+            f"finish; upload it later with `comet upload {directory}{os.sep}{experiment.get_key()}*.zip` (needs an API key)"
+        )

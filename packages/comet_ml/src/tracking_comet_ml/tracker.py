@@ -32,44 +32,32 @@ per-rank runs               experiment ``<name>-rank<N>``, tags ``group:<job run
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import io
-import itertools
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
-from tracking_core import GeneralTracker, Histogram, notice
-from tracking_core.adapters import figure_to_png, image_list, merge_config, table_rows, to_hwc_uint8
-from tracking_core.context import RUN_CONTEXT_KEY
-from tracking_core.context.native import files as context_files
-from tracking_core.kit.sdk import chosen_instead, not_resumed, per_rank, rank_tags, saved_resume, sdk_object
-from tracking_core.notices import logger, warn_once
-from tracking_core.paths import check_name
-from tracking_core.png import encode_png
+from tracking_core import GeneralTracker, Histogram
+from tracking_core.kit import RUN_CONTEXT_KEY, check_name, figure_to_png, image_list, logger, merge_config, sdk_object
 
 from . import context_panels
-from .archive import (
-    archive_abandoned_data,
-    archive_name,
-    archives_of,
-    drain_offline_streamer,
-    read_archive_history,
-    read_archive_images,
-    sample_key,
-    system_metric_name,
-)
+from .archive import archive_name, drain_offline_streamer
+from .media import comet_histogram, image_bytes, table_csv
+from .reader import archives_of, read_history, read_images, sample_key, system_metric_name
 from .startup import (
     CONDA_NOTE,
     ENV_DETAILS,
     QUIET_DEFAULTS,
+    announce,
     configured,
+    continue_saved_experiment,
     create_experiment,
     import_comet,
     in_conda_environment,
+    run_defaults,
     start_keywords,
     start_online,
 )
@@ -77,30 +65,6 @@ from .startup import (
 __all__ = ["QUIET_DEFAULTS", "CometMLTracker"]
 
 DEFAULT_START_TIMEOUT = 30.0
-#: Seconds the run context waits for Comet's own start-up capture (git, conda) before it replaces it.
-OWN_CAPTURE_WAIT = 30.0
-
-
-def _image_bytes(image: Any) -> Any:
-    """What ``log_image`` gets: a file path as is, anything else as PNG bytes of its HW/HWC uint8 pixels.
-
-    Comet's own array conversion fails on constant images with numpy 2 and reads CHW as HWC; PNG bytes
-    are unambiguous.
-    """
-    if isinstance(image, (str, os.PathLike)):
-        return image
-    return io.BytesIO(encode_png(to_hwc_uint8(image)))
-
-
-def _comet_histogram(comet_ml: Any, histogram: Histogram) -> Any:
-    """A ``comet_ml.Histogram`` holding the counts at their bin centres (Comet bins on its own log scale)."""
-    edges = histogram.edges
-    centres = [(low + high) / 2 for low, high in itertools.pairwise(edges)]
-    filled = [(centre, count) for centre, count in zip(centres, histogram.counts) if count]
-    comet_histogram = comet_ml.Histogram()
-    if filled:
-        comet_histogram.add([centre for centre, _ in filled], counts=[round(count) for _, count in filled])
-    return comet_histogram
 
 
 class CometMLTracker(GeneralTracker):
@@ -186,7 +150,7 @@ class CometMLTracker(GeneralTracker):
         self._max_key_length = int(getattr(comet_ml.config, "MAXIMAL_KEY_LENGTH", self._max_key_length))
         config = comet_ml.get_config()
         samples = self.run_context is not None and self.run_context.system_metrics
-        start_kwargs = start_keywords(comet_ml, config, self.init_kwargs, self._defaults(), system_metrics=samples)
+        start_kwargs = start_keywords(comet_ml, config, self.init_kwargs, run_defaults(self), system_metrics=samples)
         if (
             in_conda_environment()
             and ENV_DETAILS[0] not in self.init_kwargs
@@ -204,7 +168,7 @@ class CometMLTracker(GeneralTracker):
             )
         if online is None:
             online = api_key is not None
-        self._continue_saved_experiment(comet_ml, config, start_kwargs, online)
+        continue_saved_experiment(self, comet_ml, config, start_kwargs, online)
         if online:
             self._experiment, self.fallback_reason = start_online(comet_ml, config, start_kwargs, self.start_timeout)
             if self.fallback_reason is not None:
@@ -218,73 +182,7 @@ class CometMLTracker(GeneralTracker):
             self.mode = "offline" if self.fallback_reason is None else "offline-fallback"
         else:
             self.mode = "online"
-        self._announce()
-
-    def _defaults(self) -> dict[str, Any]:
-        """Project, archive folder, experiment name and tags used where neither kwargs nor Comet's settings chose."""
-        name = self.run_id or self.run_name
-        tags: list[str] = []
-        context = per_rank(self)
-        if context is not None:  # per-rank: one experiment per rank, tagged
-            suffix = f"-rank{context.rank}"
-            name = name if name.endswith(suffix) else f"{name}{suffix}"  # the dispatcher's run id has it already
-            tags = rank_tags(context)
-        return {
-            "project_name": self.run_name,
-            "offline_directory": os.fspath(self.offline_directory),
-            "name": name,
-            "tags": tags,
-        }
-
-    def _continue_saved_experiment(
-        self, comet_ml: Any, config: Any, start_kwargs: dict[str, Any], online: bool
-    ) -> None:
-        """Point ``comet_ml.start`` at the experiment saved by ``resume_state`` in an earlier process.
-
-        Offline, ``mode="get"`` writes an archive marked to append to the experiment of that key on upload
-        (what ``ExistingOfflineExperiment`` is); online, ``"get_or_create"`` also covers an experiment that
-        so far exists only as offline archives. A killed earlier process left no archive, only its data in
-        Comet's temporary folder: that folder is archived first, with Comet's own archive writer.
-        """
-        resume = saved_resume(self, "experiment_key", "Comet experiment", id_name="key", noun="one")
-        if resume is None:
-            return
-        saved, key = resume
-        if (
-            "experiment_key" in self.init_kwargs
-            or "mode" in self.init_kwargs
-            or configured(config, "comet.experiment_key")
-        ):
-            chosen_instead(self, "experiment", "init_kwargs/COMET_EXPERIMENT_KEY", "Comet experiment", key)
-            return
-        if saved.get("mode") != "online":
-            directory = Path(saved.get("offline_directory") or "")
-            salvaged = archive_abandoned_data(comet_ml, saved, directory)
-            if salvaged is not None:
-                self.add_note(f"archived the killed process's Comet data as {salvaged}")
-            if not online and not archives_of(directory, key):
-                not_resumed(
-                    self,
-                    f"could not resume Comet experiment {key} (no archive of it in {directory}); started a new one",
-                )
-                return
-            if not online and "offline_directory" not in self.init_kwargs:
-                start_kwargs["experiment_config"].offline_directory = os.fspath(directory)
-        start_kwargs["experiment_key"] = key
-        start_kwargs["mode"] = "get_or_create" if online else "get"
-
-    def _announce(self) -> None:
-        experiment = self._experiment
-        if self.mode == "online":
-            notice(f"comet_ml: experiment {experiment.get_key()} at {experiment.url}")
-        elif not experiment.alive:
-            notice("comet_ml: Comet is disabled by its configuration (COMET_AUTO_LOG_DISABLE); nothing is recorded")
-        else:
-            directory = experiment.offline_directory
-            notice(
-                f"comet_ml: offline experiment {experiment.get_key()}; its archive is written to {directory} at "
-                f"finish; upload it later with `comet upload {directory}{os.sep}{experiment.get_key()}*.zip` (needs an API key)"
-            )
+        announce(self._experiment, self.mode)
 
     # -- SDK objects -------------------------------------------------------------------------
     tracker = writer = experiment = sdk_object(
@@ -312,46 +210,10 @@ class CometMLTracker(GeneralTracker):
 
     def _context_in_panels(self, context: dict[str, Any]) -> None:
         """Once per experiment; the parameters keep the context whatever happens here."""
-        experiment = self._experiment
-        if self._context_sent or not experiment.alive:
+        if self._context_sent or not self._experiment.alive:
             return
         self._context_sent = True
-        # Comet's own git capture (on by default) sends its message from a thread of its own at start: the
-        # context's, redacted, must come after it to be the one the experiment keeps.
-        own_capture = getattr(experiment, "initial_data_logger_thread", None)
-        if own_capture is not None:
-            own_capture.join(OWN_CAPTURE_WAIT)
-        metadata = context_panels.git_metadata(context)
-        if metadata is not None:
-            self._into_panel("git metadata", lambda: context_panels.send_git_metadata(experiment, metadata))
-        entry = (context.get("command") or {}).get("entry_point")
-
-        def system_information() -> None:
-            for key, value in context_panels.system_info(context).items():
-                experiment.log_system_info(key, value)
-            if entry and not entry.startswith("<"):
-                experiment.set_filename(entry)
-
-        def installed_packages() -> None:
-            for name, version in context_panels.installed_packages(context):
-                experiment.log_dependency(name, version)
-
-        self._into_panel("system information", system_information)
-        self._into_panel("installed packages", installed_packages)
-        for path in context_files(context, self.run_dir):
-            self._check(experiment.log_asset(os.fspath(path), file_name=f"run_context/{path.name}"), path.name)
-
-    def _into_panel(self, panel: str, send: Callable[[], None]) -> None:
-        """One of Comet's panels; a Comet release that lacks the call costs one warning and a report note."""
-        try:
-            send()
-        except Exception as error:
-            message = (
-                f"the run context is not in Comet's {panel} ({type(error).__name__}: {error}); "
-                "it is in the parameters (run_context)"
-            )
-            self.add_note(message)
-            warn_once(self.name, f"run-context:{panel}", message, reason="sdk-version")
+        context_panels.send_context(self, self._experiment, context, self.run_dir, self._check)
 
     # -- metrics -----------------------------------------------------------------------------
     def sanitize_key(self, key: str) -> str:
@@ -424,7 +286,7 @@ class CometMLTracker(GeneralTracker):
             for index, image in enumerate(image_list(images)):
                 metadata = {"key": key, "index": index, **extra}
                 result = self._experiment.log_image(
-                    _image_bytes(image), name=key, step=step, metadata=metadata, **kwargs
+                    image_bytes(image), name=key, step=step, metadata=metadata, **kwargs
                 )
                 self._check(result, key)
 
@@ -439,12 +301,7 @@ class CometMLTracker(GeneralTracker):
     ) -> None:
         # The CSV that log_table writes, logged with log_asset because log_table has no step and reads an
         # existing file of the same name from the working directory instead of the data.
-        columns, rows = table_rows(columns, data, dataframe)
-        text = io.StringIO()
-        writer = csv.writer(text)
-        writer.writerow(columns)
-        writer.writerows(rows)
-        buffer = io.BytesIO(text.getvalue().encode("utf-8"))
+        buffer = table_csv(columns, data, dataframe)
         file_name = table_name if table_name.endswith(".csv") else f"{table_name}.csv"
         metadata = {"table": table_name, **kwargs.pop("metadata", {})}
         result = self._experiment.log_asset(buffer, file_name=file_name, step=step, metadata=metadata, **kwargs)
@@ -461,9 +318,7 @@ class CometMLTracker(GeneralTracker):
         comet_ml = import_comet()
         if not histogram.count:
             return  # Comet refuses an empty histogram with an error line
-        result = self._experiment.log_histogram_3d(
-            _comet_histogram(comet_ml, histogram), name=name, step=step, **kwargs
-        )
+        result = self._experiment.log_histogram_3d(comet_histogram(comet_ml, histogram), name=name, step=step, **kwargs)
         self._check(result, name)
 
     # -- artifacts ---------------------------------------------------------------------------
@@ -559,26 +414,11 @@ class CometMLTracker(GeneralTracker):
         return {sample_key(name): points for name, points in self._history(system=True).items()}
 
     def _history(self, system: bool) -> dict[str, list[tuple[int, Any]]]:
-        history: dict[str, list[tuple[int, Any]]] = {}
-        for archive in self._local_archives():
-            for name, points in read_archive_history(archive, system=system).items():
-                history.setdefault(name, []).extend(points)
-        return history
+        return read_history(self._local_archives(), system=system)
 
     def read_back_images(self) -> dict[str, list[tuple[int, Any]]]:
         """Every image (and figure) of the offline archives, per key, as ``(step, HW/HWC uint8 array)``."""
-        import numpy as np
-        from PIL import Image  # comet_ml depends on Pillow
-
-        images: dict[str, list[tuple[int, Any]]] = {}
-        for archive in self._local_archives():
-            for key, items in read_archive_images(archive).items():
-                for step, data in items:
-                    with Image.open(io.BytesIO(data)) as image:
-                        images.setdefault(key, []).append(
-                            (cast(int, step), np.asarray(image).copy())
-                        )  # logged with a step
-        return images
+        return read_images(self._local_archives())
 
     def _local_archives(self) -> list[Path]:
         # A resumed run reads what earlier processes archived before its own archive exists: the
