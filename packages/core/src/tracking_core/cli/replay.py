@@ -131,7 +131,7 @@ def _targets(to: str | Iterable[str] | None, header: dict[str, Any], path: Path)
             return [source[len("spill:") :]]
         if path.name == JOURNAL_NAME and (path.parent / MANIFEST_NAME).is_file():
             # the run's own journal: into the backends the run had, each from its own cursor
-            had = [name for name in RunManifest.load(path.parent).backends if name != "jsonl"]
+            had = [name for name in RunManifest.load(path.parent).named if name != "jsonl"]
             if had:
                 return had
         raise ValueError("replay: name the backends to replay into with --to (a spill journal names its own)")

@@ -39,6 +39,10 @@ FORMAT = "tracking-run"
 FORMAT_VERSION = 2
 
 
+#: run.json's list of the backends the run logs to, started or not
+NAMED_KEY = "log_with"
+
+
 class RunManifest:
     """The manifest of one run; every change is written through at once (from any thread)."""
 
@@ -111,14 +115,19 @@ class RunManifest:
             self._write()
 
     def name_backends(self, names: list[str]) -> None:
-        """The run's backends, known before any starts: a backend whose process died during its start-up is
-        still one ``tracking replay`` delivers to (its state stays ``None``, a new SDK run, until it starts)."""
+        """The backends the run logs to, kept before any starts (``log_with``): a backend whose process died
+        during its start-up has no state here and no cursor file, and ``tracking replay`` still reaches it."""
         with self._lock:
-            missing = [name for name in names if name not in self.backends]
-            for name in missing:
-                self.backends[name] = None
-            if missing:
+            named = list(dict.fromkeys([*self.named, *names]))
+            if named != self.named:
+                self.extra[NAMED_KEY] = named
                 self._write()
+
+    @property
+    def named(self) -> list[str]:
+        """Every backend the run logged to (those that never started too), in the order given."""
+        named = self.extra.get(NAMED_KEY)
+        return [str(name) for name in named] if isinstance(named, list) else list(self.backends)
 
     def set_progress(self, backend: str, seq: int, step: int) -> None:
         with self._lock:

@@ -17,7 +17,7 @@ from typing import Any
 
 from .cursor import CursorFile, cursor_name
 from .journal import JOURNAL_NAME, journal_ends
-from .manifest import MANIFEST_NAME
+from .manifest import MANIFEST_NAME, NAMED_KEY
 
 #: the run's own journal: the source, never owed to itself
 _JOURNAL_BACKEND = "jsonl"
@@ -34,7 +34,8 @@ def owed_records(run_dir: Path) -> dict[str, int]:
     try:
         manifest = json.loads((run_dir / MANIFEST_NAME).read_text(encoding="utf-8"))
         progress = manifest.get("progress") or {}
-        named = [str(name) for name in manifest.get("backends") or {}]  # one that never started has no cursor file
+        # one that never started has no cursor file, nor a state in "backends"
+        named = [str(name) for name in [*(manifest.get("backends") or {}), *(manifest.get(NAMED_KEY) or [])]]
     except (OSError, ValueError, AttributeError):
         pass
     owed = {}
