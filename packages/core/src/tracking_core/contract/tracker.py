@@ -171,6 +171,9 @@ class GeneralTracker:
     durable_on_return: ClassVar[bool | None] = None
     durable_at_finish: ClassVar[bool] = False
     run_id_keyword: ClassVar[str | None] = None
+    #: ``True``: ``log``, ``store_init_configuration`` and ``log_artifact(s)`` also take ``seq=`` (the record's
+    #: run-wide number): the run's journal keeps it, for resume and replay
+    wants_record_ids: ClassVar[bool] = False
     run_context: RunContext | None = None
     run_end: RunEnd = RunEnd()
 
@@ -223,6 +226,13 @@ class GeneralTracker:
 
     def finish(self) -> None:
         """Close the run, with ``run_end``'s status where the SDK keeps one. The dispatcher calls it once."""
+
+    def begin_flush(self) -> Callable[[], bool]:
+        """Start making everything logged so far durable and return at once, with a function that says
+        (without waiting) whether it is. Overriding this declares that the backend can (W&B, whose
+        ``flush()`` waits for its writer): the periodic flush then no longer stops delivery meanwhile.
+        """
+        raise self._unsupported("begin_flush")
 
     def sanitize_key(self, key: str) -> str:
         """Return the key as this backend can store it (identity unless the SDK refuses some keys)."""

@@ -120,10 +120,10 @@ class Delivery:
         self._flush_interval = flush_interval
         self._on_started = on_started
         self._on_progress = on_progress
-        durable = getattr(tracker, "durable_on_return", None)
+        durable = tracker.durable_on_return
         self.confirms_at_flush = not durable if durable is not None else type(tracker).flush is not GeneralTracker.flush
         # a backend whose finish() makes buffered records durable needs no flush just before it
-        self.flush_before_finish = not (self.confirms_at_flush and getattr(tracker, "durable_at_finish", False))
+        self.flush_before_finish = not (self.confirms_at_flush and tracker.durable_at_finish)
         #: Held by the delivering thread except while it waits on the SDK: ``abandon`` takes it, so at
         #: that moment every record still owed sits in one of this object's lists (or the queue),
         #: never only in a thread's local variables.
@@ -146,9 +146,8 @@ class Delivery:
         self.unconfirmed: list[Record] = []
         #: a flush the backend began (``begin_flush``): whether it is done, and the last record it covers
         self._pending_flush: tuple[Callable[[], bool], Record] | None = None
-        begin = getattr(tracker, "begin_flush", None)
         self._begin_tracker_flush: Callable[[], Callable[[], bool]] | None = (
-            begin if self.confirms_at_flush and callable(begin) else None
+            tracker.begin_flush if self.confirms_at_flush and has_capability(tracker, "begin_flush") else None
         )
         self._dirty = False
         self._last_flush = time.monotonic()

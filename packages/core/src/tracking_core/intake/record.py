@@ -71,7 +71,7 @@ def call_kwargs(tracker: GeneralTracker, record: Record) -> dict[str, Any]:
     extra: dict[str, Any] = {}
     if record.timestamp is not None and tracker.wants_timestamps:
         extra["timestamp"] = record.timestamp
-    if record.seq is not None and getattr(tracker, "wants_record_ids", False):
+    if record.seq is not None and tracker.wants_record_ids:
         extra["seq"] = record.seq
     return {**kwargs, **extra} if extra else kwargs
 
@@ -82,7 +82,7 @@ def deliver(tracker: GeneralTracker, record: Record, values: dict[str, Any] | No
     if kind == "log":
         tracker.log(payload if values is None else values, step=step, **call_kwargs(tracker, record))
     elif kind == "config":
-        if record.seq is not None and getattr(tracker, "wants_record_ids", False):
+        if record.seq is not None and tracker.wants_record_ids:
             tracker.store_init_configuration(payload, seq=record.seq)  # type: ignore[call-arg]
         else:
             tracker.store_init_configuration(payload)
@@ -104,7 +104,7 @@ def deliver(tracker: GeneralTracker, record: Record, values: dict[str, Any] | No
     elif kind in ("artifact", "artifacts"):
         # a tracker with `wants_record_ids` also takes `seq`
         method: Callable[..., None] = tracker.log_artifact if kind == "artifact" else tracker.log_artifacts
-        wants_id = record.seq is not None and getattr(tracker, "wants_record_ids", False)
+        wants_id = record.seq is not None and tracker.wants_record_ids
         method(*payload, **({"seq": record.seq} if wants_id else {}))
     else:  # pragma: no cover - internal misuse
         raise ValueError(f"unknown record kind {kind!r}")
