@@ -214,6 +214,35 @@ def test_the_loop_benchmark_runs_and_prints_its_table():
         assert "x /" in line and "(+" in line, line
 
 
+def test_the_journal_feed_benchmark_compares_the_socket_with_the_tailed_journal():
+    if os.environ.get("TRACKING_BACKEND"):
+        pytest.skip("runs once, in the core cell")
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "tools" / "bench_journal_feed.py"),
+            "--rates",
+            "4000",
+            "--seconds",
+            "0.2",
+            "--rounds",
+            "1",
+            "--settle",
+            "0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    cells = {tuple(row[:2]): row for row in (re.split(r"\s{2,}", line) for line in result.stdout.splitlines())}
+    for feed in ("socket (today)", "tail journal"):
+        row = cells[("4000", feed)]
+        # every record reached the receiving process (no note), which timed it
+        assert len(row) == 10 and float(row[6]) > 0, row
+    assert ("4000", "no tracking (again)") in cells, result.stdout
+
+
 def test_the_caller_benchmark_shows_the_floor_with_and_without_the_value_checks():
     if os.environ.get("TRACKING_BACKEND"):
         pytest.skip("runs once, in the core cell")
