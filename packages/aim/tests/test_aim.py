@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from tracking_aim import AimTracker
-from tracking_aim.tracker import markdown_table
+from tracking_aim.media import markdown_table
 from tracking_core import Dispatcher, TrackingWarning
 from tracking_core.notices import reset_warnings
 

@@ -21,7 +21,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from tracking_core.transfer.model import Media, Point, SourceError, SourceRun
+from tracking_core.kit import Media, Point, SourceError, SourceRun
+
+from .older.v3_18 import runs_to_index
 
 __all__ = ["read_runs"]
 
@@ -52,13 +54,9 @@ def _indexed_copy(aim_folder: Path, into: Path) -> tuple[Any, list[str]]:
     hashes = sorted(os.listdir(into / ".aim" / "meta" / "chunks"))
     writer = Repo(str(into))
     manager = RepoIndexManager(writer)
-    # Aim 3.18 indexes only a run with a progress file (and fails on one already indexed); later
-    # releases have no run_needs_indexing and index any run.
-    needs_indexing = getattr(manager, "run_needs_indexing", None)
     try:
-        for run_hash in hashes:
-            if needs_indexing is None or needs_indexing(run_hash):
-                manager.index(run_hash)
+        for run_hash in runs_to_index(manager, hashes):
+            manager.index(run_hash)
     finally:
         for container in list(writer.container_pool.values()):
             container.close()

@@ -1,4 +1,4 @@
-"""A new Aim repo starts with the run database Aim migrated once (``tracking_core.store_cache``).
+"""A new Aim repo starts with the run database Aim migrated once (``tracking_core.kit.store_cache``).
 
 Aim creates a repo's ``.aim`` folder and migrates its sqlite run database with alembic in a child
 Python process: ~1.1 s of the first run in each new ``logging_dir``. The cached repo is made by Aim's
@@ -13,7 +13,7 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-from tracking_core import store_cache
+from tracking_core.kit import store_cache
 
 AIM_FOLDER = ".aim"
 COPIED = ("run_metadata.sqlite", "VERSION")

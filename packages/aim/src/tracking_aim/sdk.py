@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any, NamedTuple
 
-from tracking_core import notice
+from tracking_core.kit import notice
 
 
 class Sdk(NamedTuple):

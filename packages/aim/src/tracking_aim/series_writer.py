@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from tracking_core import notice
+from tracking_core.kit import notice
 
 #: Aim's storage version for numeric series: steps are hashed, and stored in their own array.
 _NUMERIC_SERIES_VERSION = 2

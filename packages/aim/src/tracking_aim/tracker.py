@@ -20,62 +20,40 @@ from __future__ import annotations
 
 import io
 import os
-import shlex
 import time
 from collections.abc import Sequence
 from itertools import pairwise
 from pathlib import Path
 from typing import Any, cast
 
-from tracking_core import GeneralTracker, Histogram, flatten_config, notice, stringify, warn_once
-from tracking_core.adapters import figure_to_png, image_list, merge_config, table_rows, to_hwc_uint8
-from tracking_core.filelock import file_lock
-from tracking_core.kit.sdk import per_rank, rank_name, rank_tags, sdk_object
-from tracking_core.paths import check_artifact_path
+from tracking_core import GeneralTracker, Histogram
+from tracking_core.kit import (
+    MARKER_KEY,
+    figure_to_png,
+    flatten_config,
+    image_list,
+    merge_config,
+    sdk_object,
+    store_marker,
+    stringify,
+    table_rows,
+    warn_once,
+)
 
-from tracking_aim.series_writer import SeriesWriter
-
-from . import readback, system
-from .repo_cache import seed_repo, unseed
+from . import reader, system
+from .media import artifact_name, image_and_caption, is_single_image, markdown_table
+from .older.v3_18 import has_artifacts
+from .older.v3_25 import artifacts_uri
+from .run_context import system_params
 from .sdk import Sdk, drain_tracking_thread, load_sdk
+from .series_writer import SeriesWriter
+from .startup import announce, name_run, open_run, repo_location
 
 #: kwargs of ``Run.track`` that a caller may pass through ``log_kwargs``.
 _TRACK_KEYWORDS = ("context", "epoch")
 #: ``log`` kwargs understood here: ``Run.track``'s, and the dispatcher's time of the ``log`` call.
 _LOG_KEYWORDS = (*_TRACK_KEYWORDS, "timestamp")
 _TABLE_CONTEXT = {"type": "table"}
-
-
-def _join(prefix: str | None, name: str) -> str:
-    """``prefix/name`` inside the run's artifacts; Aim copies to that path as given, so it is checked."""
-    prefix = check_artifact_path(prefix)
-    return f"{prefix}/{name}" if prefix else name
-
-
-def _is_single_image(value: Any) -> bool:
-    """One image (or an ``(image, caption)`` pair), as opposed to a list of them or a 4-d batch."""
-    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], str):
-        return True  # (image, caption)
-    return not isinstance(value, (list, tuple)) and getattr(value, "ndim", None) != 4
-
-
-def _image_and_caption(item: Any, dataformats: str | None = None) -> tuple[Any, str]:
-    """``aim.Image`` wants HW or HWC uint8 arrays: every layout and dtype is converted by the core's adapter."""
-    caption = ""
-    if isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], str):
-        item, caption = item
-    return to_hwc_uint8(item, dataformats), caption
-
-
-def markdown_table(columns: list[str], rows: list[list[Any]]) -> str:
-    """A markdown pipe table; ``|`` in cells is escaped and line breaks become spaces."""
-
-    def cell(value: Any) -> str:
-        return str(value).replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ")
-
-    lines = ["| " + " | ".join(cell(column) for column in columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(cell(value) for value in row) + " |" for row in rows]
-    return "\n".join(lines)
 
 
 class AimTracker(GeneralTracker):
@@ -149,56 +127,13 @@ class AimTracker(GeneralTracker):
         kwargs.setdefault("repo", self.repo_path)  # Aim creates <dir>/.aim if missing
         if self.project_name is not None:
             kwargs.setdefault("experiment", self.project_name)
-        repo = kwargs["repo"]
-        if isinstance(repo, str) and "://" not in repo:
-            # Ranks of a per-rank job start together: the first creates the repo, the others wait for it
-            # (a half-created repo reads as "out of date" and fails the Run).
-            with file_lock(Path(repo, ".tracking-aim.lock")):
-                seeded = seed_repo(Path(repo))
-                try:
-                    run = self._resumed_run(sdk, kwargs) or sdk.Run(**kwargs)
-                except Exception:
-                    if not seeded:
-                        raise
-                    unseed(Path(repo))  # Aim refused the copy: let it make the repo itself
-                    run = self._resumed_run(sdk, kwargs) or sdk.Run(**kwargs)
-        else:
-            run = self._resumed_run(sdk, kwargs) or sdk.Run(**kwargs)
+        run = open_run(self, sdk, kwargs)
         self._run, self.run_hash = run, run.hash
         self._writer = SeriesWriter.for_run(run)  # None: a remote repo or tracking thread; Run.track then
-        name, tags = self.display_name, list(self.tags)
-        context = per_rank(self)
-        if context is not None:  # per-rank runs: grouped by experiment and tags
-            name = rank_name(name, context)
-            tags += rank_tags(context)
-        if name:
-            run.name = str(name)
-        if self.description:
-            run.description = str(self.description)
-        for tag in tags:
-            run.add_tag(str(tag))
+        name_run(self, run)
         if self.artifacts_uri and self._has_artifacts():
             run.set_artifacts_uri(self.artifacts_uri)
-        location = self.repo_path
-        if "://" in location:
-            notice(f"aim: run {run.hash} in the Aim server repo {location}")
-        else:
-            notice(f"aim: run {run.hash} in the Aim repo {location} (view: aim up --repo {shlex.quote(str(location))})")
-
-    def _resumed_run(self, sdk: Sdk, kwargs: dict[str, Any]) -> Any:
-        """The earlier process's Aim run when the tracking run is resumed (an explicit ``run_hash`` wins).
-
-        Aim reopens a run whose process was killed on its own; a run it cannot reopen (deleted, or
-        still written by a live process) leaves a note and a new run.
-        """
-        resume = self.run_context.resume if self.run_context is not None else None
-        if not resume or "run_hash" in self.run_kwargs:
-            return None
-        try:
-            return sdk.Run(**{**kwargs, "run_hash": resume["run_hash"], "repo": resume.get("repo", kwargs["repo"])})
-        except Exception as error:
-            self.add_note(f"could not resume Aim run {resume['run_hash']} ({error}); started a new run")
-            return None
+        announce(run, self.repo_path)
 
     # -- the SDK object ---------------------------------------------------------------------------
     tracker = writer = sdk_object(
@@ -209,14 +144,7 @@ class AimTracker(GeneralTracker):
     def repo_path(self) -> str:
         """Where the Aim repo lives: the ``repo`` kwarg if given, else the ``aim://`` server of the run this
         one resumes (a replay of its spill), else ``logging_dir``."""
-        repo = self.run_kwargs.get("repo")
-        if repo is None:
-            resume = self.run_context.resume if self.run_context is not None else None
-            earlier = resume.get("repo") if resume and "run_hash" not in self.run_kwargs else None
-            if isinstance(earlier, str) and "://" in earlier:
-                return earlier
-            return str(self.logging_dir.absolute())
-        return str(getattr(repo, "root_path", repo))
+        return repo_location(self)
 
     @property  # the answer depends on the repo (a class attribute elsewhere)
     def durable_on_return(self) -> bool:  # type: ignore[override]
@@ -241,30 +169,7 @@ class AimTracker(GeneralTracker):
         """``run["__system_params"]``, where Aim's own ``log_system_params`` puts the same facts (its run
         page shows them): git info, executable, arguments, launcher variables and packages; the whole
         context under ``run["run_context"]``."""
-        git = context.get("git") or {}
-        command = context.get("command") or {}
-        packages: dict[str, str] = {}
-        if context.get("packages"):
-            try:
-                for line in Path(context["packages"]).read_text(encoding="utf-8").splitlines():
-                    name, _, version = line.partition("==")
-                    packages[name] = version
-            except OSError:
-                pass
-        self._run["__system_params"] = {
-            "packages": packages,
-            "env_variables": dict(context.get("launcher") or {}),
-            "git_info": {
-                "branch": git.get("branch"),
-                "remote_origin_url": git.get("remote_url"),
-                "commit": {"hash": git.get("commit")},
-                "dirty": git.get("dirty"),
-            }
-            if git
-            else {},
-            "executable": command.get("python"),
-            "arguments": list(command.get("argv") or []),
-        }
+        self._run["__system_params"] = system_params(context)
         self._run["run_context"] = {key: value for key, value in context.items() if key != "packages"}
 
     # -- system metrics (docs/run-context.md) -------------------------------------------------------
@@ -353,9 +258,9 @@ class AimTracker(GeneralTracker):
         dataformats = options.pop("dataformats", None)
         track_kwargs = {**(options.pop("track", None) or {}), **options}
         for key, value in values.items():
-            single = _is_single_image(value)
+            single = is_single_image(value)
             items = [value] if single else image_list(value)
-            images = [Image(*_image_and_caption(item, dataformats), **image_kwargs) for item in items]
+            images = [Image(*image_and_caption(item, dataformats), **image_kwargs) for item in items]
             self._run.track(images[0] if single else images, name=key, step=step, **track_kwargs)
 
     def log_figure(self, figure: Any, name: str, step: int | None = None, **kwargs: Any) -> None:
@@ -414,19 +319,10 @@ class AimTracker(GeneralTracker):
     # -- artifacts --------------------------------------------------------------------------------
     def _has_artifacts(self) -> bool:
         """Whether this Aim stores run artifacts (Aim 3.19 added them); if not, one warning and a report note."""
-        if hasattr(self._run, "log_artifact"):
-            return True
-        message = "this Aim release has no run artifacts (added in Aim 3.19): log_artifact(s) stores nothing"
-        warn_once(self.name, "log_artifact", message, reason="no-artifacts")
-        self.add_note(message)
-        return False
+        return has_artifacts(self, self._run)
 
     def _ensure_artifacts_uri(self) -> None:
-        try:
-            current = self._run.artifacts_uri  # a resumed run keeps the URI it already has
-        except TypeError:  # aim < 3.26 fails on a run without one instead of returning None
-            current = None
-        if current is None:
+        if artifacts_uri(self._run) is None:  # a resumed run keeps the URI it already has
             default = "file://" + (self.logging_dir / "aim-artifacts").absolute().as_posix()
             self._run.set_artifacts_uri(self.artifacts_uri or default)
 
@@ -436,7 +332,7 @@ class AimTracker(GeneralTracker):
             return
         self._ensure_artifacts_uri()
         file_name = Path(local_path).name
-        self._run.log_artifact(os.fspath(local_path), name=_join(artifact_path, file_name), block=True)
+        self._run.log_artifact(os.fspath(local_path), name=artifact_name(artifact_path, file_name), block=True)
 
     def log_artifacts(self, local_dir: str | os.PathLike[str], artifact_path: str | None = None) -> None:
         """Copy a directory's files under ``<artifacts_uri>/<run hash>/<artifact_path>/`` (its layout kept)."""
@@ -449,7 +345,7 @@ class AimTracker(GeneralTracker):
         for path in sorted(root.rglob("*")):
             if path.is_file():
                 self._run.log_artifact(
-                    str(path), name=_join(artifact_path, path.relative_to(root).as_posix()), block=True
+                    str(path), name=artifact_name(artifact_path, path.relative_to(root).as_posix()), block=True
                 )
 
     # -- flush / finish ---------------------------------------------------------------------------
@@ -482,8 +378,6 @@ class AimTracker(GeneralTracker):
     # -- resume and read-back ---------------------------------------------------------------------
     def rewind(self, step: int) -> str:
         """Aim keys a series by step: each step the resumed run logs again replaces the earlier value."""
-        from tracking_core.store.rewind import MARKER_KEY, store_marker
-
         store_marker(self, step)
         return (
             f"rewound to step {step}: Aim replaces each step the resumed run logs again; steps from {step} on "
@@ -513,10 +407,10 @@ class AimTracker(GeneralTracker):
         """The run's ``__system__*`` series (Aim's resource tracker's, or the library's samples), by step,
         under ``system/...`` names (``__system__cpu.percent`` -> ``system/cpu.percent``, a GPU's context
         back in the name)."""
-        return readback.system_series(self.repo_path, cast(str, self.run_hash))
+        return reader.system_series(self.repo_path, cast(str, self.run_hash))
 
     def _read_series(self, system: bool) -> dict[str, list[tuple[int, Any]]]:
-        return readback.series(self.repo_path, cast(str, self.run_hash), system)
+        return reader.series(self.repo_path, cast(str, self.run_hash), system)
 
     def read_back_images(self) -> dict[str, list[tuple[int, Any]]]:
         """Every image of this run through ``aim.Repo``, per sequence, as ``(step, HW or HWC uint8 array)``.
@@ -524,4 +418,4 @@ class AimTracker(GeneralTracker):
         A sequence tracked with a ``context`` is named ``"<name> <context dict>"``; the images of one
         step (a list) come in the order they were logged. Indexed first, as in :meth:`read_back_history`.
         """
-        return readback.images(self.repo_path, cast(str, self.run_hash))
+        return reader.images(self.repo_path, cast(str, self.run_hash))
