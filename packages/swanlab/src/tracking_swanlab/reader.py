@@ -39,6 +39,14 @@ class SwanLabRunData:
     name: str = ""
     group: str = ""
     finished: bool = False
+    #: How SwanLab's finish record says the run ended, in SwanLab's words, lower case: ``"finished"``,
+    #: ``"crashed"``, ``"aborted"`` (SwanLab 0.8+), ``"finished"``/``"crashed"`` (0.5.8 to 0.7.x);
+    #: ``""`` without a finish record. ``error``: the reason the record keeps with a crash or an abort.
+    state: str = ""
+    error: str = ""
+    #: SwanLab's own start and finish stamps (Unix seconds), where its run file keeps them.
+    started_at: float | None = None
+    finished_at: float | None = None
     scalar_history: dict[str, list[tuple[int, float]]] = field(default_factory=dict)  #: every scalar record, in order
     #: SwanLab's own hardware monitor's series (``__swanlab__.<name>``), kept out of ``scalar_history``.
     system_history: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
@@ -184,6 +192,8 @@ def _read_records(run_dir: Path) -> SwanLabRunData:
             kind = record.WhichOneof(record.DESCRIPTOR.oneofs[0].name)
             if kind == "start":
                 data.project, data.name, data.group = record.start.project, record.start.name, record.start.group
+                if record.start.HasField("started_at"):
+                    data.started_at = record.start.started_at.ToNanoseconds() / 1e9
             elif kind == "scalar":
                 point = (record.scalar.step, record.scalar.value.number)
                 data.scalar_history.setdefault(record.scalar.key, []).append(point)
@@ -196,7 +206,11 @@ def _read_records(run_dir: Path) -> SwanLabRunData:
             elif kind == "save" and record.save.name not in ("config", "metadata"):
                 data.saved_files.append(record.save.name)
             elif kind == "finish":
-                data.finished = True
+                finish = record.finish
+                state = finish.DESCRIPTOR.fields_by_name["state"].enum_type.values_by_number[finish.state].name
+                data.finished, data.state, data.error = True, state.removeprefix("RUN_STATE_").lower(), finish.error
+                if finish.HasField("finished_at"):
+                    data.finished_at = finish.finished_at.ToNanoseconds() / 1e9
     finally:
         reader.close()
     return with_config(data)

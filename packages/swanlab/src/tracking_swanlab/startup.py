@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, cast
 from tracking_core import RunContext
 from tracking_core.kit import chosen_instead, not_resumed, per_rank, probe_http, rank_name, saved_resume
 
+from .ending import run_ended_by_dispatcher
 from .older import v0_5_8, v0_6_2, v0_8_0
 from .older.v0_5_8.startup import start as v0_5_8_start
 from .older.v0_6_2.startup import start as v0_6_2_start
@@ -219,7 +220,7 @@ def start_sdk(tracker: SwanLabTracker, swanlab: Any) -> None:
         problem = probe_http(str(effective.api_host), tracker.online_check_timeout)
         if problem is None:
             try:
-                tracker._run = swanlab.init(settings=settings, **kwargs)
+                tracker._run = _init(tracker, swanlab, settings, kwargs)
             except Exception as error:
                 if mode_chosen:
                     raise
@@ -233,7 +234,14 @@ def start_sdk(tracker: SwanLabTracker, swanlab: Any) -> None:
             tracker.fallback_reason = f"SwanLab service at {effective.api_host}: {problem}"
             kwargs["mode"] = "offline"
     if tracker._run is None:
-        tracker._run = swanlab.init(settings=settings, **kwargs)
+        tracker._run = _init(tracker, swanlab, settings, kwargs)
+
+
+def _init(tracker: SwanLabTracker, swanlab: Any, settings: dict[str, Any], kwargs: dict[str, Any]) -> Any:
+    """``swanlab.init``; under a dispatcher, without the hooks with which SwanLab would end the run itself
+    (:mod:`tracking_swanlab.ending`)."""
+    with run_ended_by_dispatcher(tracker.run_context is not None):
+        return swanlab.init(settings=settings, **kwargs)
 
 
 def _name_rank(tracker: SwanLabTracker, kwargs: dict[str, Any], sources: list[Any]) -> None:

@@ -13,7 +13,7 @@ log_histogram                 the contract's default (count/min/max/mean/std): S
 log_artifact(s)               ``run.save(path, base_path=folder, policy="now")``  (linked into ``files/``)
 log_run_context               ``run.config.update({"run_context": context})``
 log_system_metrics            ``run.log({"system/<name>": value}, step=index)`` (each key its own steps)
-finish                        ``run.finish()``
+finish                        ``run.finish(state=success|crashed|aborted, error=<run status>)`` (:mod:`.ending`)
 resume_state                  ``{"id", "project", "name", "mode", "run_dirs"}``; a resumed run:
                               ``swanlab.init(id=<saved id>, resume="allow", name=<saved name>, ...)``
 per-rank runs                 ``swanlab.init(group=<group>, name=<name>-rank<N>)``
@@ -56,6 +56,7 @@ from tracking_core.kit import (
 )
 
 from . import startup
+from .ending import finish_arguments
 from .older.v0_6_2.run import EarlierRun
 from .older.v0_6_2.startup import upload_commands
 
@@ -366,8 +367,8 @@ class SwanLabTracker(GeneralTracker):
         if self._run is None or self._finished:
             return
         self._finished = True
-        if self._run.alive:
-            self._run.finish()
+        if self._run.alive:  # the state as the run ended (a crash, Ctrl-C), which SwanLab's finish record keeps
+            self._run.finish(**finish_arguments(self.run_end))
 
     # -- resume, read-back, notes ----------------------------------------------------------------
     def resume_state(self) -> dict[str, Any] | None:

@@ -181,6 +181,7 @@ def read_folder(run_dir: Path) -> SwanLabRunData:
     if experiment is None:
         return with_config(data)
     data.project, data.name, data.finished = experiment.project, experiment.name, experiment.status != RUNNING
+    data.state = {FINISHED: "finished", CRASHED: "crashed"}.get(experiment.status, "")
     for column in experiment.columns:
         found, _ = points(run_dir, column)  # as swanboard shows it: what parses
         if column.kind == "line":

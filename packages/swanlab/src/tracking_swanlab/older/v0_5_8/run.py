@@ -105,12 +105,12 @@ class LocalRun(EarlierRun):
         with store_lock(self._lock_dir):  # a new column creates rows another rank's process may create too
             return super().log(data, step=step)
 
-    def finish(self) -> None:
+    def finish(self, state: str = "success", error: str | None = None) -> None:
         if self._lock_dir is None:
-            super().finish()
+            super().finish(state, error)
             return
         with store_lock(self._lock_dir):
-            super().finish()
+            super().finish(state, error)
 
     @property
     def owner(self) -> Any:

@@ -138,8 +138,8 @@ def _add(data: SwanLabRunData, columns: dict[str, str], run_dir: Path, record: A
         files = media_files(run_dir, record)
         point = MediaPoint(record.step, media_kinds(columns, record.key), files, [] if files else inline(record))
         data.media.setdefault(record.key, []).append(point)
-    elif name == "Footer":
-        data.finished = True
+    elif name == "Footer":  # this line's finish record keeps success or not (an aborted run is a crashed one)
+        data.finished, data.state = True, "finished" if record.success else "crashed"
 
 
 #: What SwanLab itself puts in a run's ``files/`` folder (config, metadata, environment snapshots).

@@ -8,6 +8,7 @@ so ``tracker.run`` still offers what a user of that release knows (``run.public`
 
 from __future__ import annotations
 
+import inspect
 import os
 from pathlib import Path
 from typing import Any
@@ -80,10 +81,21 @@ class EarlierRun:
         saved: list[str] = save(pattern, base_path=base_path, policy=policy)
         return saved
 
-    def finish(self) -> None:
+    def finish(self, state: str = "success", error: str | None = None) -> None:
+        """End the run as 0.8's ``Run.finish(state, error)`` would: this line has ``SwanLabRunState.SUCCESS`` and
+        ``CRASHED`` (with its error); an ``"aborted"`` run is ``CRASHED`` here, and where ``finish`` takes
+        ``interrupt`` (0.7.x) it is passed too, so that a cloud run ends ``ABORTED``."""
+        from swanlab.data.run import SwanLabRunState
+
+        crashed = state != "success"
+        arguments: dict[str, Any] = {"state": SwanLabRunState.CRASHED if crashed else SwanLabRunState.SUCCESS}
+        if crashed:
+            arguments["error"] = error or state
+        if state == "aborted" and "interrupt" in inspect.signature(self._run.finish).parameters:
+            arguments["interrupt"] = True
         try:
             with kept_process_hooks():  # SwanLab's finish would reset sys.excepthook
-                self._run.finish()
+                self._run.finish(**arguments)
         finally:
             # swanlab.init put its log folder and mode into the process environment, where the next run of
             # this process (and this backend's own check for a chosen folder or mode) would take them for the user's.
