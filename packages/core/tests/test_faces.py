@@ -24,9 +24,7 @@ ROOT = PACKAGE.parents[3]
 
 #: Top-level alias modules a backend package still imports or names in its docs (name -> its real module); each
 #: goes with its last user.
-STILL_IMPORTED: dict[str, str] = {
-    "adapters": "tracking_core.kit.adapters",
-}
+STILL_IMPORTED: dict[str, str] = {}
 
 
 def is_alias(source: str) -> bool:
