@@ -48,5 +48,6 @@ def run_ended_by_dispatcher(dispatched: bool) -> Iterator[None]:
         yield
     finally:
         sys.excepthook = excepthook
-        if main and signal.getsignal(signal.SIGINT) is not sigint:
+        # None: a handler set outside Python, which cannot be put back from here
+        if main and sigint is not None and signal.getsignal(signal.SIGINT) is not sigint:
             signal.signal(signal.SIGINT, sigint)
