@@ -17,6 +17,8 @@ Contract -> SDK:
 * ``log_system_metrics``       -> ``run.log_system(values)``: Trackio's system metrics (by time, no step)
 * ``flush``                    -> writes Trackio's queue to SQLite now, in this thread
 * ``finish``                   -> ``run.finish()`` (drains the queue and stops Trackio's thread)
+                                  whatever ``run_end`` says: Trackio keeps no run status, exit code or end
+                                  time, and stamps the run's start (config ``_Created``) itself in ``init``
 * per-rank runs                -> ``trackio.init(group=<group>, name=<name>-rank<N>)``
 
 Releases before 0.2 take no step in ``Run.log``: 0.0.17 to 0.0.20 get their rows written with their steps
@@ -330,6 +332,8 @@ class TrackioTracker(GeneralTracker):
             )
 
     def finish(self) -> None:
+        """``Run.finish()`` however the run ended: Trackio has no run status or end time to give it (``run_end``
+        stays in run.json)."""
         run = self._run
         if run is None or self._finished:
             return
