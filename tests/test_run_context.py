@@ -103,7 +103,7 @@ def _wandb(run: Any, tracker: Any) -> dict[str, str]:
 def _comet_ml(run: Any, tracker: Any) -> dict[str, str]:
     from comet_ml.messages import GitMetadataMessage
     from comet_ml.schemas import get_git_metadata_msg_validator
-    from tracking_comet_ml.archive import read_archive_messages
+    from tracking_comet_ml.reader import read_archive_messages
 
     # Comet's own git capture (on by default) sends its message at start; the context's, sent after it,
     # is the one the experiment keeps: the last
@@ -134,7 +134,7 @@ def _swanlab(run: Any, tracker: Any) -> dict[str, str]:
 
 
 def _clearml(run: Any, tracker: Any) -> dict[str, str]:
-    from tracking_clearml.session import OfflineSession
+    from tracking_clearml.reader import OfflineSession
 
     session = OfflineSession(f"{tracker.offline_folder}.zip")
     script = session.task["script"]

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 from tracking_clearml import ClearMLTracker
-from tracking_clearml.session import OfflineSession
+from tracking_clearml.reader import OfflineSession
 from tracking_core import Dispatcher, RunContext
-from tracking_core.histogram import histogram_of
+from tracking_core.contract.histogram import histogram_of
 from tracking_core.testing.accelerate_parity import AccelerateParity
 
 

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 from tracking_clearml import ClearMLTracker
 from tracking_clearml.naming import key_of, text_line, title_series
-from tracking_clearml.session import OfflineSession
+from tracking_clearml.reader import OfflineSession
 from tracking_core import Dispatcher, TrackingWarning
-from tracking_core.adapters import probe_http
+from tracking_core.kit.adapters import probe_http
 
 ROOT_TIMEOUT = 120
 
@@ -310,7 +310,7 @@ CHILD = textwrap.dedent(
     import json, os, sys, time
     from tracking_clearml import ClearMLTracker
     from tracking_core import Dispatcher
-    from tracking_core.journal import read_journal
+    from tracking_core.store.journal import read_journal
 
     def children():
         out = []

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tracking_clearml.session import OfflineSession
+from tracking_clearml.reader import OfflineSession
 from tracking_core.testing import ContractRun, TrackerContract
 
 

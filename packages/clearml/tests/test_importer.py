@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from tracking_clearml.importer import read_runs
-from tracking_clearml.session import OfflineSession
+from tracking_clearml.reader import OfflineSession
 from tracking_core.testing.sdk_runs import STEPS, write_clearml
 from tracking_core.transfer.model import SourceError
 

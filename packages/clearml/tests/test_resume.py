@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from tracking_clearml import ClearMLTracker
-from tracking_clearml.session import OfflineSession
+from tracking_clearml.reader import OfflineSession
 from tracking_core import TrackingWarning
 from tracking_core.notices import reset_warnings
 from tracking_core.testing.resume import finished_run, log_loss, loss, started_tracker, state_of_a_killed_run

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from tracking_clearml import ClearMLTracker
-from tracking_clearml.session import OfflineSession
+from tracking_clearml.reader import OfflineSession
 from tracking_core import RunContext
 from tracking_core.testing.samples import SAMPLES, USER_HISTORY, run_steps_and_samples, stored_samples
 

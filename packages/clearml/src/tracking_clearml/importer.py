@@ -1,7 +1,7 @@
 """Import ClearML tasks from offline sessions (the folder ``Task.close()`` leaves, or its zip).
 
 ClearML can only upload an offline session to a server; this reads its files as
-:class:`tracking_clearml.session.OfflineSession` does: ``task.json`` (name, project, tags, hyperparameters,
+:class:`tracking_clearml.reader.OfflineSession` does: ``task.json`` (name, project, tags, hyperparameters,
 configuration objects), ``metrics.jsonl`` (each line a JSON list of events with millisecond timestamps)
 streamed line by line, and the debug images' files. Scalars become points, keyed from their title and
 series by this backend's naming rule (:func:`tracking_clearml.naming.key_of`, exact for runs this library
@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from tracking_core.transfer.model import Media, Point, SourceError, SourceRun
+from tracking_core.kit import Media, Point, SourceError, SourceRun
 
 from .naming import KEY_MAP_OBJECT, key_of
-from .session import SINGLE_VALUE_ITERATION, OfflineSession
+from .reader import SINGLE_VALUE_ITERATION, OfflineSession
 
 __all__ = ["read_runs"]
 

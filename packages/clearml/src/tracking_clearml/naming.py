@@ -1,6 +1,6 @@
 """How a metric key becomes ClearML's (title, series) and back, and how a text value becomes a console line.
 
-Shared by the tracker (writing) and :mod:`tracking_clearml.session` (reading), so neither imports the other.
+Shared by the tracker (writing) and :mod:`tracking_clearml.reader` (reading), so neither imports the other.
 
 A key with a ``/`` splits at the last one (``train/loss`` -> title ``train``, series ``loss``), as
 ClearML's own TensorBoard binding splits tags. Any other key is mapped as accelerate's

@@ -10,9 +10,21 @@ import contextlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tracking_core.adapters import probe_http
+from tracking_core.kit import (
+    chosen_instead,
+    not_resumed,
+    notice,
+    per_rank,
+    probe_http,
+    rank_name,
+    rank_tags,
+    saved_resume,
+)
+
+if TYPE_CHECKING:
+    from .tracker import ClearMLTracker
 
 #: ``auto_connect_frameworks`` with every integration off. A key missing from this dict means True to
 #: ClearML, and only ``detect_repository: False`` stops the git probing thread that ``Task.close()``
@@ -149,3 +161,75 @@ def report_from_a_thread(task_class: Any) -> None:
         task_class, "_report_subprocess_enabled"
     ):
         task_class._report_subprocess_enabled = False
+
+
+def init_keywords(tracker: ClearMLTracker) -> dict[str, Any]:
+    """``Task.init``'s keywords: :data:`QUIET_INIT` under the user's ``init_kwargs``, the project and task named
+    after the run (``CLEARML_PROJECT`` / ``CLEARML_TASK`` win), a per-rank task named and tagged by its rank."""
+    kwargs = {**QUIET_INIT, **tracker.init_kwargs}
+    if tracker.run_context is not None and tracker.run_context.system_metrics:
+        kwargs.setdefault("auto_resource_monitoring", False)  # the library's samples take its place
+    kwargs.setdefault("project_name", os.environ.get("CLEARML_PROJECT") or tracker.run_name)
+    kwargs.setdefault("task_name", os.environ.get("CLEARML_TASK") or tracker.run_name)
+    context = per_rank(tracker)
+    if context is not None:  # per-rank: one task per rank, tagged with the job
+        kwargs["task_name"] = rank_name(kwargs["task_name"], context)
+        kwargs["tags"] = [*(kwargs.get("tags") or []), *rank_tags(context)]
+    return kwargs
+
+
+def continue_saved_task(tracker: ClearMLTracker, kwargs: dict[str, Any], cache_dir: Path | None) -> Path | None:
+    """Point ``Task.init`` at the task saved by ``resume_state`` in an earlier process; returns the cache dir.
+
+    ``continue_last_task=0`` continues the task with the iterations as logged: ClearML's default offset
+    (its last iteration + 1) is unknown offline, where it would shift every later step by one. An offline
+    session is continued in its own folder, so its cache dir wins; ClearML would silently start an empty
+    session under a missing folder's id, so a missing folder means a new task.
+    """
+    resume = saved_resume(tracker, "task_id", "ClearML task", id_name="task", noun="task")
+    if resume is None:
+        return cache_dir
+    saved, task_id = resume
+    if "reuse_last_task_id" in tracker.init_kwargs or "continue_last_task" in tracker.init_kwargs:
+        chosen_instead(tracker, "task", "init_kwargs", "ClearML task", task_id)
+        return cache_dir
+    saved_mode = saved.get("mode")
+    if (saved_mode == "offline") != (tracker.mode == "offline"):
+        not_resumed(
+            tracker,
+            f"could not resume ClearML task {task_id} (it was recorded {saved_mode}, this run is {tracker.mode}; "
+            "import the offline session into the server first); started a new task",
+        )
+        return cache_dir
+    if tracker.mode == "offline":
+        folder = Path(saved.get("session_dir") or "")
+        if not saved.get("session_dir") or not folder.is_dir():
+            not_resumed(
+                tracker,
+                f"could not resume ClearML task {task_id} (its offline session {folder} is gone); started a new task",
+            )
+            return cache_dir
+        if cache_dir is not None:  # not the user's own cache: the session's, wherever logging_dir is now
+            cache_dir = folder.parent.parent  # <cache>/offline/<task id>
+    kwargs["reuse_last_task_id"], kwargs["continue_last_task"] = task_id, 0
+    return cache_dir
+
+
+def announce(task: Any, offline_folder: Path | None) -> None:
+    """Tell the user where the task is: its offline session and how to import it, or its page on the server."""
+    if offline_folder is not None:
+        notice(
+            f"clearml: offline session in {offline_folder} (zipped at finish); import it into a server with "
+            f"`clearml-task --import-offline-session {offline_folder}.zip`"
+        )
+    else:
+        notice(f"clearml: task {task.id} at {task.get_output_log_web_page()}")
+
+
+def restore_environ(before: dict[str, str | None]) -> None:
+    """Put back the environment variables ClearML set for its task (:data:`LEAKED_ENV`) as they were before."""
+    for name, value in before.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value

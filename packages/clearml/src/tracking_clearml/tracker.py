@@ -32,65 +32,29 @@ per-rank runs               task ``<name>-rank<N>`` with tags ``group:<job run i
 
 from __future__ import annotations
 
-import itertools
 import json
-import math
 import os
-import tempfile
 from pathlib import Path
 from typing import Any, ClassVar
 
-from tracking_core import GeneralTracker, Histogram, notice, warn_once
-from tracking_core.adapters import figure_to_png, image_list, merge_config, table_rows, to_hwc_uint8
-from tracking_core.kit.sdk import chosen_instead, not_resumed, per_rank, rank_name, rank_tags, saved_resume, sdk_object
-from tracking_core.notices import logger
-from tracking_core.png import encode_png
+from tracking_core import GeneralTracker, Histogram
+from tracking_core.kit import image_list, logger, merge_config, notice, sdk_object, to_hwc_uint8, warn_once
 
+from .media import bars, figure_file, png_file, table_plot
 from .naming import KEY_MAP_OBJECT, SAMPLE_PREFIX, key_of, monitor_title_series, text_line, title_series
-from .session import OfflineSession
+from .reader import OfflineSession
+from .run_context import script_fields
 from .startup import (
     LEAKED_ENV,
-    QUIET_INIT,
+    announce,
     cache_dir_during_init,
     choose_mode,
+    continue_saved_task,
     forget_foreign_offline_master,
+    init_keywords,
     report_from_a_thread,
+    restore_environ,
 )
-
-
-def _json_cell(value: Any) -> Any:
-    """A table cell ClearML's plotly JSON can hold (its reporter thread would fail on anything else)."""
-    if value is None or isinstance(value, (str, bool, int)):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else str(value)
-    item = getattr(value, "item", None)  # numpy / tensor scalars
-    if callable(item):
-        try:
-            return _json_cell(item())
-        except (TypeError, ValueError):
-            pass
-    return str(value)
-
-
-def _png_file(image: Any) -> str:
-    """A temporary PNG file of the image (HW, HWC or CHW array, tensor, PIL), for ``report_image(local_path=)``.
-
-    ClearML encodes arrays as JPEG (``sdk.metrics.images.format``); a PNG file is stored as it is, so the
-    pixels read back are the ones logged (``lossless_images=True``). ``delete_after_upload`` removes the
-    file once ClearML copied it.
-    """
-    handle, path = tempfile.mkstemp(prefix="tracking-clearml-", suffix=".png")
-    with os.fdopen(handle, "wb") as file:
-        file.write(encode_png(to_hwc_uint8(image)))
-    return path
-
-
-def _figure_file(figure: Any, **savefig_kwargs: Any) -> str:
-    handle, path = tempfile.mkstemp(prefix="tracking-clearml-", suffix=".png")
-    with os.fdopen(handle, "wb") as file:
-        file.write(figure_to_png(figure, **savefig_kwargs))
-    return path
 
 
 class ClearMLTracker(GeneralTracker):
@@ -194,70 +158,12 @@ class ClearMLTracker(GeneralTracker):
         if self.mode == "offline":
             Task.set_offline(offline_mode=True)
         report_from_a_thread(Task)
-        kwargs = {**QUIET_INIT, **self.init_kwargs}
-        if self.run_context is not None and self.run_context.system_metrics:
-            kwargs.setdefault("auto_resource_monitoring", False)  # the library's samples take its place
-        kwargs.setdefault("project_name", os.environ.get("CLEARML_PROJECT") or self.run_name)
-        kwargs.setdefault("task_name", os.environ.get("CLEARML_TASK") or self.run_name)
-        context = per_rank(self)
-        if context is not None:  # per-rank: one task per rank, tagged with the job
-            kwargs["task_name"] = rank_name(kwargs["task_name"], context)
-            kwargs["tags"] = [*(kwargs.get("tags") or []), *rank_tags(context)]
-        cache_dir = self._continue_saved_task(kwargs, cache_dir)
+        kwargs = init_keywords(self)
+        cache_dir = continue_saved_task(self, kwargs, cache_dir)
         with cache_dir_during_init(cache_dir):
             self._task = Task.init(**kwargs)
         self._logger = self._task.get_logger()
-        folder = self.offline_folder
-        if folder is not None:
-            notice(
-                f"clearml: offline session in {folder} (zipped at finish); import it into a server with "
-                f"`clearml-task --import-offline-session {folder}.zip`"
-            )
-        else:
-            notice(f"clearml: task {self._task.id} at {self._task.get_output_log_web_page()}")
-
-    def _continue_saved_task(self, kwargs: dict[str, Any], cache_dir: Path | None) -> Path | None:
-        """Point ``Task.init`` at the task saved by ``resume_state`` in an earlier process; returns the cache dir.
-
-        ``continue_last_task=0`` continues the task with the iterations as logged: ClearML's default offset
-        (its last iteration + 1) is unknown offline, where it would shift every later step by one. An offline
-        session is continued in its own folder, so its cache dir wins; ClearML would silently start an empty
-        session under a missing folder's id, so a missing folder means a new task.
-        """
-        resume = saved_resume(self, "task_id", "ClearML task", id_name="task", noun="task")
-        if resume is None:
-            return cache_dir
-        saved, task_id = resume
-        if "reuse_last_task_id" in self.init_kwargs or "continue_last_task" in self.init_kwargs:
-            chosen_instead(self, "task", "init_kwargs", "ClearML task", task_id)
-            return cache_dir
-        saved_mode = saved.get("mode")
-        if (saved_mode == "offline") != (self.mode == "offline"):
-            not_resumed(
-                self,
-                f"could not resume ClearML task {task_id} (it was recorded {saved_mode}, this run is {self.mode}; "
-                "import the offline session into the server first); started a new task",
-            )
-            return cache_dir
-        if self.mode == "offline":
-            folder = Path(saved.get("session_dir") or "")
-            if not saved.get("session_dir") or not folder.is_dir():
-                not_resumed(
-                    self,
-                    f"could not resume ClearML task {task_id} (its offline session {folder} is gone); started a new task",
-                )
-                return cache_dir
-            if cache_dir is not None:  # not the user's own cache: the session's, wherever logging_dir is now
-                cache_dir = folder.parent.parent  # <cache>/offline/<task id>
-        kwargs["reuse_last_task_id"], kwargs["continue_last_task"] = task_id, 0
-        return cache_dir
-
-    def _restore_environ(self) -> None:
-        for name, value in self._environ_before.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+        announce(self._task, self.offline_folder)
 
     # -- SDK objects -------------------------------------------------------------------------
     tracker = task = sdk_object(
@@ -277,42 +183,21 @@ class ClearMLTracker(GeneralTracker):
         # Hyperparameters: nested keys become "a/b", lists their text, and None becomes "".
         self._task.connect(values, name="General")
 
-    # -- metrics -----------------------------------------------------------------------------
     # -- run context (docs/run-context.md) ----------------------------------------------------------
     def log_run_context(self, context: dict[str, Any]) -> None:
         """ClearML's own script section (the task's *Execution* tab): repository, branch, commit,
         uncommitted changes, working directory and entry point (no ``git`` run: the values come
         captured); the whole context as the ``Run context`` configuration object."""
-        git = context.get("git") or {}
-        command = context.get("command") or {}
-        diff = None
-        if git.get("diff"):
-            try:
-                diff = Path(git["diff"]).read_text(encoding="utf-8", errors="replace")
-            except OSError:
-                diff = None
-        entry, working_dir = command.get("entry_point"), command.get("cwd")
-        root = git.get("root")
-        if root and entry and Path(entry).is_relative_to(root):
-            entry = str(Path(entry).relative_to(root))
-        if root and working_dir and Path(working_dir).is_relative_to(root):
-            working_dir = str(Path(working_dir).relative_to(root)) or "."
-        if git or entry:
+        fields = script_fields(context)
+        if fields is not None:
             from clearml.backend_api.services import tasks
 
             # A new script section: with repository detection off the task has none for set_script to edit.
-            script = tasks.Script(
-                repository=git.get("remote_url"),
-                branch=git.get("branch"),
-                version_num=git.get("commit"),
-                diff=diff,
-                working_dir=working_dir,
-                entry_point=entry,
-            )
-            self._task._update_script(script)
+            self._task._update_script(tasks.Script(**fields))
         text = json.dumps(context, indent=2, default=str)
         self._task.set_configuration_object("Run context", config_text=text, config_type="json")
 
+    # -- metrics -----------------------------------------------------------------------------
     def _pair(self, key: str) -> tuple[str, str]:
         pair = self._pairs.get(key)
         if pair is None:
@@ -374,7 +259,7 @@ class ClearMLTracker(GeneralTracker):
                 if not self.lossless_images and not (pixels.ndim == 3 and pixels.shape[-1] == 4):
                     self._logger.report_image(title, variant, iteration=step, image=pixels, **kwargs)
                     continue
-                path = _png_file(pixels)
+                path = png_file(pixels)
                 try:
                     self._logger.report_image(
                         title, variant, iteration=step, local_path=path, delete_after_upload=True, **kwargs
@@ -396,10 +281,7 @@ class ClearMLTracker(GeneralTracker):
             raise ValueError("`ClearMLTracker.log_table` requires that `data` to be supplied if `dataframe` is `None`")
         title, series = self._pair(table_name)
         if dataframe is None:
-            if not columns and data:  # accelerate: "the first entry in data will be the name of the columns"
-                columns, data = [str(name) for name in data[0]], data[1:]
-            columns, rows = table_rows(columns, data, None)
-            dataframe = [list(columns)] + [[_json_cell(cell) for cell in row] for row in rows]
+            dataframe = table_plot(columns, data)
         self._logger.report_table(title, series, iteration=step, table_plot=dataframe, **kwargs)
 
     def log_figure(self, figure: Any, name: str, step: int | None = None, **kwargs: Any) -> None:
@@ -408,7 +290,7 @@ class ClearMLTracker(GeneralTracker):
         if hasattr(figure, "to_plotly_json") or isinstance(figure, dict):
             self._logger.report_plotly(title, series, figure, iteration=step, **kwargs)
             return
-        path = _figure_file(figure, **kwargs)
+        path = figure_file(figure, **kwargs)
         try:
             self._logger.report_image(title, series, iteration=step, local_path=path, delete_after_upload=True)
         except BaseException:
@@ -419,8 +301,7 @@ class ClearMLTracker(GeneralTracker):
     def log_histogram(self, name: str, histogram: Histogram, step: int | None = None, **kwargs: Any) -> None:
         """A bar chart of the counts, one bar per bin at its centre and as wide as the bin (the Plots tab)."""
         title, series = self._pair(name)
-        centres = [(low + high) / 2 for low, high in itertools.pairwise(histogram.edges)]
-        widths = [high - low for low, high in itertools.pairwise(histogram.edges)]
+        centres, widths = bars(histogram)
         self._logger.report_histogram(
             title,
             series,
@@ -486,7 +367,7 @@ class ClearMLTracker(GeneralTracker):
             self._task.flush(wait_for_uploads=True)
         else:
             self._task.close()
-            self._restore_environ()
+            restore_environ(self._environ_before)
 
     # -- resume, read-back, notes ------------------------------------------------------------
     def resume_state(self) -> dict[str, Any] | None:

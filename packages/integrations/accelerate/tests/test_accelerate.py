@@ -278,7 +278,7 @@ def test_documentation_examples_run(tmp_path, run_docs_page):
 
 def test_clearml_values_without_a_step_are_single_values_as_in_accelerate(tmp_path, monkeypatch):
     pytest.importorskip("tracking_clearml")
-    from tracking_clearml.session import OfflineSession
+    from tracking_clearml.reader import OfflineSession
 
     monkeypatch.setenv("CLEARML_CONFIG_FILE", str(tmp_path / "no-clearml.conf"))  # no server: an offline session
     accelerator = Accelerator(cpu=True, log_with=["clearml", "jsonl"], project_dir=tmp_path)

@@ -5,7 +5,7 @@ reads its documented files directly: ``task.json`` (task fields, ``hyperparams``
 ``metrics.jsonl`` (each line a JSON list of events) and ``log.jsonl`` (console text). Used by the tests
 and by anyone who wants to look at an offline run without uploading it::
 
-    from tracking_clearml.session import OfflineSession
+    from tracking_clearml.reader import OfflineSession
 
     session = OfflineSession("runs/clearml/offline/offline-1234.zip")
     session.scalars()["train/loss"]         # {step: value}
