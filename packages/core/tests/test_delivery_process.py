@@ -40,8 +40,26 @@ def test_backends_run_in_the_delivery_process_and_deliver_everything(tmp_path):
     summary = JournalSummary(run.run_dir)
     assert _points(run.run_dir) == list(range(2000))
     assert summary.config == {"lr": 0.1, "late": 1} and summary.finished
-    with pytest.raises(RuntimeError, match="delivery process"):
-        run.get_tracker("jsonl", unwrap=True)
+
+
+def test_unwrapping_a_backend_hands_it_back_to_the_training_process(tmp_path):
+    """``get_tracker(name, unwrap=True)`` under ``delivery="process"``: the backend moves here (its SDK object is
+    this process's), every record logged before, during and after the move reaches it once, in order, and the
+    other backends stay in the delivery process."""
+    run = Dispatcher(log_with=["jsonl"], logging_dir=tmp_path, delivery="process")
+    run.init_trackers("p", config={"lr": 0.1})
+    for step in range(500):
+        run.log({"loss": float(step)}, step=step)
+    writer = run.get_tracker("jsonl", unwrap=True)
+    assert writer is not None and run.get_tracker("jsonl", unwrap=True) is writer  # the SDK object, here
+    assert run.get_tracker("jsonl")._writer is writer  # the tracker object here now writes the journal
+    for step in range(500, 1000):
+        run.log({"loss": float(step)}, step=step)
+    report = run.finish()
+    assert report.ok, str(report)
+    assert _points(run.run_dir) == list(range(1000))
+    assert JournalSummary(run.run_dir).finished
+    assert any("handed back" in note for note in report.backends["jsonl"].notes)
 
 
 @pytest.mark.parametrize(("setting", "lowered_by"), [(None, 10), ("19", 19), ("0", 0)])

@@ -57,6 +57,9 @@ class DeliveryLink:
         on_full: str = "block",
     ) -> None:
         self.workers: dict[str, RemoteWorker] = {}
+        #: where a record for every backend goes: ``None`` (all of them) until one is handed back to the
+        #: training process, then the others by name
+        self._everyone: tuple[str, ...] | None = None
         self._queue: queue.SimpleQueue[Any] = (
             queue.SimpleQueue()
         )  # (record or control message, targets) pairs; None: stop
@@ -123,10 +126,18 @@ class DeliveryLink:
 
     def put_all(self, record: Any) -> None:
         """The hot path: one record for every backend in the delivery process."""
+        targets = self._everyone
         if self._queue.qsize() >= self._maxsize:
-            self.enqueue(record, None)
+            self.enqueue(record, targets)
         else:
-            self._queue.put((record, None))
+            self._queue.put((record, targets))
+
+    def hand_back(self, name: str, end: tuple[str, float | None]) -> None:
+        """Finish ``name`` in the delivery process, after everything sent to it so far; nothing sent later
+        goes to it (the training process runs that backend from now on). Under the run's lock, as ``log``."""
+        kept = self.workers if self._everyone is None else self._everyone
+        self._everyone = tuple(other for other in kept if other != name)
+        self.finish([name], end)
 
     def flush_async(self, event: threading.Event, names: list[str]) -> None:
         """Set ``event`` once the named backends made everything sent before it durable."""

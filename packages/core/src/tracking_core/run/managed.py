@@ -15,7 +15,7 @@ from ..delivery.worker import ManagedMixin, direct_arguments
 from ..intake.record import Record
 from ..intake.values import snapshot
 from ..notices import logger, warn_once
-from . import calls, closing
+from . import calls, closing, process_mode
 
 if TYPE_CHECKING:
     from .dispatcher import Dispatcher
@@ -107,11 +107,8 @@ def held_tracker(run: Dispatcher, name: str, unwrap: bool) -> Any:
     for worker in run.state.all_workers:
         if worker.name == name and name not in run.state.internal:
             if unwrap:
-                if getattr(worker, "delivery", None) is None:  # a RemoteWorker: the SDK lives elsewhere
-                    raise RuntimeError(
-                        f"get_tracker({name!r}, unwrap=True): with delivery='process' the {name} SDK object lives "
-                        "in the delivery process; use delivery='thread' to work with it directly"
-                    )
+                if getattr(worker, "delivery", None) is None:  # a RemoteWorker: the SDK lives in the delivery process
+                    worker = process_mode.hand_back(run, worker)
                 if not worker.started.wait(UNWRAP_TIMEOUT):
                     logger.warning("backend %r has not started after %.0f s", name, UNWRAP_TIMEOUT)
                 return worker.tracker.tracker

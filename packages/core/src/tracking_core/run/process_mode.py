@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..contract.selection import construct_tracker
 from ..contract.tracker import GeneralTracker, RunContext
@@ -179,3 +179,83 @@ def delivery_died(run: Dispatcher, link: Any, why: str) -> None:
             every=[replacements.get(w, w) for w in run.state.all_workers],
         )
         run.state.link = None
+
+
+class _Arriving:
+    """Holds a backend's place while it moves from the delivery process to this one: what is logged meanwhile
+    waits here, in order, and goes to its new worker first."""
+
+    def __init__(self, tracker: GeneralTracker) -> None:
+        self.tracker = tracker
+        self.name = tracker.name
+        self.records: list[Any] = []
+        self.put = self.records.append
+
+
+def hand_back(run: Dispatcher, remote: Any) -> ManagedMixin:
+    """``get_tracker(name, unwrap=True)`` for a backend in the delivery process: it comes to this process.
+
+    The delivery process delivers what it was sent, flushes and ends that backend's SDK run; this process
+    reopens the same run (the backend's resume state) in a worker of its own, from the backend's cursor,
+    catching up from the journal on anything the delivery process did not store. Records logged meanwhile
+    wait and follow in order. The other backends stay in the delivery process.
+    """
+    from ..process.host import load_class
+    from ..store.cursor import NOWHERE, CursorFile, cursor_name
+    from . import managed, setup  # they import this module
+
+    session, link, name = run.state.session, run.state.link, remote.name
+    assert session is not None and link is not None  # a remote backend belongs to a started run with a link
+    path, kwargs = run.state.remote[name]
+    tracker = construct_tracker(load_class(path), str(run.project_name), run.logging_dir, kwargs)
+    arriving = _Arriving(tracker)
+    stand_in = cast(ManagedMixin, arriving)
+    with run.state.lock:
+        link.hand_back(name, ("finished", None))
+        run.state.set_workers(
+            [stand_in if worker is remote else worker for worker in run.state.workers],
+            [*run.state.puts, arriving.put],
+        )
+        before = run.state.seq + 1
+    if not remote.finished.wait(run.options.finish_timeout):
+        raise RuntimeError(
+            f"get_tracker({name!r}, unwrap=True): the delivery process did not let go of {name} within "
+            f"{run.options.finish_timeout:.0f} s; its SDK object stays there"
+        )
+    assert remote.tracker.run_context is not None
+    # the rewind, if any, was applied over there: applying it again would purge this timeline
+    tracker.run_context = remote.tracker.run_context._replace(resume=remote.resume_state, rewind=None)
+    cursor, step, handed, _ = CursorFile.read(Path(str(run.run_dir)) / cursor_name(name)) or NOWHERE
+    delivery_for = functools.partial(
+        setup.delivery_for,
+        run,
+        cursor=cursor,
+        cursor_step=step,
+        handed=handed,
+        backlog=session.sources(name),  # what the delivery process did not store, from before the hand-back
+        before=before,
+    )
+    worker = run.make_worker(tracker, delivery_for)
+    worker.report.delivered += remote.report.delivered
+    worker.report.notes.append("handed back from the delivery process to this one by get_tracker(unwrap=True)")
+    if remote.resume_state is None:  # the backend cannot reopen a run: what came before is in its first one
+        warn_once(
+            name,
+            "get_tracker",
+            f"{name} cannot reopen its run: the points logged before get_tracker(unwrap=True) stay in the run the "
+            "delivery process ended, the later ones go to a new one (use delivery='thread' to keep one run)",
+            reason="hand-back-new-run",
+        )
+        worker.report.notes.append(f"a new {name} run from the hand-back on: {name} cannot reopen a run")
+    worker.manage(functools.partial(managed.direct_call, run))
+    worker.launch()
+    with run.state.lock:
+        for record in arriving.records:
+            worker.put(record)
+        run.state.set_workers(
+            [worker if item is stand_in else item for item in run.state.workers],
+            [worker.put if put == arriving.put else put for put in run.state.puts],
+            every=[worker if item is remote else item for item in run.state.all_workers],
+        )
+        remote.replacement = worker
+    return worker
