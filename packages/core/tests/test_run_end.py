@@ -130,3 +130,17 @@ def test_show_of_a_journal_without_run_json_says_what_the_journal_says(tmp_path)
     run.finish()
     (Path(run.run_dir) / "run.json").unlink()
     assert show(run.run_dir).splitlines()[1].endswith("   finished")
+
+
+def test_a_copy_made_by_replay_new_run_starts_each_backend_when_the_original_began(tmp_path, memory):
+    """``tracking replay --new-run``: the backends' run starts at the original's start (``run_context.started``),
+    so a copy's duration is the original's, not the seconds the copy took."""
+    from tracking_core.cli.replay import replay
+
+    original = tracking_core.init("copied", log_with=["jsonl"], logging_dir=tmp_path / "runs")
+    original.log({"loss": 1.0}, step=0)
+    original.finish()
+    began = json.loads((original.run_dir / "run.json").read_text())["started"]
+    replay(original.run_dir / "journal.jsonl", ["memory"], new_run=True, progress=False)
+    copy = MemoryTracker.runs[-1]
+    assert copy.run_context is not None and copy.run_context.started == began

@@ -242,12 +242,12 @@ def _replay_into_new_run(
         logging_dir = path.parent.parent.parent  # <logging_dir>/<project>/<run_id>/journal.jsonl
     # the copy carries the original run's context and samples, not this process's
     run = Dispatcher(log_with=targets, logging_dir=logging_dir, system_metrics=False, context=False)
+    run.state.started = _source_started(path, header)  # the copy began when the original did (each backend's start)
     config = journal_config(path) or None
     run.init_trackers(project or header.get("project") or "replay", config=config)
     if run.state.session is not None and run.state.session.writes:
         manifest = run.state.session.manifest
         manifest.extra["replay_of"] = str(header.get("run_id") or path)
-        manifest.started = _source_started(path, header) or manifest.started  # the copy began when the original did
         sent = _carry_run_folder_records(path.parent, manifest)
         manifest.write()
         if sent is not None:  # the original's backends got its context: so do the copy's

@@ -72,6 +72,8 @@ def init_trackers(
         if run.world_size > 1 and run.state.replay_sources is None:
             publish_run_id(root / run.project_name, run.project_name, session.run_id)
     run.state.session = session
+    if run.state.started is not None and session.writes:
+        session.manifest.started = run.state.started
     run.run_dir, run.resumed = session.run_dir, session.resumed
     if session.writes and not run.resumed and run.state.replay_sources is None:
         warn_about_predecessor(session.run_dir)

@@ -61,6 +61,8 @@ class RunState:
     session: RunSession | None = None
     #: the journal a ``tracking replay`` delivers, in place of this run's own records
     replay_sources: list[Path] | None = None
+    #: when the run began, for a copy of an earlier run (``tracking replay --new-run``): its start, not now
+    started: float | None = None
     #: a direct call on one managed tracker: the backend it is for (per thread)
     only: threading.local = field(default_factory=threading.local)
     #: the delivery process, when there is one
