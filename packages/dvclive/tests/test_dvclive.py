@@ -18,7 +18,7 @@ from tracking_core.notices import reset_warnings
 from tracking_core.testing.images import assert_read_back, image_layouts
 from tracking_core.testing.resume import finished_run, log_loss, loss, started_tracker, state_of_a_killed_run
 from tracking_dvclive import DVCLiveTracker
-from tracking_dvclive.tracker import safe_path
+from tracking_dvclive.names import safe_path
 
 
 @pytest.fixture(autouse=True)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from tracking_core.cli import main
-from tracking_core.journal import read_journal
+from tracking_core.store.journal import read_journal
 from tracking_core.testing.sdk_runs import write_dvclive
 from tracking_core.testing.transfer import (
     CANONICAL_CONFIG,

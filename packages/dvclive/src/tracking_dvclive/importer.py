@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from tracking_core.transfer.model import Media, Point, SourceError, SourceRun
+from tracking_core.kit import Media, Point, SourceError, SourceRun
 
 _MARKERS = ("params.yaml", "metrics.json", "plots")
 _STEP_IMAGE = re.compile(r"^(\d+)(?:_(\d+))?\.(png|jpe?g)$")

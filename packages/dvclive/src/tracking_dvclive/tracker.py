@@ -22,52 +22,36 @@ resume                 the same folder with ``Live(resume=True)``: rows are appe
 
 from __future__ import annotations
 
-import hashlib
 import numbers
 import os
-import re
 import shutil
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from tracking_core import GeneralTracker, flatten_config, notice, stringify, warn_once
-from tracking_core.adapters import figure_to_png, image_list, merge_config, to_hwc_uint8
-from tracking_core.kit.sdk import sdk_object
-from tracking_core.paths import MAX_NAME_LENGTH, check_artifact_path, warn_links_leaving
+from tracking_core import GeneralTracker
+from tracking_core.kit import (
+    check_artifact_path,
+    figure_to_png,
+    flatten_config,
+    image_list,
+    merge_config,
+    notice,
+    sdk_object,
+    stringify,
+    to_hwc_uint8,
+    warn_links_leaving,
+    warn_once,
+)
 
 from . import rows
-from .offline import offline_live_class
-from .rows import is_sample_file
+from .names import MetricNames, safe_path
+from .reader import read_history, read_images
+from .rewind import rewind_files
+from .startup import LIVE_OPTIONS, REPO_ONLY_OPTIONS, default_dir, open_live, stop_given_monitor
 
-#: ``dvclive.Live`` arguments that need a DVC repository or git (experiments, caching): never passed on.
-_REPO_ONLY_OPTIONS = ("save_dvc_exp", "dvcyaml", "cache_images", "exp_name", "exp_message")
-#: ``dvclive.Live`` arguments passed on as given.
-_LIVE_OPTIONS = ("resume", "report", "monitor_system")
-_MONITOR_REPLACED = "DVCLive's monitor_system is off: the run's own system samples (system_metrics=True) replace it"
 #: ``Live.log_metric`` keywords a caller may pass through ``log(..., **kwargs)`` (as accelerate does).
 _METRIC_KEYWORDS = ("timestamp", "plot")
-_UNSAFE = re.compile(r"[\\:\x00-\x1f\x7f]")
-_IMAGE_FILE = re.compile(r"^(\d+)(?:_(\d+))?\.png$")
-
-
-def _safe_segment(segment: str) -> str:
-    """One folder or file name DVCLive can create inside its folder, whatever the key held."""
-    segment = _UNSAFE.sub("_", segment)
-    if segment in (".", ".."):
-        segment = segment.replace(".", "_")
-    # room for DVCLive's ".tsv"; a cut name keeps a digest so two long keys stay two files
-    limit = MAX_NAME_LENGTH - 4
-    if len(segment.encode()) > limit:
-        digest = hashlib.sha1(segment.encode(), usedforsecurity=False).hexdigest()[:10]
-        segment = segment.encode()[: limit - 11].decode(errors="ignore") + "-" + digest
-    return segment
-
-
-def safe_path(key: str) -> str:
-    """``key`` as a relative ``/``-path that stays inside DVCLive's folder (``..``, ``/abs``, ``a//b`` cannot)."""
-    parts = [_safe_segment(part) for part in str(key).split("/") if part]
-    return "/".join(parts) or "_"
 
 
 class DVCLiveTracker(GeneralTracker):
@@ -119,35 +103,24 @@ class DVCLiveTracker(GeneralTracker):
         **kwargs: Any,
     ) -> None:
         super().__init__()
-        unknown = sorted(set(kwargs) - {"dir", *_LIVE_OPTIONS, *_REPO_ONLY_OPTIONS})
+        unknown = sorted(set(kwargs) - {"dir", *LIVE_OPTIONS, *REPO_ONLY_OPTIONS})
         if unknown:
-            raise TypeError(f"DVCLiveTracker got unknown arguments {unknown}; dvclive.Live takes dir, {_LIVE_OPTIONS}")
+            raise TypeError(f"DVCLiveTracker got unknown arguments {unknown}; dvclive.Live takes dir, {LIVE_OPTIONS}")
         self.run_name = run_name
         self.logging_dir = Path(logging_dir) if logging_dir is not None else None
         self._given_live = live
         self._live: Any = live
         self._explicit_dir = kwargs.pop("dir", None)
-        self._ignored = sorted(key for key in _REPO_ONLY_OPTIONS if kwargs.pop(key, None))
-        self.live_kwargs = {key: kwargs[key] for key in _LIVE_OPTIONS if key in kwargs}
+        self._ignored = sorted(key for key in REPO_ONLY_OPTIONS if kwargs.pop(key, None))
+        self.live_kwargs = {key: kwargs[key] for key in LIVE_OPTIONS if key in kwargs}
         #: The DVCLive folder (known once started).
         self.dir: Path | None = Path(live.dir) if live is not None else None
         self._config: dict[str, Any] = {}
-        self._names: dict[str, str] = {}  # key -> metric name in DVCLive's folder
-        self._leaves: set[tuple[str, ...]] = set()
-        self._prefixes: set[tuple[str, ...]] = set()
+        self._names = MetricNames()
         self._last_step: int | None = None
         self._finished = False
 
     # -- start ---------------------------------------------------------------------------------------
-    def _default_dir(self) -> Path:
-        context = self.run_context
-        if self._explicit_dir is not None:
-            return Path(self._explicit_dir)
-        if context is not None:
-            earlier = (context.resume or {}).get("dir")
-            return Path(earlier) if earlier else Path(context.run_dir) / "dvclive"
-        return self.logging_dir / "dvclive" if self.logging_dir is not None else Path("dvclive")
-
     def start(self) -> None:
         if self._ignored:
             warn_once(
@@ -158,34 +131,12 @@ class DVCLiveTracker(GeneralTracker):
             )
             self.add_note(f"ignored dvclive options that need a DVC repository: {', '.join(self._ignored)}")
         if self._live is None:
-            from dvclive import Live  # the SDK import happens here, in the backend's worker thread
-
-            self.dir = self._default_dir()
-            kwargs = dict(self.live_kwargs)
-            context = self.run_context
-            if context is not None and (context.resume or {}).get("dir"):
-                kwargs["resume"] = True  # the earlier process's rows and params stay
-            if context is not None and context.system_metrics:  # the samples replace DVCLive's own monitor
-                if kwargs.pop("monitor_system", False):
-                    self.add_note(_MONITOR_REPLACED)
-            self._live = offline_live_class(Live)(dir=str(self.dir), save_dvc_exp=False, dvcyaml=None, **kwargs)
-            self._learn_names()  # a resumed folder's metric names hold their places in metrics.json
-            for path in self._live.__dict__.get("unreadable", ()):
-                self.add_note(f"{path} could not be read (a process died writing it): rewritten, the .tsv rows kept")
+            self.dir = default_dir(self, self._explicit_dir)
+            self._live = open_live(self, self.dir)
+            self._names.learn(Path(self._live.plots_dir) / "metrics")  # a resumed folder's names hold their places
         elif self.run_context is not None and self.run_context.system_metrics:
-            monitor = getattr(self._live, "_system_monitor", None)
-            if monitor is not None:  # a given Live's own monitor
-                monitor.end()
-                self._live._system_monitor = None
-                self.add_note(_MONITOR_REPLACED)
+            stop_given_monitor(self, self._live)
         notice(f"dvclive: run folder {self.dir}; view with: dvc plots show {self.dir}/plots/metrics")
-
-    def _learn_names(self) -> None:
-        root = Path(self._live.plots_dir) / "metrics"
-        for path in root.rglob("*.tsv") if root.is_dir() else ():
-            name = path.relative_to(root).with_suffix("").as_posix()
-            self._claim(tuple(name.split("/")))
-            self._names[name] = name
 
     # -- the SDK object ------------------------------------------------------------------------------
     tracker = live = sdk_object(
@@ -193,28 +144,8 @@ class DVCLiveTracker(GeneralTracker):
     )
 
     # -- keys ----------------------------------------------------------------------------------------
-    def _claim(self, parts: tuple[str, ...]) -> None:
-        self._leaves.add(parts)
-        self._prefixes.update(parts[:end] for end in range(1, len(parts)))
-
-    def _clashes(self, parts: tuple[str, ...]) -> bool:
-        """DVCLive nests ``metrics.json`` by ``/``: ``a`` and ``a/b`` cannot both hold a value there."""
-        return parts in self._prefixes or any(parts[:end] in self._leaves for end in range(1, len(parts)))
-
     def _metric_name(self, key: str) -> str:
-        name = self._names.get(key)
-        if name is not None:
-            return name
-        name = safe_path(key)
-        parts = tuple(name.split("/"))
-        if parts not in self._leaves and self._clashes(parts):
-            name = name.replace("/", "_")
-            while (name,) in self._prefixes:  # a flat name already a leaf is this key's own series after a resume
-                name += "_"
-            parts = (name,)
-        self._claim(parts)
-        self._names[key] = self._names[name] = name
-        return name
+        return self._names.name(key)
 
     def sanitize_key(self, key: str) -> str:
         """The key as a path inside DVCLive's folder (``..``, ``:`` and over-long names rewritten), and not
@@ -374,17 +305,8 @@ class DVCLiveTracker(GeneralTracker):
     def rewind(self, step: int) -> str:
         """DVCLive's files are plain: the rows at ``step`` or later leave each ``.tsv`` (rewritten atomically)
         and the images from ``step`` on are removed, so ``dvc plots`` shows each step once."""
-        rows = images = 0
-        root = self._plots()
-        for path in sorted((root / "metrics").rglob("*.tsv")) if (root / "metrics").is_dir() else ():
-            if not is_sample_file(path.relative_to(root / "metrics").as_posix()):  # samples: not at steps
-                rows += _cut_rows(path, step)
-        for path in list((root / "images").rglob("*.png")) if (root / "images").is_dir() else ():
-            match = _IMAGE_FILE.match(path.name)
-            if match and int(match.group(1)) >= step:
-                path.unlink()
-                images += 1
-        return f"rewound to step {step}: {rows} rows and {images} images from step {step} on were removed from DVCLive's files"
+        removed, images = rewind_files(self._plots(), step)
+        return f"rewound to step {step}: {removed} rows and {images} images from step {step} on were removed from DVCLive's files"
 
     def resume_state(self) -> dict[str, Any] | None:
         return {"dir": str(Path(self._live.dir).absolute())} if self._live is not None else None
@@ -396,20 +318,7 @@ class DVCLiveTracker(GeneralTracker):
     def read_back_history(self) -> dict[str, list[tuple[int, Any]]]:
         """Every numeric row of the run's ``plots/metrics/*.tsv`` files, in file order (a step logged
         twice shows twice); DVCLive's ``"nan"``/``"inf"`` read back as floats, text rows are left out."""
-        import csv
-
-        history: dict[str, list[tuple[int, Any]]] = {}
-        root = self._plots() / "metrics"
-        for path in sorted(root.rglob("*.tsv")) if root.is_dir() else ():
-            name = path.relative_to(root).with_suffix("").as_posix()
-            with path.open(encoding="utf-8", newline="") as file:
-                for row in csv.DictReader(file, delimiter="\t"):
-                    try:
-                        value = float(row[path.stem])
-                    except (KeyError, TypeError, ValueError):
-                        continue
-                    history.setdefault(name, []).append((int(row["step"]), value))
-        return history
+        return read_history(self._plots())
 
     def read_back_system_metrics(self) -> dict[str, list[tuple[int, float]]]:
         """The rows of ``plots/metrics/system/*.tsv`` (DVCLive's monitor's, or the samples at step = their
@@ -422,43 +331,4 @@ class DVCLiveTracker(GeneralTracker):
 
     def read_back_images(self) -> dict[str, list[tuple[int, Any]]]:
         """Every PNG under ``plots/images/<key>/``, per key, as ``(step, HW or HWC uint8 array)``."""
-        import numpy as np
-        from PIL import Image
-
-        root = self._plots() / "images"
-        found: list[tuple[str, int, int, Path]] = []
-        for path in root.rglob("*.png") if root.is_dir() else ():
-            match = _IMAGE_FILE.match(path.name)
-            if match:
-                key = path.parent.relative_to(root).as_posix()
-                found.append((key, int(match.group(1)), int(match.group(2) or 0), path))
-        images: dict[str, list[tuple[int, Any]]] = {}
-        for key, step, _index, path in sorted(found):
-            with Image.open(path) as image:
-                images.setdefault(key, []).append((step, np.asarray(image)))
-        return images
-
-
-def _cut_rows(path: Path, step: int) -> int:
-    """Rewrite a DVCLive ``.tsv`` without its rows at ``step`` or later; how many went."""
-    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
-    if not lines:
-        return 0
-    try:
-        column = lines[0].rstrip("\r\n").split("\t").index("step")
-    except ValueError:
-        return 0
-    kept = [lines[0]]
-    for line in lines[1:]:
-        fields = line.rstrip("\r\n").split("\t")
-        try:
-            if int(fields[column]) >= step:
-                continue
-        except (IndexError, ValueError):
-            pass
-        kept.append(line)
-    if len(kept) < len(lines):
-        temporary = path.with_name(f".{path.name}.{os.getpid()}")
-        temporary.write_text("".join(kept), encoding="utf-8")
-        os.replace(temporary, path)
-    return len(lines) - len(kept)
+        return read_images(self._plots())
