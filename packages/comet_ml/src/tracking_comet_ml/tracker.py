@@ -22,7 +22,8 @@ contract                    comet_ml
 ``log_artifact(s)``         ``log_asset`` / ``log_asset_folder``
 ``log_system_metrics``      ``log_metric("sys.<name>", value, step=<sample index>, include_context=False)``:
                             where Comet's own monitor puts its ``sys.*`` metrics (its *System metrics*)
-``flush`` / ``finish``      ``experiment.flush()`` / ``experiment.end()`` (offline: writes the archive)
+``flush`` / ``finish``      ``experiment.flush()`` / ``experiment.end()`` (offline: writes the archive);
+                            a crashed or killed run reported as crashed first (:mod:`tracking_comet_ml.ending`)
 ``resume_state``            ``{"experiment_key", "mode", "offline_directory", "data_dir", ...}``; a resumed
                             run: ``comet_ml.start(experiment_key=<saved>, mode="get")`` offline (an archive
                             that appends to the experiment on upload), ``mode="get_or_create"`` online
@@ -45,6 +46,7 @@ from tracking_core.kit import RUN_CONTEXT_KEY, check_name, figure_to_png, image_
 
 from . import context_panels
 from .archive import archive_name, drain_offline_streamer
+from .ending import report_end, set_start, stamp_stop_time
 from .media import comet_histogram, image_bytes, table_csv
 from .reader import archives_of, read_history, read_images, sample_key, system_metric_name
 from .startup import (
@@ -180,6 +182,8 @@ class CometMLTracker(GeneralTracker):
                 Path(directory).expanduser().mkdir(parents=True, exist_ok=True)
             self._experiment = create_experiment(comet_ml, dict(start_kwargs, online=False))
             self.mode = "offline" if self.fallback_reason is None else "offline-fallback"
+            started = self.run_context.started if self.run_context is not None else None
+            set_start(self._experiment, started, appending=bool(start_kwargs.get("experiment_key")))
         else:
             self.mode = "online"
         announce(self._experiment, self.mode)
@@ -359,6 +363,8 @@ class CometMLTracker(GeneralTracker):
             return
         self._finished = True
         alive = experiment.alive
+        if alive and not report_end(experiment, self.run_end):
+            self.add_note(f"this Comet release has no crash report: not told the run ended {self.run_end.status!r}")
         experiment.end()  # offline: waits for the streamer, then writes the zip
         if self.mode != "online" and alive:
             # A resumed experiment has one archive per process: this one's is named by Comet, else the newest.
@@ -370,6 +376,7 @@ class CometMLTracker(GeneralTracker):
                     f"comet_ml: no offline archive for {experiment.get_key()} in {experiment.offline_directory}"
                 )
             self.archive_path = archives[-1]
+            stamp_stop_time(self.archive_path, self.run_end.ended)
 
     # -- resume, read-back, notes ------------------------------------------------------------
     def resume_state(self) -> dict[str, Any] | None:
