@@ -11,7 +11,7 @@ from pathlib import Path
 import torch
 from tracking_core.store.journal import JournalSummary
 from tracking_lightning import TrackingLogger
-from tracking_lightning.logger import checkpoint_step
+from tracking_lightning.checkpoints import checkpoint_step
 
 BATCHES = 2
 

@@ -19,57 +19,28 @@ threads with: it finishes the run (delivers, closes the backends, joins every th
 
 from __future__ import annotations
 
-import json
 import os
 import threading
-import weakref
 from argparse import Namespace
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import tracking_core
+from tracking_core import GeneralTracker, TrackingError, TrackingWarning
+from tracking_core.kit import notice, warn_once
 
 from ._lightning import Logger, rank_zero_experiment, rank_zero_only
+from .checkpoints import checkpoint_step, checkpoints_of, ckpt_path_of_fit, log_checkpoints, run_of_checkpoint
+from .runs import by_name, is_open, open_runs, open_runs_lock, stoppable_threads
+
+if TYPE_CHECKING:
+    from tracking_core import Dispatcher, FinishReport
 
 DEFAULT_PROJECT = "lightning_logs"  # the folder name Lightning's own loggers use
 #: Bound on the flush a pickled running logger makes, so that the copy's reopened run starts after it.
 PICKLE_FLUSH_TIMEOUT = 30.0
 #: Between a prefix and a metric key, as in Lightning's own loggers.
 LOGGER_JOIN_CHAR = "-"
-
-#: The runs loggers of this process hold open, by (logging dir, project, run id): a copy of a logger
-#: made in this process (``copy.deepcopy``, pickle) logs into the open run instead of reopening it.
-_open_runs: weakref.WeakValueDictionary[tuple[str, str, str], tracking_core.Dispatcher] = weakref.WeakValueDictionary()
-_open_runs_lock = threading.Lock()
-
-
-def _is_open(run: tracking_core.Dispatcher) -> bool:
-    """False once ``finish()`` started, by whichever holder of the run called it."""
-    return not getattr(run, "_finishing", False)
-
-
-class _FinishRun:
-    """A run thread's ``stop()``: finish the run it serves (once; later calls find it finished)."""
-
-    def __init__(self, run: tracking_core.Dispatcher) -> None:
-        self.run = run
-
-    def __call__(self) -> None:
-        if not _is_open(self.run):
-            return
-        try:
-            self.run.finish()
-        except tracking_core.TrackingError as error:  # on_error="raise": stopping a thread must not raise
-            tracking_core.notice(f"lightning: finishing the run on stop() failed: {error}")
-
-
-def _stoppable_threads(run: tracking_core.Dispatcher, before: set[threading.Thread]) -> None:
-    """Give the threads ``run`` started (its backends' workers, the system-metrics sampler, the context
-    capture; all daemons named ``tracking-*``) a ``stop()`` that finishes the run."""
-    stop = _FinishRun(run)
-    for thread in threading.enumerate():
-        if thread not in before and thread.daemon and thread.name.startswith("tracking-"):
-            setattr(thread, "stop", stop)  # noqa: B010  # threading.Thread declares no such attribute
 
 
 class TrackingLogger(Logger):
@@ -78,7 +49,7 @@ class TrackingLogger(Logger):
     ``log_with``, ``logging_dir`` (default ``./runs``), ``config`` (keys of your own, stored with the
     hyperparameters), ``init_kwargs`` and ``options`` (``on_error``, ``queue_size``, ...) are those of
     :func:`tracking_core.init`. ``name`` is the project, ``version`` the run id, ``experiment`` the
-    :class:`~tracking_core.Dispatcher` (for ``log_images``, ``log_table``, ``log_figure``,
+    :class:`~Dispatcher` (for ``log_images``, ``log_table``, ``log_figure``,
     ``log_artifact``), ``log_dir`` the run folder, where Lightning then puts the run's checkpoints.
 
     As in Lightning's ``TensorBoardLogger``: ``name`` (the same as ``project``), ``version`` (the id
@@ -103,7 +74,7 @@ class TrackingLogger(Logger):
     folder's ``logged-checkpoints/`` (copied where links are impossible), so the training loop
     never waits for an upload and the backends still find it after ``ModelCheckpoint`` deletes it.
     Only global rank 0 logs (Lightning's ``rank_zero_only``); :attr:`report` is the
-    :class:`~tracking_core.FinishReport` of the last ``finalize`` or :meth:`close`.
+    :class:`~FinishReport` of the last ``finalize`` or :meth:`close`.
 
     The logger pickles and deep-copies at any point (Lightning does both); the copy logs into the
     same run. :meth:`close` (or ``with TrackingLogger(...) as logger:``) finishes the run and joins
@@ -161,7 +132,7 @@ class TrackingLogger(Logger):
                 warnings.warn(
                     f"lightning: {os.fspath(ckpt_path)} was not written in a run of {self._project!r} under "
                     f"{self._logging_dir}; a new run starts (pass version=<run id> to continue one)",
-                    tracking_core.TrackingWarning,
+                    TrackingWarning,
                     stacklevel=2,
                 )
         if version is not None and rank_zero_only.rank == 0:
@@ -181,11 +152,11 @@ class TrackingLogger(Logger):
         self._config = dict(config or {})
         self._init_kwargs = init_kwargs
         self._options = options
-        self._run: tracking_core.Dispatcher | None = None
+        self._run: Dispatcher | None = None
         self._run_id: str | None = version
-        self.report: tracking_core.FinishReport | None = None
+        self.report: FinishReport | None = None
         #: The tracker objects of the open run, or of the last one once finalized.
-        self.trackers: list[tracking_core.GeneralTracker] = []
+        self.trackers: list[GeneralTracker] = []
 
     # -- identity ------------------------------------------------------------------------------------
     @property
@@ -215,10 +186,10 @@ class TrackingLogger(Logger):
     # -- the run -------------------------------------------------------------------------------------
     @property
     @rank_zero_experiment
-    def experiment(self) -> tracking_core.Dispatcher:
+    def experiment(self) -> Dispatcher:
         """The run's dispatcher, started on first use (reopened after it finished); a stand-in on other ranks."""
         run = self._run
-        if run is None or not _is_open(run):
+        if run is None or not is_open(run):
             self._run = None
             self._start(self._config or None)
             run = self._run
@@ -236,15 +207,15 @@ class TrackingLogger(Logger):
         options = dict(self._options)
         if reopen and self._resume_step is not None:
             options["resume_step"], self._resume_step = self._resume_step, None  # once: a later test() goes on
-        with _open_runs_lock:
-            shared = _open_runs.get(self._key()) if reopen else None
-            if shared is not None and _is_open(shared):  # a copy made in this process: the same open run
+        with open_runs_lock:
+            shared = open_runs.get(self._key()) if reopen else None
+            if shared is not None and is_open(shared):  # a copy made in this process: the same open run
                 self._run = shared
             else:
                 before = set(threading.enumerate())
                 self._run = tracking_core.init(
                     self._project,
-                    log_with=_by_name(self._log_with) if reopen else self._log_with,
+                    log_with=by_name(self._log_with) if reopen else self._log_with,
                     logging_dir=self._logging_dir,
                     config=None if reopen else config,
                     init_kwargs=self._init_kwargs,
@@ -252,8 +223,8 @@ class TrackingLogger(Logger):
                     **options,
                 )
                 self._run_id = self._run.run_id
-                _open_runs[self._key()] = self._run
-                _stoppable_threads(self._run, before)
+                open_runs[self._key()] = self._run
+                stoppable_threads(self._run, before)
         self.trackers = self._run.trackers
 
     def _adopt_fit_checkpoint(self) -> None:
@@ -273,15 +244,15 @@ class TrackingLogger(Logger):
         after what this one logged.
         """
         run = self._run
-        if run is not None and _is_open(run):
+        if run is not None and is_open(run):
             try:
                 run.flush(timeout=PICKLE_FLUSH_TIMEOUT)
-            except tracking_core.TrackingError as error:  # on_error="raise": the copy must still be made
-                tracking_core.notice(f"lightning: flush before copying the logger failed: {error}")
+            except TrackingError as error:  # on_error="raise": the copy must still be made
+                notice(f"lightning: flush before copying the logger failed: {error}")
         state = self.__dict__.copy()
         state["_run"] = None
         state["trackers"] = []  # SDK objects (writers, clients, modules) belong to the open run
-        state["_log_with"] = _by_name(self._log_with)
+        state["_log_with"] = by_name(self._log_with)
         state["_checkpoint_callback"] = None  # Lightning hands over a weak proxy; the next save hands it again
         return state
 
@@ -295,7 +266,7 @@ class TrackingLogger(Logger):
         if not self._log_model:
             return
         step = getattr(checkpoint_callback, "_last_global_step_saved", None)
-        for path in _checkpoints_of(checkpoint_callback):
+        for path in checkpoints_of(checkpoint_callback):
             self._checkpoint_steps.setdefault((path, os.path.getmtime(path)), step)
         if self._log_model == "all" or getattr(checkpoint_callback, "save_top_k", None) == -1:
             self._log_checkpoints(checkpoint_callback)
@@ -304,33 +275,7 @@ class TrackingLogger(Logger):
 
     def _log_checkpoints(self, callback: Any) -> None:
         """Every checkpoint file of ``callback`` not logged yet (or rewritten since), oldest first."""
-        run = self.experiment
-        if not isinstance(run.run_dir, os.PathLike):  # no run folder: nothing to link the files into
-            return
-        found = _checkpoints_of(callback)
-        for mtime, path in sorted((os.path.getmtime(path), path) for path in found):
-            if self._logged_checkpoints.get(path) == mtime:
-                continue
-            score, tag = found[path]
-            step = self._checkpoint_steps.get((path, mtime))
-            folder = (
-                f"step-{step}-{tag}" if step is not None else f"{tag}-{os.path.splitext(os.path.basename(path))[0]}"
-            )
-            staged = os.path.join(str(run.run_dir), "logged-checkpoints", folder)
-            target = _stage(path, staged)
-            metadata = {
-                "step": step,
-                "score": _number(score),
-                "monitor": getattr(callback, "monitor", None),
-                "tag": tag,
-                "original_filename": os.path.basename(path),
-            }
-            meta_path = os.path.join(staged, "checkpoint.json")
-            with open(meta_path, "w", encoding="utf-8") as file:
-                json.dump(metadata, file, indent=1)
-            run.log_artifact(target, artifact_path=f"checkpoints/{folder}")
-            run.log_artifact(meta_path, artifact_path=f"checkpoints/{folder}")
-            self._logged_checkpoints[path] = mtime
+        log_checkpoints(self.experiment, callback, self._checkpoint_steps, self._logged_checkpoints)
 
     # -- closing -------------------------------------------------------------------------------------
     @rank_zero_only
@@ -376,7 +321,7 @@ class TrackingLogger(Logger):
         run = self.experiment
         tensorboard = next((tracker for tracker in run.trackers if tracker.name == "tensorboard"), None)
         if tensorboard is None:
-            tracking_core.warn_once(
+            warn_once(
                 "lightning",
                 "log_graph",
                 "log_graph=True draws the graph in TensorBoard only, and this run has no tensorboard backend",
@@ -384,7 +329,7 @@ class TrackingLogger(Logger):
             return
         example = getattr(model, "example_input_array", None) if input_array is None else input_array
         if example is None:
-            tracking_core.warn_once(
+            warn_once(
                 "lightning",
                 "log_graph",
                 "log_graph=True needs model.example_input_array (or log_graph(model, input_array))",
@@ -413,125 +358,4 @@ class TrackingLogger(Logger):
         if self._run is not None:
             self.close()
             if status != "success":
-                tracking_core.notice(f"lightning: run {self._run_id} ended with status {status!r}")
-
-
-def _checkpoints_of(callback: Any) -> dict[str, tuple[Any, str]]:
-    """``ModelCheckpoint``'s files now: path -> (score, "latest" | "best" | "best_k"), best first."""
-    found: dict[str, tuple[Any, str]] = {}
-    for path, score in (getattr(callback, "best_k_models", None) or {}).items():
-        found[path] = (score, "best_k")
-    if getattr(callback, "best_model_path", ""):
-        found[callback.best_model_path] = (getattr(callback, "best_model_score", None), "best")
-    if getattr(callback, "last_model_path", "") and callback.last_model_path not in found:
-        found[callback.last_model_path] = (getattr(callback, "current_score", None), "latest")
-    return {path: value for path, value in found.items() if path and os.path.isfile(path)}
-
-
-def _number(value: Any) -> float | None:
-    """A score as a plain float (Lightning keeps tensors), for JSON."""
-    if value is None:
-        return None
-    try:
-        return float(value.item() if hasattr(value, "item") else value)
-    except (TypeError, ValueError):
-        return None
-
-
-def _stage(source: str, folder: str) -> str:
-    """``source`` in ``folder`` under the same name: a hard link (instant, and it outlives a deletion
-    of the original), or a copy when the two are on different file systems."""
-    os.makedirs(folder, exist_ok=True)
-    target = os.path.join(folder, os.path.basename(source))
-    if os.path.lexists(target):
-        os.unlink(target)
-    try:
-        os.link(source, target)
-    except OSError:
-        import shutil
-
-        shutil.copy2(source, target)
-    return target
-
-
-def run_of_checkpoint(
-    ckpt_path: str | os.PathLike[str], logging_dir: str | os.PathLike[str], project: str
-) -> str | None:
-    """The id of the run of ``project`` under ``logging_dir`` that wrote the Lightning checkpoint, or ``None``.
-
-    Looks at the file's own path and at the folders its callbacks' state names (``ModelCheckpoint``'s
-    ``dirpath``, ``best_model_path``, ``last_model_path``); tensors are memory-mapped, not read.
-    """
-
-    path = os.path.abspath(os.fspath(ckpt_path))
-    checkpoint = _load_checkpoint(path)
-    places: list[Any] = [path]
-    for state in (checkpoint.get("callbacks") or {}).values() if isinstance(checkpoint, dict) else ():
-        if isinstance(state, dict):
-            places += [state[key] for key in ("dirpath", "best_model_path", "last_model_path") if state.get(key)]
-    project_dir = os.path.abspath(os.path.join(os.fspath(logging_dir), project))
-    for place in places:
-        if not isinstance(place, str):
-            continue
-        inside = os.path.relpath(os.path.abspath(place), project_dir)
-        run_id = inside.split(os.sep)[0]
-        if not inside.startswith(os.pardir) and os.path.isfile(os.path.join(project_dir, run_id, "run.json")):
-            return run_id
-    return None
-
-
-def _load_checkpoint(path: str) -> Any:
-    """A Lightning checkpoint's contents, tensors memory-mapped (not read)."""
-    import torch
-
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"ckpt_path: {path} is not a file")
-    try:
-        return torch.load(path, map_location="cpu", mmap=True, weights_only=True)
-    except Exception:  # a checkpoint with pickled objects (hyperparameters): the Trainer loads it the same way
-        return torch.load(path, map_location="cpu", mmap=True, weights_only=False)
-
-
-def checkpoint_step(ckpt_path: str | os.PathLike[str]) -> int | None:
-    """The step the Trainer logs at next after restoring the checkpoint (the logger connector's step: the
-    training loop's ``_batches_that_stepped``, else the checkpoint's ``global_step``); ``None`` when it has none."""
-    checkpoint = _load_checkpoint(os.path.abspath(os.fspath(ckpt_path)))
-    if not isinstance(checkpoint, dict):
-        return None
-    loop = (((checkpoint.get("loops") or {}).get("fit_loop") or {}).get("epoch_loop.state_dict")) or {}
-    step = loop.get("_batches_that_stepped") if isinstance(loop, dict) else None
-    if step is None:
-        step = checkpoint.get("global_step")
-    return int(step) if isinstance(step, int) and step >= 0 else None
-
-
-def ckpt_path_of_fit(logger: Logger) -> str | None:
-    """The checkpoint a ``Trainer.fit(ckpt_path=...)`` now running with ``logger`` resumes from, or ``None``.
-
-    Lightning opens its loggers' runs (``experiment``, ``log_dir``) in the Trainer's set-up, before it
-    restores the checkpoint, and tells a logger nothing about it; the path is a local of the Trainer's
-    own frames (``_fit_impl``/``_run``) further up this call, resolved there (``"last"``, ``"best"``) to a file.
-    """
-    import sys
-
-    frame: Any = sys._getframe(1)
-    while frame is not None:
-        names = frame.f_code.co_varnames
-        if "ckpt_path" in names and "self" in names:
-            owner, path = frame.f_locals.get("self"), frame.f_locals.get("ckpt_path")
-            if any(candidate is logger for candidate in getattr(owner, "loggers", None) or ()):
-                fitting = getattr(getattr(owner, "state", None), "fn", None) == "fit"  # not validate/test/predict
-                if fitting and isinstance(path, (str, os.PathLike)) and os.path.isfile(path):
-                    return os.fspath(path)
-                return None
-        frame = frame.f_back
-    return None
-
-
-def _by_name(log_with: Any) -> Any:
-    """Tracker objects serve one run: a reopened run gets new ones of the same classes, built by name."""
-    if isinstance(log_with, tracking_core.GeneralTracker):
-        return log_with.name
-    if isinstance(log_with, (list, tuple)):
-        return [item.name if isinstance(item, tracking_core.GeneralTracker) else item for item in log_with]
-    return log_with
+                notice(f"lightning: run {self._run_id} ended with status {status!r}")
