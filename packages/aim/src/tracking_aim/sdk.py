@@ -1,8 +1,10 @@
-"""Aim's classes, imported safely from a worker thread, and the two storage chores Aim leaves to its caller."""
+"""Aim's classes, imported safely from a worker thread, and the storage chores Aim leaves to its caller."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from tracking_core.kit import notice
@@ -52,6 +54,42 @@ def drain_tracking_thread(run: Any) -> None:
     backlog = getattr(getattr(run.repo, "tracking_queue", None), "_queue", None)
     if backlog is not None:
         backlog.join()
+
+
+def run_containers(repo: Any, run_hash: str) -> Iterator[Any]:
+    """The RocksDB containers of one run (``<repo>/.aim/{meta,seqs}/chunks/<hash>``) that ``repo`` holds open.
+
+    Found by path: Aim 3.18 pools them as ``ContainerConfig("meta/chunks/<hash>", None, ...)``, later
+    releases as ``ContainerConfig("meta", "<hash>", ...)``. A remote repo holds none.
+    """
+    seen: set[int] = set()
+    for pool_name in ("container_pool", "container_view_pool", "persistent_pool"):
+        pool = getattr(repo, pool_name, None) or {}
+        for container in list(pool.values()):
+            path = getattr(container, "path", None)
+            if id(container) in seen or path is None or Path(path).name != run_hash:
+                continue
+            if Path(path).parent.name == "chunks":
+                seen.add(id(container))
+                yield container
+
+
+def release_run(repo: Any, run_hash: str) -> None:
+    """Close the run's containers in this process and take them out of the repo's pools, after ``Run.close``.
+
+    ``Run.close`` drops the run's own references but leaves the containers open until garbage
+    collection, each holding its RocksDB handle and so the database's ``LOCK``: another process cannot
+    reopen the run meanwhile. ``RocksContainer.close`` flushes and lets go of the handle (RocksDB closes
+    the database with it); a container asked for again afterwards is opened anew.
+    """
+    released = list(run_containers(repo, run_hash))
+    for container in released:
+        container.close()
+    for pool_name in ("container_pool", "container_view_pool", "persistent_pool"):
+        pool = getattr(repo, pool_name, None)
+        for config, container in list(pool.items()) if pool is not None else []:
+            if any(container is closed for closed in released):
+                pool.pop(config, None)
 
 
 def index_run(repo_path: str, run_hash: str) -> None:

@@ -13,7 +13,8 @@ per-rank runs                 -> the same experiment, run name ``<name>-rank<N>`
 ``log_system_metrics``        -> ``__system__<name>`` series (Aim's own system metrics), step = sample index
 ``flush``                     -> fsync of the run's RocksDB write-ahead logs; with an ``aim://`` server, waits
                                  until the server acknowledged every write Aim's client queued
-``finish``                    -> ``run.close()``
+``finish``                    -> finished: ``run.report_successful_finish()``; crashed or killed: the status as
+                                 ``run.log_error``; then ``run.close()`` and the run's RocksDB handles let go
 """
 
 from __future__ import annotations
@@ -45,7 +46,8 @@ from .media import artifact_name, image_and_caption, is_single_image, markdown_t
 from .older.v3_18 import has_artifacts
 from .older.v3_25 import artifacts_uri
 from .run_context import system_params
-from .sdk import Sdk, drain_tracking_thread, load_sdk
+from .run_end import record_end
+from .sdk import Sdk, drain_tracking_thread, load_sdk, release_run, run_containers
 from .series_writer import SeriesWriter
 from .startup import announce, name_run, open_run, repo_location
 
@@ -360,9 +362,8 @@ class AimTracker(GeneralTracker):
             self._run.repo._client.get_queue().wait_for_finish()  # what Aim's own close waits for
             return
         self._commit()
-        pool = getattr(self._run.repo, "container_pool", None)  # local repos only; a remote repo sends per call
-        for config, container in list(pool.items()) if pool is not None else []:
-            if getattr(config, "sub", None) == self.run_hash and not getattr(config, "read_only", True):
+        for container in run_containers(self._run.repo, cast(str, self.run_hash)):  # none for a remote repo
+            if not getattr(container, "read_only", True):
                 container.db.flush_wal(True)
 
     def finish(self) -> None:
@@ -373,7 +374,12 @@ class AimTracker(GeneralTracker):
             self._writer = None
         self._closed = True
         drain_tracking_thread(self._run)
+        try:
+            record_end(self._run, self.run_end)
+        except Exception as error:  # the run is closed all the same
+            self.add_note(f"could not record how the run ended in Aim ({type(error).__name__}: {error})")
         self._run.close()  # stops Aim's threads, sets end_time, flushes RocksDB and releases the run's locks
+        release_run(self._run.repo, cast(str, self.run_hash))  # another process may reopen the run at once
 
     # -- resume and read-back ---------------------------------------------------------------------
     def rewind(self, step: int) -> str:
