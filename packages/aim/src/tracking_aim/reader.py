@@ -1,4 +1,4 @@
-"""A closed run's series and images read back through Aim's own reader (``aim.Repo``), for tests and tools.
+"""A closed run's series, images and end read back through Aim's own reader (``aim.Repo``), for tests and tools.
 
 Aim's reader sees a closed run only once the repo's index has it (``aim up`` indexes in the background), so
 a local run is indexed first, as ``aim storage reindex`` would.
@@ -6,6 +6,7 @@ a local run is indexed first, as ``aim storage reindex`` would.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from .sdk import index_run, load_sdk
@@ -60,3 +61,41 @@ def images(location: str, run_hash: str) -> dict[str, list[tuple[int, Any]]]:
             for image in value if isinstance(value, list) else [value]:
                 found.setdefault(key, []).append((int(step), np.asarray(image.to_pil_image())))
     return found
+
+
+#: The check-ins Aim's run-status watcher tells a run's state by (the newest of them counts).
+_STATUS_CHECK_INS = ("starting", "check_in", "finished")
+
+
+def run_end(location: str, run_hash: str) -> dict[str, Any]:
+    """How Aim keeps the run's end (:mod:`tracking_aim.run_end`): ``status`` -- the newest of the check-ins
+    Aim's run-status watcher reads (``"finished"`` once the run reported its successful finish; ``None``
+    on a remote repo, whose check-ins are the server's); ``errors`` -- the run's error messages (Aim's
+    log records at ERROR); ``active``, ``created`` and ``ended`` -- Aim's ``Run.active``,
+    ``creation_time`` and ``end_time`` (Unix seconds)."""
+    run = _stored_run(location, run_hash)
+    status = None
+    if "://" not in location:
+        from aim.sdk.reporter import CheckIn
+        from aim.sdk.reporter.file_manager import LocalFileManager
+
+        files = LocalFileManager(run.repo.path)
+        newest: dict[str, int] = {}
+        for flag in _STATUS_CHECK_INS:
+            name = files.poll(CheckIn.generate_filename(run_hash=run_hash, flag_name=flag))
+            if name is not None:
+                newest[flag] = CheckIn.parse(name)[1].idx
+        status = max(newest, key=newest.__getitem__) if newest else None
+    errors: list[str] = []
+    records = run.get_log_records()
+    if records is not None:
+        _steps, (values, *_rest) = records.data.items_list()
+        errors = [record.message for record in values if record.level >= logging.ERROR]
+    return {
+        "status": status,
+        "errors": errors,
+        "active": run.active,
+        "created": run.creation_time,
+        "ended": run.end_time,
+    }
+
