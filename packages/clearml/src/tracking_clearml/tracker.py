@@ -25,7 +25,9 @@ How the contract maps onto the SDK (``task`` is the ``clearml.Task``, ``logger``
 ``log_histogram``           ``logger.report_histogram(title, series, counts, iteration=step)`` (bars at the bins)
 ``log_artifact(s)``         ``task.upload_artifact(name, path)`` (a folder is uploaded as a zip)
 ``flush``                   ``task.flush(wait_for_uploads=True)``
-``finish``                  ``task.close()`` (never for a task created outside this tracker)
+``finish``                  ``task.close()``, then the status the run ended with (``run_end``): ``mark_completed``,
+                            ``mark_failed(status_reason=<status>)`` or ``mark_stopped(status_message=<status>)``
+                            (:mod:`~tracking_clearml.run_end`); never for a task created outside this tracker
 per-rank runs               task ``<name>-rank<N>`` with tags ``group:<job run id>``, ``rank:<N>``
 ==========================  ===============================================================================
 """
@@ -44,6 +46,7 @@ from .media import bars, figure_file, png_file, table_plot
 from .naming import KEY_MAP_OBJECT, SAMPLE_PREFIX, key_of, monitor_title_series, text_line, title_series
 from .reader import OfflineSession
 from .run_context import script_fields
+from .run_end import end_task
 from .startup import (
     LEAKED_ENV,
     announce,
@@ -367,6 +370,8 @@ class ClearMLTracker(GeneralTracker):
             self._task.flush(wait_for_uploads=True)
         else:
             self._task.close()
+            if self.mode != "remote":  # under clearml-agent the agent sets the status from the process's exit
+                end_task(self._task, self.run_end)
             restore_environ(self._environ_before)
 
     # -- resume, read-back, notes ------------------------------------------------------------
