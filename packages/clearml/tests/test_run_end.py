@@ -49,6 +49,12 @@ for name in ("mark_completed", "mark_failed", "mark_stopped"):
 import tracking_core
 
 how = sys.argv[1]
+if how == "with":  # the exception leaves the with block: the run ends before any exception hook sees it
+    with tracking_core.init("ended", log_with="clearml", logging_dir="logs") as run:
+        for step in range(11):
+            run.log({"loss": 1.0 / (step + 1)}, step=step)
+        print("ready", flush=True)
+        raise ValueError("the training loop broke")
 run = tracking_core.init("ended", log_with="clearml", logging_dir="logs")
 for step in range(100_000):
     run.log({"loss": 1.0 / (step + 1)}, step=step)
@@ -104,6 +110,7 @@ def _ended(tmp_path: Path, how: str) -> tuple[subprocess.CompletedProcess[str], 
             ["mark_stopped", {"force": True, "status_message": "killed: KeyboardInterrupt"}],
         ),
         ("raise", "crashed: ValueError", ["mark_failed", {"status_reason": "crashed: ValueError", "force": True}]),
+        ("with", "crashed: ValueError", ["mark_failed", {"status_reason": "crashed: ValueError", "force": True}]),
     ],
 )
 def test_the_task_ends_in_clearmls_status_for_how_the_run_ended(tmp_path, how, status, call):
@@ -115,6 +122,8 @@ def test_the_task_ends_in_clearmls_status_for_how_the_run_ended(tmp_path, how, s
     # The last status ClearML was given is the run's own, forced over what Task.close() chose from its hooks.
     calls = last_json_line(done.stdout)["calls"]
     assert calls and calls[-1] == call, calls
+    if how == "with":  # ClearML's hooks saw no exception: close() alone would have left the task completed
+        assert calls[:-1] == [["mark_completed", {}]], calls
 
     (archive,) = (tmp_path / "logs" / "clearml" / "offline").glob("*.zip")
     session = OfflineSession(archive)
