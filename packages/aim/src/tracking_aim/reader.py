@@ -98,4 +98,3 @@ def run_end(location: str, run_hash: str) -> dict[str, Any]:
         "created": run.creation_time,
         "ended": run.end_time,
     }
-

@@ -86,8 +86,8 @@ def release_run(repo: Any, run_hash: str) -> None:
     for container in released:
         container.close()
     for pool_name in ("container_pool", "container_view_pool", "persistent_pool"):
-        pool = getattr(repo, pool_name, None)
-        for config, container in list(pool.items()) if pool is not None else []:
+        pool: dict[Any, Any] = getattr(repo, pool_name, None) or {}
+        for config, container in list(pool.items()):
             if any(container is closed for closed in released):
                 pool.pop(config, None)
 
