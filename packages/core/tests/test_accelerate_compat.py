@@ -197,7 +197,9 @@ def test_init_twice_raises_and_finish_twice_is_a_no_op(tmp_path):
     run.init_trackers("p")
     with pytest.raises(RuntimeError, match="already called"):
         run.init_trackers("p")
+    assert not run.finished
     first = run.finish()
+    assert run.finished  # what a second holder of the run (a Lightning logger) checks before logging
     assert run.finish() is first
 
 

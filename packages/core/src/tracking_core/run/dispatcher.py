@@ -287,6 +287,11 @@ class Dispatcher:
         return [worker.tracker for worker in self.state.all_workers if worker.name not in self.state.internal]
 
     @property
+    def finished(self) -> bool:
+        """True once ``finish()`` began, by whichever holder of the run called it: later calls are ignored."""
+        return self.state.finishing
+
+    @property
     def is_main_process(self) -> bool:
         """Whether this process runs the trackers (global rank 0), read once when the dispatcher was made."""
         return self.rank == 0

@@ -20,7 +20,7 @@ open_runs_lock = threading.Lock()
 
 def is_open(run: Dispatcher) -> bool:
     """False once ``finish()`` started, by whichever holder of the run called it."""
-    return not getattr(run, "_finishing", False)
+    return not run.finished
 
 
 class _FinishRun:
