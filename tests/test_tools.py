@@ -279,3 +279,28 @@ def test_the_closing_total_names_each_failed_test(tmp_path):
         "  core: tests.test_x::test_bad: AssertionError: 1 == 0",
         "  core: tests.test_y::test_setup: fixture broke",
     ]
+
+
+def test_environments_built_from_older_pyprojects_get_this_checkouts_packages_again(tmp_path):
+    spec = importlib.util.spec_from_file_location("refresh_installs", ROOT / "tools" / "refresh_installs.py")
+    refresh_installs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(refresh_installs)
+    env = tmp_path / "test.mlflow"
+    (env / "bin").mkdir(parents=True)
+    (env / "bin" / "python").symlink_to(sys.executable)
+    for name, source in (("tracking_core", ROOT / "packages" / "core"), ("numpy", tmp_path / "elsewhere")):
+        info = env / "lib" / "python3.11" / "site-packages" / f"{name}-0.1.dist-info"
+        info.mkdir(parents=True)
+        info.joinpath("direct_url.json").write_text(f'{{"url": "{source.as_uri()}", "dir_info": {{"editable": true}}}}')
+    calls = tmp_path / "calls"
+    uv = tmp_path / "uv"  # stands in for Hatch's uv: what it was asked to reinstall is the point here
+    uv.write_text(f'#!/bin/sh\necho "$@" >> {calls}\n')
+    uv.chmod(0o755)
+
+    assert refresh_installs.refresh(tmp_path, str(uv)) == 0
+    assert calls.read_text().split() == [
+        "pip", "install", "--quiet", "--no-deps", "--python", str(env / "bin" / "python"),
+        "-e", str(ROOT / "packages" / "core"),
+    ]  # fmt: skip
+    assert refresh_installs.refresh(tmp_path, str(uv)) == 0
+    assert len(calls.read_text().splitlines()) == 1  # the stamp matches now: nothing to do until a pyproject changes

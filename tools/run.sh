@@ -32,6 +32,12 @@ export HATCH_VERBOSE=0
 unset PYTHONDONTWRITEBYTECODE
 export PYTHONPYCACHEPREFIX="${TRACKING_PYCACHE:-$root/.pycache}"
 
+# Environments kept from an earlier checkout (a developer's machine, a CI machine that reuses them) carry the
+# package metadata -- entry points above all -- of the pyproject.toml files they were built from: reinstall
+# this checkout's packages into them when those files changed (tools/refresh_installs.py says why).
+python3 tools/refresh_installs.py "$(dirname "$("$hatch" env find test-core)")" "$tools_venv/bin/uv" >&2 \
+  || echo "warning: stale environments may fail the entry-point tests (see above)" >&2
+
 backends() {
   # every backend package in the tree is a matrix cell
   for project in packages/*/pyproject.toml; do
