@@ -61,8 +61,11 @@ def refresh(envs_root: Path, uv: str) -> int:
         sources = editable_sources(env)
         if not sources:
             continue
-        print(f"== {env.name}: reinstalling {', '.join(s.relative_to(ROOT).as_posix() for s in sources)} "
-              "(a pyproject.toml changed since the environment was built)", flush=True)
+        print(
+            f"== {env.name}: reinstalling {', '.join(s.relative_to(ROOT).as_posix() for s in sources)} "
+            "(a pyproject.toml changed since the environment was built)",
+            flush=True,
+        )
         command = [uv, "pip", "install", "--quiet", "--no-deps", "--python", str(env / "bin" / "python")]
         for source in sources:
             command += ["-e", str(source)]
