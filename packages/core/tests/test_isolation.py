@@ -142,9 +142,9 @@ def test_blocking_mode_isolates_failures_too(failing, tmp_path):
     ids=["partially-initialized", "installed-module-not-found"],
 )
 def test_start_up_that_lost_an_import_race_is_retried(memory, tmp_path, monkeypatch, race):
-    from tracking_core.delivery import engine as delivery
+    from tracking_core.delivery import import_race
 
-    monkeypatch.setattr(delivery, "IMPORT_RETRY_DELAY", 0.01)
+    monkeypatch.setattr(import_race, "IMPORT_RETRY_DELAY", 0.01)
 
     class Racy(MemoryTracker):
         name = "racy"

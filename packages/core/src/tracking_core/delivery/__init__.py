@@ -6,12 +6,13 @@ record, what to hand the backend, what to spill, when to retry and how far the b
 - ``worker``: ``BackendWorker`` — the queue, the thread, the full-queue policy (``on_full``), and the
   routing of a held tracker's methods back into the dispatcher.
 - ``engine``: ``Delivery`` — one backend's delivery state, the routing of each batch, accounting
-  (stored, confirmed), flush and progress. The parts that act on that state are objects it owns:
+  (stored, confirmed). The parts that act on that state are objects it owns:
   - ``live``: ``Live`` — every call into the SDK; the live path; refused values isolated (halving);
   - ``recovery``: ``Outage`` — failures, retries, spill-over and the way back; ``Mode`` (live, spilling,
     recovering, catching up: the state machine); ``State``, the report's state, written only by
     ``enter``; ``RetryPolicy``; refused values vs. a backend that is down;
   - ``backlog``: ``Backlog`` — reading the catch-up, then the spill, one batch per tick;
+  - ``flushing``: ``Flushes`` — the flush clock, a flush the backend began, the progress published;
   - ``ending``: ``Ending`` — ``finish`` and ``abandon``.
   The state it owns by concern lives beside it:
   - ``positions``: how far the backend got (durable, handed over) and the cursor file;
@@ -20,6 +21,7 @@ record, what to hand the backend, what to spill, when to retry and how far the b
   - ``spiller``: writing the spill journal (the config at its head, each record once, in order).
 - ``build``: ``build_delivery``, the one place a ``Delivery`` is built (thread mode, the delivery process,
   a take-over), from ``DeliveryOptions`` and a ``DeliveryPlan``.
+- ``import_race``: a start-up that lost an import race with the training thread, retried.
 - ``resume``: what a backend that started tells the run about resuming.
 - ``mapping``: per-backend key renames and non-finite filtering.
 - ``missing``: a record kind a backend cannot store because an optional package is missing.

@@ -23,13 +23,13 @@ under a lock). It decides, record by record:
 per concern (each reads and moves the same state, under the same ``handover`` rule): :class:`~.live.Live`
 (every call into the SDK; the live path and refusal isolation), :class:`~.recovery.Outage` (failures,
 retries, spill-over and the way back), :class:`~.backlog.Backlog` (catch-up and spill reading) and
-:class:`~.ending.Ending` (finish, abandon).
+:class:`~.flushing.Flushes` (the flush clock and the progress it publishes) and :class:`~.ending.Ending` (finish,
+abandon).
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -45,7 +45,9 @@ from ..store.cursor import CursorFile
 from .backlog import MAX_BATCH, Backlog
 from .catch_up import CatchUp
 from .ending import Ending
+from .flushing import Flushes
 from .handover import Handover
+from .import_race import start_retrying_import_races
 from .live import Live
 from .mapping import BackendValues
 from .missing import lacking_kinds
@@ -67,8 +69,6 @@ from .spiller import Spiller, in_order
 
 __all__ = [
     "CATCHING_UP",
-    "IMPORT_RETRIES",
-    "IMPORT_RETRY_DELAY",
     "LIVE",
     "MAX_BATCH",
     "MAX_CONSECUTIVE_FAILURES",
@@ -79,11 +79,6 @@ __all__ = [
     "RetryPolicy",
     "is_refusal",
 ]
-
-IMPORT_RETRIES = 2
-IMPORT_RETRY_DELAY = 0.5
-#: How often a worker with nothing else to do asks whether a flush its backend began is done (seconds).
-PENDING_FLUSH_POLL = 0.05
 
 
 class Delivery:
@@ -117,9 +112,7 @@ class Delivery:
         #: the side-record kinds this tracker declares it takes (intake.record.SIDE_KINDS); others never reach it
         self.side_kinds = frozenset(kind for kind, method in SIDE_KINDS.items() if has_capability(tracker, method))
         self.spiller = Spiller(spill, self.name, report, self.side_kinds)
-        self._flush_interval = flush_interval
         self._on_started = on_started
-        self._on_progress = on_progress
         durable = tracker.durable_on_return
         self.confirms_at_flush = not durable if durable is not None else type(tracker).flush is not GeneralTracker.flush
         # a backend whose finish() makes buffered records durable needs no flush just before it
@@ -144,25 +137,18 @@ class Delivery:
         self.positions = Positions(cursor, cursor_step, cursor_file)
         self.in_flight: list[Record] = []
         self.unconfirmed: list[Record] = []
-        #: a flush the backend began (``begin_flush``): whether it is done, and the last record it covers
-        self._pending_flush: tuple[Callable[[], bool], Record] | None = None
-        self._begin_tracker_flush: Callable[[], Callable[[], bool]] | None = (
-            tracker.begin_flush if self.confirms_at_flush and has_capability(tracker, "begin_flush") else None
-        )
-        self._dirty = False
-        self._last_flush = time.monotonic()
         #: when the worker last looked at its queue (took records, or found none): ``seconds_busy`` counts from it
         self._at_queue = time.monotonic()
         self.spill_reader: SpillReader | None = None
         #: what the backend missed before this process (resume, replay, take-over), delivered first
         self.catch_up = CatchUp(backlog_paths, backlog_records, backlog_before, handed)
-        self._published: tuple[int, int] | None = None
         #: resume_step went back: the rewind applied before this process's first record (rewind.py), and
         #: the records every rewind of the run superseded (never delivered)
         self.rewind_due, self._superseded = rewind.due(tracker.run_context)
         #: the parts that act on this state: calls into the SDK as records come (refused values
         #: isolated), the backend being down and coming back, the backlog, and the end
         self.live = Live(self)
+        self.flushes = Flushes(self, flush_interval, on_progress)
         self.outage = Outage(self, retry, on_error, error_sink)
         self.backlog = Backlog(self)
         self.ending = Ending(self)
@@ -172,7 +158,7 @@ class Delivery:
         enter(self.report, "starting")
         began = time.monotonic()
         try:
-            self._start_with_import_retry()
+            start_retrying_import_races(self.name, self.tracker.start, self.in_backend)
         except BaseException as error:
             if isinstance(error, ImportError) and "partially initialized" not in str(error):
                 self.outage.can_retry_start = False  # a missing package does not come back by itself
@@ -187,7 +173,7 @@ class Delivery:
         self.started = True
         # The flush clock starts with the backend: records that waited for a long start-up (an SDK's
         # import) are delivered before the first flush, not held up by one.
-        self._last_flush = time.monotonic()
+        self.flushes.last = time.monotonic()
         if self.mode == LIVE:
             enter(self.report, "running")
         if self._on_started is not None:
@@ -203,26 +189,6 @@ class Delivery:
                 self.mode = CATCHING_UP
             if self.abandoned:  # finish() gave up while the backend's storage was being read
                 self.backlog.stop_catching_up([])
-
-    def _start_with_import_retry(self) -> None:
-        """``start()``, retried when it lost an import race with another thread.
-
-        An SDK imported here while the training thread imports it (or a module it shares) can see
-        a partially initialised module, or be told that a module which is installed does not exist;
-        once the other import has finished, a second try works.
-        """
-        for attempt in range(IMPORT_RETRIES + 1):
-            try:
-                with self.in_backend():
-                    self.tracker.start()
-                return
-            except (ImportError, AttributeError) as error:
-                text = str(error)
-                racing = "partially initialized" in text or "circular import" in text or _installed(error)
-                if not racing or attempt == IMPORT_RETRIES:
-                    raise
-                logger.info("backend %r: start-up met a concurrent import (%s); retrying", self.name, text)
-                time.sleep(IMPORT_RETRY_DELAY)
 
     # -- records -----------------------------------------------------------------------------
     def own(self) -> None:
@@ -375,7 +341,7 @@ class Delivery:
         if not records:
             return
         self.outage.failures = 0
-        self._dirty = True
+        self.flushes.dirty = True
         self.positions.advance_handed(records)
         if self.confirms_at_flush:
             self.unconfirmed.extend(records)
@@ -419,11 +385,7 @@ class Delivery:
         if self.mode in (RECOVERING, CATCHING_UP):
             return 0.0
         now = time.monotonic()
-        due = float("inf")
-        if self._dirty:
-            due = self._last_flush + self._flush_interval
-        if self._pending_flush is not None:
-            due = now + PENDING_FLUSH_POLL
+        due = self.flushes.due_at(now)
         if self.mode == SPILLING:
             due = min(due, self.outage.next_retry)
         return None if due == float("inf") else max(0.0, due - now)
@@ -432,96 +394,21 @@ class Delivery:
         if self.abandoned or self.finished:
             return
         try:
-            self._tick()
+            now = time.monotonic()
+            if self.mode == SPILLING and now >= self.outage.next_retry:
+                self.outage.retry_backend()
+            if self.mode in (RECOVERING, CATCHING_UP):
+                self.backlog.deliver_batch()
+            self.flushes.tick(now)
         except Exception as error:
             self._internal_error(error)
 
-    def _tick(self) -> None:
-        now = time.monotonic()
-        if self.mode == SPILLING and now >= self.outage.next_retry:
-            self.outage.retry_backend()
-        if self.mode in (RECOVERING, CATCHING_UP):
-            self.backlog.deliver_batch()
-        if self._pending_flush is not None:
-            self._settle_pending_flush()
-        if self._dirty and now - self._last_flush >= self._flush_interval:
-            if self._begin_tracker_flush is not None:
-                self._begin_flush(self._begin_tracker_flush)
-            else:
-                self.flush()
-
-    def _begin_flush(self, begin: Callable[[], Callable[[], bool]]) -> None:
-        """The periodic flush of a backend that can start one and be asked later (``begin_flush``)."""
-        if self._pending_flush is not None:
-            return  # one at a time: what came since waits for the next
-        if self.started and self.mode != SPILLING and self.unconfirmed:
-            began: list[Callable[[], bool]] = []
-            _, error = self.live.attempt(lambda: began.append(begin()))
-            if self.abandoned:
-                return
-            if error is None:
-                self._pending_flush = (began[0], self.unconfirmed[-1])
-            else:
-                self._flush_failed(error)
-        self._flush_spill()
-
-    def _settle_pending_flush(self) -> None:
-        """Confirm what a begun flush covers once the backend says it is durable."""
-        done, last = self._pending_flush  # type: ignore[misc]
-        answer: list[bool] = []
-        _, error = self.live.attempt(lambda: answer.append(bool(done())))
-        if error is None and not answer[0]:
-            return
-        self._pending_flush = None
-        # the records it covers lead the unconfirmed ones, unless another path settled them meanwhile
-        covered = next((index for index, record in enumerate(self.unconfirmed) if record is last), None)
-        if covered is None:
-            return
-        if error is None:
-            moved, self.unconfirmed = self.unconfirmed[: covered + 1], self.unconfirmed[covered + 1 :]
-            self.confirm(moved)
-            self.publish_progress()
-        else:
-            self._flush_failed(error)
-
     def flush(self) -> None:
         """Flush the backend (counting what it buffered as delivered) and the spill."""
-        if self.started and self.mode != SPILLING and (self._dirty or self.unconfirmed):
-            _, error = self.live.attempt(self.tracker.flush)
-            if self.abandoned:
-                return
-            if error is None:
-                moved, self.unconfirmed = self.unconfirmed, []
-                self.confirm(moved)
-            else:
-                self._flush_failed(error)
-        self._pending_flush = None  # what it covered was confirmed (or spilled) just now
-        self._flush_spill()
-
-    def _flush_failed(self, error: BaseException) -> None:
-        """Every record the backend may still only buffer goes to the spill, as with any failure."""
-        moved, self.unconfirmed = self.unconfirmed, []
-        self.outage.failed(error, "flush", moved)
-
-    def _flush_spill(self) -> None:
-        try:
-            self.spiller.flush()
-        except Exception as error:
-            logger.warning("backend %r: flushing its spill journal failed: %r", self.name, error)
-        self._dirty = False
-        self._last_flush = time.monotonic()
-        self.publish_progress()
+        self.flushes.flush()
 
     def publish_progress(self) -> None:
-        if self._on_progress is None:
-            return
-        progress = (self.positions.cursor, self.positions.durable_step)
-        if progress != self._published:
-            self._published = progress
-            try:
-                self._on_progress(self.name, *progress)
-            except Exception as error:  # run.json is bookkeeping: never stop delivery for it
-                logger.warning("backend %r: could not record its progress: %r", self.name, error)
+        self.flushes.publish_progress()
 
     # -- the end -----------------------------------------------------------------------------------
     def finish(self) -> None:
@@ -536,14 +423,3 @@ class Delivery:
         spill already holds are skipped by ``_spill_record``)."""
         for record in in_order(records):
             self.spill_record(record)
-
-
-def _installed(error: BaseException) -> bool:
-    """A ``ModuleNotFoundError`` for a module that can be found now lost a race; a missing one did not."""
-    name = getattr(error, "name", None)
-    if not isinstance(error, ModuleNotFoundError) or not name:
-        return False
-    try:
-        return importlib.util.find_spec(name) is not None
-    except (ImportError, ValueError):  # a parent package that is missing too, or a broken one
-        return False
