@@ -46,6 +46,11 @@ class JsonlTracker(GeneralTracker):
 
     Writes ``<logging_dir>/<project>/<run_id>/journal.jsonl`` (images under ``media/``) and reads
     back with ``tracking show``; ``tracking replay`` pushes it into any other backend later.
+
+    The journal is kept whole by default. For very long runs, ``segment_mb`` (``init_kwargs={"jsonl":
+    {"segment_mb": 256}}``) seals it in segments of that size and deletes each, with its media, once every
+    backend of the run durably holds its records; ``show``, ``export`` and a replay into a new run then see
+    what is left.
     """
 
     name = "jsonl"
@@ -61,6 +66,8 @@ class JsonlTracker(GeneralTracker):
         run_dir: str | os.PathLike[str] | None = None,
         run_id: str | None = None,
         journal_name: str = JOURNAL_NAME,
+        *,
+        segment_mb: float | None = None,
     ) -> None:
         super().__init__()
         if not run_dir:  # <logging_dir>/<run_name>/<run_id>: both become folder names
@@ -71,6 +78,10 @@ class JsonlTracker(GeneralTracker):
         self.run_id = run_id or os.urandom(4).hex()
         self.run_dir = Path(run_dir) if run_dir else Path(logging_dir or "runs") / run_name / self.run_id
         self.journal_name = journal_name
+        if segment_mb is not None and not (isinstance(segment_mb, (int, float)) and segment_mb > 0):
+            raise ValueError(f"jsonl: segment_mb must be a positive number of megabytes, got {segment_mb!r}")
+        #: the journal is sealed in segments of this size, each deleted once every backend holds it
+        self.segment_bytes = int(segment_mb * 2**20) if segment_mb else None
         self._writer: JournalWriter | None = None
 
     @property
@@ -96,7 +107,13 @@ class JsonlTracker(GeneralTracker):
         is_spill = self.journal_name != JOURNAL_NAME
         # spill-<backend>.jsonl, or the file a spill is merged into before it replaces it (delivery/spill.py)
         source = f"spill:{self.journal_name[len('spill-') :].partition('.jsonl')[0]}" if is_spill else "jsonl"
-        self._writer = JournalWriter(self.journal_path, project=self.run_name, run_id=self.run_id, source=source)
+        self._writer = JournalWriter(
+            self.journal_path,
+            project=self.run_name,
+            run_id=self.run_id,
+            source=source,
+            segment_bytes=None if is_spill else self.segment_bytes,
+        )
         if self.run_context is not None and self.run_context.resume is not None:
             self._writer.write({"type": "resume", "time": time.time()})
             self._writer.flush()

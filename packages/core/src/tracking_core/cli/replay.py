@@ -26,7 +26,14 @@ from ..intake.config import merge_config
 from ..notices import notice
 from ..report import FinishReport
 from ..run.dispatcher import Dispatcher
-from ..store.journal import JOURNAL_NAME, read_header, read_journal, record_from_entry, resolve_journal
+from ..store.journal import (
+    JOURNAL_NAME,
+    journal_files,
+    read_header,
+    read_journal,
+    record_from_entry,
+    resolve_journal,
+)
 from ..store.manifest import MANIFEST_NAME, RunManifest
 from ..store.rewind import current_entries
 
@@ -158,7 +165,7 @@ def replay(
     header = read_header(path)
     targets = _targets(to, header, path)
     run_dir = path.parent
-    seqs = numbered(path)
+    seqs = [seq for file in journal_files(path) for seq in numbered(file)]
     if logging_dir is not None and Path(logging_dir).resolve() != run_dir.parent.parent.resolve():
         new_run = True  # the original run lives where it is: another folder means a copy
     if not new_run and not (run_dir / MANIFEST_NAME).is_file():
@@ -180,7 +187,7 @@ def replay(
     run = Dispatcher(
         log_with=targets, logging_dir=run_dir.parent.parent, resume=manifest.run_id, system_metrics=False, context=False
     )
-    run.state.replay_sources = [path]
+    run.state.replay_sources = journal_files(path)
     run.init_trackers(manifest.project)
     owed = {name: sum(seq > (manifest.cursor(name) or -1) for seq in seqs) for name in targets}
     label = f"replay {path.name} -> {','.join(targets)}"

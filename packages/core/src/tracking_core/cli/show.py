@@ -170,6 +170,11 @@ def describe(summary: JournalSummary, media: RunMedia, rows: int = 5, samples: R
         f"format v{header.get('version')}   {_status(summary)}",
         "records  " + ", ".join(f"{kind} {count}" for kind, count in sorted(summary.counts.items())),
     ]
+    if isinstance(header.get("after_seq"), int):
+        lines.append(
+            f"dropped  the journal's segments up to record {header['after_seq']}: every backend held them "
+            "(segment_mb); the table starts after them"
+        )
     if summary.superseded:
         lines.append(
             f"rewound  {summary.counts.get('rewind', 0)} time(s): {summary.superseded} points logged before it "

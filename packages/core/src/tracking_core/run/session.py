@@ -25,7 +25,7 @@ from ..store import rewind
 from ..store.cursor import NOWHERE as NOWHERE
 from ..store.cursor import CursorFile as CursorFile
 from ..store.cursor import cursor_name as cursor_name
-from ..store.journal import JOURNAL_NAME
+from ..store.journal import JOURNAL_NAME, drop_delivered_segments, journal_files, journal_segments
 from ..store.manifest import MANIFEST_NAME, RunManifest, find_run_to_resume
 
 if TYPE_CHECKING:
@@ -149,7 +149,9 @@ class RunSession:
     def _where_it_stopped(self) -> tuple[int, int]:
         """The last seq and step of the earlier process: run.json, or a journal that got further."""
         last_seq, last_step = self.manifest.last_seq, self.manifest.last_step
-        journals = [self.run_dir / JOURNAL_NAME, *sorted(self.run_dir.glob(spill_name("*")))]
+        journal = self.run_dir / JOURNAL_NAME
+        # a journal sealed just now holds only its header: its newest segment says how far it got
+        journals = [*journal_segments(journal)[-1:], journal, *sorted(self.run_dir.glob(spill_name("*")))]
         for path in journals:
             seq, step = journal_tail(path)
             last_seq, last_step = max(last_seq, seq), max(last_step, step)
@@ -236,7 +238,7 @@ class RunSession:
         journal itself) and the backend's spill."""
         paths = [self.run_dir / spill_name(backend)]
         if backend != "jsonl":
-            paths.insert(0, self.run_dir / JOURNAL_NAME)
+            paths[:0] = journal_files(self.run_dir / JOURNAL_NAME)
         return [path for path in paths if path.is_file()]
 
     def name_backends(self, names: list[str]) -> None:
@@ -257,6 +259,21 @@ class RunSession:
     def progress(self, backend: str, seq: int, step: int) -> None:
         if self.writes:
             self.manifest.set_progress(backend, seq, step)
+            self._drop_delivered_segments()
+
+    def _drop_delivered_segments(self) -> None:
+        """A journal written in segments (``segment_mb``) loses each once every backend of the run holds it;
+        a backend that has not reported progress yet (starting, or failed to start) holds none."""
+        journal = self.run_dir / JOURNAL_NAME
+        if not journal_segments(journal):
+            return
+        named = [name for name in self.manifest.named if name != "jsonl"]
+        cursor = min((self.manifest.progress.get(name, {}).get("seq", -1) for name in named), default=-1)
+        try:
+            for segment in drop_delivered_segments(journal, cursor):
+                logger.debug("journal segment %s dropped: every backend holds its records", segment.name)
+        except OSError as error:  # a segment left behind costs disk, never records
+            logger.warning("could not drop a delivered journal segment: %s", error)
 
     def close(self, last_step: int, status: str = "finished", ended: float | None = None) -> None:
         """The run ends with ``status`` (``finished``, or ``crashed: ...``/``killed: ...``) at ``ended`` (default:

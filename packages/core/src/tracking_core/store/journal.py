@@ -20,10 +20,18 @@ Format (``FORMAT_VERSION`` 1), one JSON object per line, each with a ``type``:
 
 Readers skip unknown types and a torn last line, so a journal from a killed process reads back up
 to its last flushed record, and newer writers can add record types without breaking older readers.
+
+**Segments.** A journal written with ``segment_bytes`` (the ``jsonl`` backend's ``segment_mb``) is sealed
+whenever it grows past that size: ``journal.jsonl`` is renamed ``journal-<last seq>.jsonl`` and a new
+``journal.jsonl`` starts with a header that repeats the run's and adds ``after_seq`` (the last ``seq`` of the
+segment before it) and ``config`` (the whole config so far). Readers chain the segments in order and then
+``journal.jsonl``; a sealed segment is deleted, with the media it names, once every backend's cursor has
+passed its last record (:func:`drop_delivered_segments`), and the oldest header left still carries the config.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
 import os
@@ -40,6 +48,8 @@ from ..kit.png import load_png
 FORMAT = "tracking-journal"
 FORMAT_VERSION = 1
 JOURNAL_NAME = "journal.jsonl"
+#: a sealed segment of a journal written in segments: ``journal-<last seq, 12 digits>.jsonl``
+SEGMENT_GLOB = "journal-*.jsonl"
 #: a record read from a journal carries no per-backend ``log_kwargs``
 _NO_KWARGS: dict[str, Any] = {}
 
@@ -53,45 +63,158 @@ def encode(record: dict[str, Any]) -> str:
 
 
 class JournalWriter:
-    """Appends records to one journal file.
+    """Appends records to one journal file (or to its segments, with ``segment_bytes``).
 
     ``flush()`` hands the records written since the last flush to the OS (they survive the process
     being killed) or, when the disk is full or the file was deleted, raises and keeps none of them;
     ``flush(durable=True)`` also fsyncs (they survive the machine going down).
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, project: str, run_id: str, source: str) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        project: str,
+        run_id: str,
+        source: str,
+        segment_bytes: int | None = None,
+    ) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._segment_bytes = segment_bytes
+        if segment_bytes:
+            _finish_cut_seal(self.path)
         if self.path.exists():
             _drop_torn_line(self.path)
         is_new = not self.path.exists() or self.path.stat().st_size == 0
+        self._header: dict[str, Any] = {
+            "type": "header",
+            "format": FORMAT,
+            "version": FORMAT_VERSION,
+            "project": project,
+            "run_id": run_id,
+            "source": source,
+            "created": _dt.datetime.now(_dt.timezone.utc).isoformat(),
+        }
+        #: the config so far and the last seq written: what a new segment's header needs
+        self._config: dict[str, Any] = {}
+        self._last_seq = -1
+        if not is_new and segment_bytes:
+            self._read_active_segment()
         self._file = AppendFile(self.path)
         if is_new:
-            self.write(
-                {
-                    "type": "header",
-                    "format": FORMAT,
-                    "version": FORMAT_VERSION,
-                    "project": project,
-                    "run_id": run_id,
-                    "source": source,
-                    "created": _dt.datetime.now(_dt.timezone.utc).isoformat(),
-                }
-            )
+            self.write(self._header)
             self.flush()
 
     def write(self, record: dict[str, Any]) -> None:
+        if self._segment_bytes:
+            self._note(record)
         self._file.write(encode(record))
 
     def write_many(self, records: list[dict[str, Any]]) -> None:
+        if self._segment_bytes:
+            for record in records:
+                self._note(record)
         self._file.write("".join(encode(record) for record in records))
 
     def flush(self, durable: bool = False) -> None:
         self._file.flush(durable=durable)
+        if self._segment_bytes and self._file.size >= self._segment_bytes and self._last_seq >= 0:
+            self._seal()
 
     def close(self) -> None:
         self._file.close()
+
+    def _note(self, record: dict[str, Any]) -> None:
+        seq = record.get("seq")
+        if type(seq) is int and seq > self._last_seq:
+            self._last_seq = seq
+        if record.get("type") == "config":
+            self._config = merge_config(self._config, record.get("values") or {})
+
+    def _read_active_segment(self) -> None:
+        """A resumed journal: its header and the records after it give the config so far and the last seq."""
+        for index, record in enumerate(_records_of(self.path)):
+            if index == 0 and record.get("type") == "header":
+                self._header = {key: value for key, value in record.items() if key not in ("after_seq", "config")}
+                self._config = dict(record.get("config") or {})
+            else:
+                self._note(record)
+
+    def _seal(self) -> None:
+        """``journal.jsonl`` becomes ``journal-<last seq>.jsonl`` and a new one starts, headed by the run's
+        header and the config so far. The name ``journal.jsonl`` exists at every moment: the sealed segment is
+        a second link to the full file before the new one replaces it."""
+        self._file.close()
+        following = self.path.with_name(self.path.name + ".next")
+        header = {**self._header, "after_seq": self._last_seq, "config": self._config}
+        first = AppendFile(following)
+        first.write(encode(header))
+        first.close()
+        os.link(self.path, self.path.with_name(segment_name(self._last_seq)))
+        os.replace(following, self.path)
+        self._file = AppendFile(self.path)
+
+
+def segment_name(last_seq: int) -> str:
+    return f"journal-{last_seq:012d}.jsonl"
+
+
+def journal_segments(journal: Path) -> list[Path]:
+    """The sealed segments before ``journal`` (a run's ``journal.jsonl``), oldest first; none for other files."""
+    if journal.name != JOURNAL_NAME:
+        return []
+    return sorted(journal.parent.glob(SEGMENT_GLOB))
+
+
+def journal_files(journal: Path) -> list[Path]:
+    """Every file of a journal in the order it was written: its sealed segments, then the file itself."""
+    return [*journal_segments(journal), journal]
+
+
+def _segment_last_seq(segment: Path) -> int:
+    try:
+        return int(segment.stem.partition("-")[2])
+    except ValueError:
+        return -1
+
+
+def _finish_cut_seal(journal: Path) -> None:
+    """A process killed inside ``_seal``: the newest segment still shares the journal's file, or a ``.next``
+    was left behind. Either way ``journal.jsonl`` holds every record; the seal is finished or forgotten."""
+    following = journal.with_name(journal.name + ".next")
+    segments = journal_segments(journal)
+    shared = bool(segments) and journal.exists() and os.path.samefile(segments[-1], journal)
+    if shared and following.exists():
+        os.replace(following, journal)
+    elif shared:
+        segments[-1].unlink()
+    elif following.exists():
+        following.unlink()
+
+
+def drop_delivered_segments(journal: Path, cursor: int) -> list[Path]:
+    """Delete the sealed segments every backend holds (their last seq at or below ``cursor``, the lowest
+    backend cursor), with the media files they name. Returns the segments deleted."""
+    dropped = []
+    for segment in journal_segments(journal):
+        if _segment_last_seq(segment) > cursor or _segment_last_seq(segment) < 0:
+            break
+        media = [journal.parent / item for entry in _records_of(segment) for item in _media_of(entry)]
+        segment.unlink()
+        for path in media:
+            with contextlib.suppress(OSError):
+                path.unlink()
+        dropped.append(segment)
+    return dropped
+
+
+def _media_of(entry: dict[str, Any]) -> list[str]:
+    if entry.get("type") == "images":
+        return [item for items in (entry.get("images") or {}).values() for item in items if isinstance(item, str)]
+    if entry.get("type") == "figure" and isinstance(entry.get("path"), str):
+        return [entry["path"]]
+    return []
 
 
 def _drop_torn_line(path: Path) -> None:
@@ -129,9 +252,24 @@ def resolve_journal(path: str | os.PathLike[str]) -> Path:
 
 
 def read_journal(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
-    """Yield the records of a journal; a torn or corrupt line is skipped, never fatal."""
+    """Yield the records of a journal, its sealed segments first; a torn or corrupt line is skipped, never fatal.
+
+    One header leads: the oldest file's. When older segments were dropped, the config that header carries
+    follows it as a ``config`` record, so the config is whole whichever segments are left.
+    """
     journal = resolve_journal(path)
-    with open(journal, encoding="utf-8") as handle:
+    for index, file in enumerate(journal_files(journal)):
+        for record in _records_of(file):
+            if record["type"] != "header":
+                yield record
+            elif index == 0:
+                yield record
+                if record.get("config"):
+                    yield {"type": "config", "values": record["config"]}
+
+
+def _records_of(file: Path) -> Iterator[dict[str, Any]]:
+    with open(file, encoding="utf-8") as handle:
         for line in handle:
             if not line.endswith("\n"):
                 break  # the writer was killed mid-line: everything before is whole

@@ -26,7 +26,8 @@ _JOURNAL_BACKEND = "jsonl"
 def owed_records(run_dir: Path) -> dict[str, int]:
     """Backend -> how many journal records past its durable cursor (only backends that lack some)."""
     _, last = journal_ends(run_dir / JOURNAL_NAME)
-    last_seq = last.get("seq") if last else None
+    # a journal sealed just now (segment_mb) holds only its header, which names the last record before it
+    last_seq = (last.get("after_seq") if last.get("type") == "header" else last.get("seq")) if last else None
     if not isinstance(last_seq, int):
         return {}
     progress: dict[str, object] = {}
