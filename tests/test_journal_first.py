@@ -137,3 +137,28 @@ def test_a_process_gone_while_its_backends_start_is_completed_by_replay(tmp_path
         assert out[name]["delivered"] == 0, out[name]
         figures = tally("os._exit while starting, then replay", name, range(200), out[name]["points"])
         assert figures["lost"] == 0 and figures["duplicated"] == 0, figures
+
+
+def test_a_journal_in_segments_drops_only_what_the_backend_holds(tmp_path):
+    """``segment_mb``: the cell's backend gets every point, and no segment it lacked at its last reported cursor
+    is gone (what is left of the journal is its tail, in order)."""
+    if CELL == "jsonl":
+        pytest.skip("with the journal alone nothing else holds its records: no segment is dropped")
+    from tracking_core.store.journal import journal_segments, read_journal
+    from tracking_core.store.manifest import RunManifest
+
+    run = tracking_core.init(
+        "segments", log_with=[CELL], logging_dir=tmp_path / "runs", init_kwargs={"jsonl": {"segment_mb": 0.002}}
+    )
+    for step in range(300):
+        run.log({"train/loss": 1.0 / (step + 1)}, step=step)
+        time.sleep(0.002)  # a few records a batch: a segment seals every ~30 steps
+    report = run.finish(timeout=120)
+    assert report.ok, str(report)
+    held = [step for step, _ in run.get_tracker(CELL).read_back_history().get("train/loss", [])]
+    assert held == list(range(300))
+    cursor = RunManifest.load(run.run_dir).cursor(CELL)
+    journal = run.run_dir / "journal.jsonl"
+    assert all(int(segment.stem.split("-")[1]) > cursor for segment in journal_segments(journal)), cursor
+    kept = [record["step"] for record in read_journal(journal) if record["type"] == "metrics"]
+    assert kept == list(range(300 - len(kept), 300))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -132,6 +133,8 @@ class RunSession:
             if not replay:
                 notice(f"resume: continuing run {self.manifest.run_id} of {project!r} after step {self.last_step}")
         self.writes = writes
+        #: progress comes from every backend's thread: one of them drops segments at a time
+        self._dropping = threading.Lock()
         if writes:
             if not replay:
                 self.manifest.opened = time.time()
@@ -269,11 +272,12 @@ class RunSession:
             return
         named = [name for name in self.manifest.named if name != "jsonl"]
         cursor = min((self.manifest.progress.get(name, {}).get("seq", -1) for name in named), default=-1)
-        try:
-            for segment in drop_delivered_segments(journal, cursor):
-                logger.debug("journal segment %s dropped: every backend holds its records", segment.name)
-        except OSError as error:  # a segment left behind costs disk, never records
-            logger.warning("could not drop a delivered journal segment: %s", error)
+        with self._dropping:
+            try:
+                for segment in drop_delivered_segments(journal, cursor):
+                    logger.debug("journal segment %s dropped: every backend holds its records", segment.name)
+            except OSError as error:  # a segment left behind costs disk, never records
+                logger.warning("could not drop a delivered journal segment: %s", error)
 
     def close(self, last_step: int, status: str = "finished", ended: float | None = None) -> None:
         """The run ends with ``status`` (``finished``, or ``crashed: ...``/``killed: ...``) at ``ended`` (default:

@@ -200,8 +200,11 @@ def drop_delivered_segments(journal: Path, cursor: int) -> list[Path]:
     for segment in journal_segments(journal):
         if _segment_last_seq(segment) > cursor or _segment_last_seq(segment) < 0:
             break
-        media = [journal.parent / item for entry in _records_of(segment) for item in _media_of(entry)]
-        segment.unlink()
+        try:
+            media = [journal.parent / item for entry in _records_of(segment) for item in _media_of(entry)]
+            segment.unlink()
+        except FileNotFoundError:  # another process of the run (a replay, the delivery process) dropped it
+            continue
         for path in media:
             with contextlib.suppress(OSError):
                 path.unlink()
