@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 import tracking_core
 from tracking_aim import AimTracker
-from tracking_core import RunContext, TrackingWarning
+from tracking_core import TrackingWarning
 from tracking_core.testing.accelerate_parity import AccelerateParity
+from tracking_core.testing.ranks import per_rank_context
 
 _spec = importlib.util.spec_from_file_location("_tracking_aim_readback", Path(__file__).with_name("aim_readback.py"))
 readback = importlib.util.module_from_spec(_spec)
@@ -87,15 +88,7 @@ def test_per_rank_runs_share_the_experiment_and_carry_group_and_rank_tags(tmp_pa
     hashes = []
     for rank in (0, 1):
         tracker = AimTracker("ranks", tmp_path, name="train")
-        tracker.run_context = RunContext(
-            "ranks",
-            f"job-1-rank{rank}",  # as the dispatcher sets it in per-rank mode
-            tmp_path / "ranks" / "job-1" / f"rank-{rank}",
-            tmp_path,
-            rank=rank,
-            world_size=2,
-            group="job-1",
-        )
+        tracker.run_context = per_rank_context(tmp_path, "ranks", "job-1", rank)
         tracker.start()
         tracker.log({"loss": float(rank)}, step=0)
         tracker.finish()

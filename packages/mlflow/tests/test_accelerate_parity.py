@@ -8,8 +8,9 @@ import warnings
 
 import pytest
 import tracking_core
-from tracking_core import RunContext, TrackingWarning
+from tracking_core import TrackingWarning
 from tracking_core.testing.accelerate_parity import AccelerateParity
+from tracking_core.testing.ranks import per_rank_context
 from tracking_mlflow import MLflowTracker
 
 from .conftest import Reader
@@ -86,15 +87,7 @@ def test_per_rank_runs_are_named_and_tagged_by_rank(tmp_path, reader_of):
     trackers = []
     for rank in (0, 1):
         tracker = MLflowTracker("ranks", tmp_path, run_name="train")
-        tracker.run_context = RunContext(
-            "ranks",
-            f"job-1-rank{rank}",  # as the dispatcher sets it in per-rank mode
-            tmp_path / "ranks" / "job-1" / f"rank-{rank}",
-            tmp_path,
-            rank=rank,
-            world_size=2,
-            group="job-1",
-        )
+        tracker.run_context = per_rank_context(tmp_path, "ranks", "job-1", rank)
         tracker.start()
         tracker.log({"loss": float(rank)}, step=0)
         tracker.finish()

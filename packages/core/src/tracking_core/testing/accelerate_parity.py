@@ -37,7 +37,7 @@ from ..errors import TrackingWarning
 from ..intake.config import flatten_config, stringify
 from ..run.dispatcher import init
 from .images import assert_read_back, image_layouts
-from .ranks import launch_ranks, positional_signature
+from .ranks import launch_ranks, per_rank_context, positional_signature
 
 #: what each rank process of :meth:`AccelerateParity.test_per_rank_mode_end_to_end` runs
 RANK_SCRIPT = r"""
@@ -163,9 +163,7 @@ class AccelerateParity:
 
     def per_rank_context(self, tmp_path: Path, rank: int, group: str = "job-7") -> RunContext:
         """The run context the dispatcher gives rank ``rank`` of a per-rank job."""
-        logging_dir = tmp_path / "logs"
-        run_dir = logging_dir / "ranks" / group / f"rank-{rank}"
-        return RunContext("ranks", f"{group}-rank{rank}", run_dir, logging_dir, rank=rank, world_size=2, group=group)
+        return per_rank_context(tmp_path / "logs", "ranks", group, rank)
 
     # -- the suite ----------------------------------------------------------------------------
     def test_signatures_match_accelerate(self) -> None:

@@ -1,7 +1,8 @@
 """Helpers for a backend's tests of the Accelerate contract and of per-rank runs.
 
 ``positional_signature`` prints a method's positional parameters the way a test compares them with
-Accelerate's; ``launch_ranks`` starts the ranks of a job as a launcher would (one process each, with
+Accelerate's; ``per_rank_context`` is the run context the dispatcher gives one rank of a per-rank job, for a
+tracker started by hand; ``launch_ranks`` starts the ranks of a job as a launcher would (one process each, with
 ``RANK``, ``WORLD_SIZE`` and a job-identifying ``MASTER_PORT``) and returns what each printed last.
 """
 
@@ -16,8 +17,19 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from ..contract.tracker import RunContext
+
 #: an argument of :func:`launch_ranks` replaced by each process's rank
 RANK = "{rank}"
+
+
+def per_rank_context(logging_dir: Path, project: str, group: str, rank: int, world_size: int = 2) -> RunContext:
+    """What ``init(..., per_rank=True)`` sets on a tracker of rank ``rank``: run ``<group>-rank<N>`` in the folder
+    ``<logging_dir>/<project>/<group>/rank-<N>``, grouped by the job's id."""
+    run_dir = Path(logging_dir) / project / group / f"rank-{rank}"
+    return RunContext(
+        project, f"{group}-rank{rank}", run_dir, Path(logging_dir), rank=rank, world_size=world_size, group=group
+    )
 
 
 def positional_signature(function: Callable[..., Any]) -> str:
