@@ -304,3 +304,7 @@ def test_environments_built_from_older_pyprojects_get_this_checkouts_packages_ag
     ]  # fmt: skip
     assert refresh_installs.refresh(tmp_path, str(uv)) == 0
     assert len(calls.read_text().splitlines()) == 1  # the stamp matches now: nothing to do until a pyproject changes
+
+    first_time = tmp_path / "no environments yet"
+    assert refresh_installs.refresh(first_time, str(uv)) == 0  # what Hatch builds next is built from these files
+    assert (first_time / refresh_installs.STAMP).is_file() and len(calls.read_text().splitlines()) == 1

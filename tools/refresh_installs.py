@@ -54,7 +54,11 @@ def editable_sources(env: Path) -> list[Path]:
 def refresh(envs_root: Path, uv: str) -> int:
     stamp = envs_root / STAMP
     fingerprint = pyprojects_fingerprint()
-    if not envs_root.is_dir() or (stamp.is_file() and stamp.read_text().strip() == fingerprint):
+    if stamp.is_file() and stamp.read_text().strip() == fingerprint:
+        return 0
+    if not envs_root.is_dir():  # no environment yet: those Hatch builds from here on match this checkout
+        envs_root.mkdir(parents=True, exist_ok=True)
+        stamp.write_text(fingerprint + "\n")
         return 0
     failed = 0
     for env in sorted(path for path in envs_root.iterdir() if (path / "bin" / "python").exists()):
