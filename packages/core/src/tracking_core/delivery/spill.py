@@ -203,27 +203,3 @@ def backlog(
         if seq > last:
             last = seq
             yield record
-
-
-def journal_tail(path: Path, size: int = 1 << 18) -> tuple[int, int]:
-    """``(last seq, last step)`` among the last records of a journal; ``(-1, -1)`` when it has none."""
-    last_seq = last_step = -1
-    try:
-        with open(path, "rb") as handle:
-            end = handle.seek(0, 2)
-            handle.seek(max(0, end - size))
-            lines = handle.read().split(b"\n")[1 if end > size else 0 : -1]
-    except OSError:
-        return last_seq, last_step
-    for line in lines:
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue
-        if not isinstance(entry, dict):
-            continue
-        if isinstance(entry.get("seq"), int):
-            last_seq = max(last_seq, entry["seq"])
-        if entry.get("type") == "metrics" and isinstance(entry.get("step"), int):
-            last_step = max(last_step, entry["step"])
-    return last_seq, last_step

@@ -19,14 +19,14 @@ from typing import TYPE_CHECKING, Any
 from ..contract.tracker import GeneralTracker
 from ..delivery.resume import not_resumed_note as not_resumed_note
 from ..delivery.resume import resume_state_of as resume_state_of
-from ..delivery.spill import journal_tail, spill_name
+from ..delivery.spill import spill_name
 from ..kit.paths import check_name
 from ..notices import logger, notice
 from ..store import rewind
 from ..store.cursor import NOWHERE as NOWHERE
 from ..store.cursor import CursorFile as CursorFile
 from ..store.cursor import cursor_name as cursor_name
-from ..store.journal import JOURNAL_NAME, drop_delivered_segments, journal_files, journal_segments
+from ..store.journal import JOURNAL_NAME, drop_delivered_segments, journal_files, journal_segments, journal_tail
 from ..store.manifest import MANIFEST_NAME, RunManifest, find_run_to_resume
 
 if TYPE_CHECKING:

@@ -287,6 +287,37 @@ def _records_of(file: Path) -> Iterator[dict[str, Any]]:
 _TAIL_BYTES = 4096
 
 
+def tail_entries(path: Path, size: int = 1 << 18) -> list[dict[str, Any]]:
+    """The whole records among the last ``size`` bytes of a journal; none when it cannot be read."""
+    try:
+        with open(path, "rb") as handle:
+            end = handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, end - size))
+            lines = handle.read().split(b"\n")[1 if end > size else 0 : -1]  # the first may be cut, the last torn
+    except OSError:
+        return []
+    entries = []
+    for line in lines:
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict):
+            entries.append(entry)
+    return entries
+
+
+def journal_tail(path: Path) -> tuple[int, int]:
+    """``(last seq, last step)`` among the last records of a journal; ``(-1, -1)`` when it has none."""
+    last_seq = last_step = -1
+    for entry in tail_entries(path):
+        if isinstance(entry.get("seq"), int):
+            last_seq = max(last_seq, entry["seq"])
+        if entry.get("type") == "metrics" and isinstance(entry.get("step"), int):
+            last_step = max(last_step, entry["step"])
+    return last_seq, last_step
+
+
 def journal_ends(journal: Path) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """The header record and the last whole record of a journal (``{}``/``None`` when unreadable), reading
     only its first line and its last few kilobytes: listing a folder of long runs stays fast."""

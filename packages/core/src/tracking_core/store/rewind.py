@@ -17,11 +17,12 @@ others store a marker, ``tracking_core.contract.tracker.store_marker``); the fin
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
+
+from .journal import tail_entries
 
 
 class RewindPoint(NamedTuple):
@@ -143,23 +144,14 @@ def last_step(
     return step
 
 
-def _tail_step_after(path: Path, last_seq: int, size: int = 1 << 18) -> int:
+def _tail_step_after(path: Path, last_seq: int) -> int:
     """The furthest metric step among the last records of a journal numbered after ``last_seq``."""
-    step = -1
-    try:
-        with open(path, "rb") as handle:
-            end = handle.seek(0, 2)
-            handle.seek(max(0, end - size))
-            lines = handle.read().split(b"\n")[1 if end > size else 0 : -1]
-    except OSError:
-        return step
-    for line in lines:
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(entry, dict) and entry.get("type") == "metrics":
-            seq, at = entry.get("seq"), entry.get("step")
-            if type(seq) is int and seq > last_seq and type(at) is int:
-                step = max(step, at)
-    return step
+    steps = [
+        entry["step"]
+        for entry in tail_entries(path)
+        if entry.get("type") == "metrics"
+        and type(entry.get("seq")) is int
+        and entry["seq"] > last_seq
+        and type(entry.get("step")) is int
+    ]
+    return max(steps, default=-1)
