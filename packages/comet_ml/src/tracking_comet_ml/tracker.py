@@ -23,7 +23,7 @@ contract                    comet_ml
 ``log_system_metrics``      ``log_metric("sys.<name>", value, step=<sample index>, include_context=False)``:
                             where Comet's own monitor puts its ``sys.*`` metrics (its *System metrics*)
 ``flush`` / ``finish``      ``experiment.flush()`` / ``experiment.end()`` (offline: writes the archive);
-                            a crashed or killed run reported as crashed first (:mod:`tracking_comet_ml.ending`)
+                            a crashed or killed run reported as crashed first (:mod:`tracking_comet_ml.run_end`)
 ``resume_state``            ``{"experiment_key", "mode", "offline_directory", "data_dir", ...}``; a resumed
                             run: ``comet_ml.start(experiment_key=<saved>, mode="get")`` offline (an archive
                             that appends to the experiment on upload), ``mode="get_or_create"`` online
@@ -46,7 +46,7 @@ from tracking_core.kit import RUN_CONTEXT_KEY, check_name, figure_to_png, image_
 
 from . import context_panels
 from .archive import archive_name, drain_offline_streamer
-from .ending import report_end, set_start, stamp_stop_time
+from .run_end import report_end, set_start, stamp_stop_time
 from .media import comet_histogram, image_bytes, table_csv
 from .reader import archives_of, read_history, read_images, sample_key, system_metric_name
 from .startup import (

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, cast
 from tracking_core import RunContext
 from tracking_core.kit import chosen_instead, not_resumed, per_rank, probe_http, rank_name, saved_resume
 
-from .ending import run_ended_by_dispatcher
+from .run_end import run_ended_by_dispatcher
 from .older import v0_5_8, v0_6_2, v0_8_0
 from .older.v0_5_8.startup import start as v0_5_8_start
 from .older.v0_6_2.startup import start as v0_6_2_start
@@ -239,7 +239,7 @@ def start_sdk(tracker: SwanLabTracker, swanlab: Any) -> None:
 
 def _init(tracker: SwanLabTracker, swanlab: Any, settings: dict[str, Any], kwargs: dict[str, Any]) -> Any:
     """``swanlab.init``; under a dispatcher, without the hooks with which SwanLab would end the run itself
-    (:mod:`tracking_swanlab.ending`)."""
+    (:mod:`tracking_swanlab.run_end`)."""
     with run_ended_by_dispatcher(tracker.run_context is not None):
         return swanlab.init(settings=settings, **kwargs)
 

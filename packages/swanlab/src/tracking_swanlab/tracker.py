@@ -13,7 +13,7 @@ log_histogram                 the contract's default (count/min/max/mean/std): S
 log_artifact(s)               ``run.save(path, base_path=folder, policy="now")``  (linked into ``files/``)
 log_run_context               ``run.config.update({"run_context": context})``
 log_system_metrics            ``run.log({"system/<name>": value}, step=index)`` (each key its own steps)
-finish                        ``run.finish(state=success|crashed|aborted, error=<run status>)`` (:mod:`.ending`)
+finish                        ``run.finish(state=success|crashed|aborted, error=<run status>)`` (:mod:`.run_end`)
 resume_state                  ``{"id", "project", "name", "mode", "run_dirs"}``; a resumed run:
                               ``swanlab.init(id=<saved id>, resume="allow", name=<saved name>, ...)``
 per-rank runs                 ``swanlab.init(group=<group>, name=<name>-rank<N>)``
@@ -56,7 +56,7 @@ from tracking_core.kit import (
 )
 
 from . import startup
-from .ending import finish_arguments
+from .run_end import finish_arguments
 from .older.v0_6_2.run import EarlierRun
 from .older.v0_6_2.startup import upload_commands
 
