@@ -46,9 +46,9 @@ from tracking_core.kit import RUN_CONTEXT_KEY, check_name, figure_to_png, image_
 
 from . import context_panels
 from .archive import archive_name, drain_offline_streamer
-from .run_end import report_end, set_start, stamp_stop_time
 from .media import comet_histogram, image_bytes, table_csv
 from .reader import archives_of, read_history, read_images, sample_key, system_metric_name
+from .run_end import report_end, set_start, stamp_stop_time
 from .startup import (
     CONDA_NOTE,
     ENV_DETAILS,

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any, cast
 from tracking_core import RunContext
 from tracking_core.kit import chosen_instead, not_resumed, per_rank, probe_http, rank_name, saved_resume
 
-from .run_end import run_ended_by_dispatcher
 from .older import v0_5_8, v0_6_2, v0_8_0
 from .older.v0_5_8.startup import start as v0_5_8_start
 from .older.v0_6_2.startup import start as v0_6_2_start
+from .run_end import run_ended_by_dispatcher
 
 if TYPE_CHECKING:
     from .tracker import SwanLabTracker

@@ -56,9 +56,9 @@ from tracking_core.kit import (
 )
 
 from . import startup
-from .run_end import finish_arguments
 from .older.v0_6_2.run import EarlierRun
 from .older.v0_6_2.startup import upload_commands
+from .run_end import finish_arguments
 
 #: SwanLab refuses control characters anywhere in a key and '.', '/' or whitespace at either end;
 #: longer keys are cut at 512 characters (``swanlab.sdk.internal.pkg.constraints``).
