@@ -11,8 +11,8 @@ what its SDK wrote; pytest then runs every contract test against the real SDK::
         def read_metrics(self, run: ContractRun) -> dict[str, dict[int, float]]:
             ...  # open what the SDK wrote under run.logging_dir with the SDK's own reader
 
-The contract requires pytest (``pip install tracking-core[testing]``). Helpers for a backend's own
-tests that need no pytest: :mod:`.resume` (a tracker started with a saved resume state, a run killed
+The contract requires pytest (core's ``testing`` extra; from a clone, ``pip install './packages/core[testing]'``).
+Helpers for a backend's own tests that need no pytest: :mod:`.resume` (a tracker started with a saved resume state, a run killed
 with SIGKILL), :mod:`.reliability` (counting what a fault cost, running a script) and :mod:`.samples` (the
 system samples every backend's ``log_system_metrics`` test logs, and the run that logs them).
 """
