@@ -212,6 +212,10 @@ def test_the_loop_benchmark_runs_and_prints_its_table():
     assert any(line.startswith("no tracking") for line in rows.values()), result.stdout
     for line in (thread, process):
         assert "x /" in line and "(+" in line, line
+    header = next(row for row in cells if row and row[0] == "path")
+    column = header.index("delivery CPU s")
+    process_row = next(row for row in cells if row[:2] == ["tracking (process)", "jsonl"])
+    assert re.fullmatch(r"[\d.]+ / [\d.]+ / [\d.]+", process_row[column]), process_row  # read from the delivery process
 
 
 def test_the_journal_feed_benchmark_compares_the_socket_with_the_tailed_journal():

@@ -86,7 +86,8 @@ def _process_cpu() -> float:
 
 def _delivery_process_cpu(run) -> float | None:
     """CPU seconds the run's delivery process has used so far (``None`` without one, or without /proc)."""
-    link = getattr(run, "_link", None)
+    state = getattr(run, "state", None)  # a commit before the run's RunState kept the link as run._link
+    link = state.link if state is not None else getattr(run, "_link", None)
     process = getattr(link, "process", None)
     if process is None:
         return None
