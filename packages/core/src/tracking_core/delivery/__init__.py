@@ -26,9 +26,4 @@ record, what to hand the backend, what to spill, when to retry and how far the b
 - ``mapping``: per-backend key renames and non-finite filtering.
 - ``missing``: a record kind a backend cannot store because an optional package is missing.
 - ``spill``: spill journals, where records wait while a backend cannot take them, and their readers.
-
-The names of the former module ``tracking_core.delivery`` (now ``delivery.engine``) stay importable
-from this package.
 """
-
-from .engine import *  # noqa: F403

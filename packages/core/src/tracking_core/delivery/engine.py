@@ -42,7 +42,7 @@ from ..notices import logger, warn_once
 from ..report import BackendReport
 from ..store import rewind
 from ..store.cursor import CursorFile
-from .backlog import MAX_BATCH, Backlog
+from .backlog import Backlog
 from .catch_up import CatchUp
 from .ending import Ending
 from .flushing import Flushes
@@ -55,30 +55,17 @@ from .positions import Positions
 from .recovery import (
     CATCHING_UP,
     LIVE,
-    MAX_CONSECUTIVE_FAILURES,
     RECOVERING,
     SPILLING,
     Mode,
     Outage,
     RetryPolicy,
     enter,
-    is_refusal,
 )
 from .spill import SpillJournal, SpillReader
 from .spiller import Spiller, in_order
 
-__all__ = [
-    "CATCHING_UP",
-    "LIVE",
-    "MAX_BATCH",
-    "MAX_CONSECUTIVE_FAILURES",
-    "RECOVERING",
-    "SPILLING",
-    "Delivery",
-    "Mode",
-    "RetryPolicy",
-    "is_refusal",
-]
+__all__ = ["Delivery"]
 
 
 class Delivery:

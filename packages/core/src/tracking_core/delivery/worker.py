@@ -2,7 +2,7 @@
 
 The caller only appends to a queue (the hot path: metric records arrive as plain tuples in
 :class:`~tracking_core.intake.record.Record`'s field order); the worker thread drains it in batches, makes
-them Records and hands them to the backend's :class:`~tracking_core.delivery.Delivery`, which owns
+them Records and hands them to the backend's :class:`~tracking_core.delivery.engine.Delivery`, which owns
 what happens to each record. With ``blocking=True`` there is no thread: the caller delivers, under a lock.
 """
 
@@ -21,7 +21,8 @@ from ..intake.record import CONTROL_KINDS, KINDS, Record, RecordTuple
 from ..intake.record import new_record as as_record
 from ..notices import logger, warn_once
 from ..report import BackendReport
-from .engine import MAX_BATCH, Delivery
+from .backlog import MAX_BATCH
+from .engine import Delivery
 from .pace import THREAD_ADVICE, LoopWaits
 
 LINGER_SECONDS = 0.005
