@@ -465,7 +465,8 @@ _ISOLATION_SCRIPT = textwrap.dedent(
         run.log({"loss": 1.0 / (step + 1)}, step=step)
     run.log_images({"img": np.zeros((4, 4, 3), dtype="uint8")}, step=1)
     report = run.finish()
-    children = [p for p in os.listdir("/proc") if p.isdigit() and open(f"/proc/{p}/stat").read().split()[3] == str(os.getpid())]
+    from tracking_core.testing.reliability import child_processes
+    children = [str(pid) for pid in child_processes()]
     print(json.dumps({"ok": report.ok, "threads": sorted(t.name for t in threading.enumerate() if t is not threading.main_thread()),
                       "children": children, "excepthook_kept": sys.excepthook is hook,
                       "matplotlib": "matplotlib" in sys.modules}))

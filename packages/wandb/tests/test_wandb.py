@@ -86,7 +86,10 @@ def pid_alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    return Path(f"/proc/{pid}").exists() and "zombie" not in Path(f"/proc/{pid}/status").read_text().lower()
+    try:
+        return "zombie" not in Path(f"/proc/{pid}/status").read_text().lower()
+    except OSError:  # gone since the kill(0)
+        return False
 
 
 # -- embedded default, processes, files ------------------------------------------------------------
@@ -97,9 +100,8 @@ EMBEDDED_SCRIPT = """
         run.log({"loss": 1.0 / (step + 1)}, step=step)
     tracker = run.get_tracker("wandb", unwrap=False)
     run.flush()
-    children = [int(p) for p in os.listdir("/proc") if p.isdigit()
-                and open(f"/proc/{p}/stat").read().split(") ")[1].split()[1] == str(os.getpid())]
-    names = {pid: open(f"/proc/{pid}/comm").read().strip() for pid in children}
+    from tracking_core.testing.reliability import child_processes
+    names = child_processes()
     report = run.finish()
     print(json.dumps({"ok": report.ok, "mode": tracker.mode, "run_dir": str(tracker.run_dir),
                       "children": names, "notes": report.backends["wandb"].notes}))

@@ -9,6 +9,7 @@ processes (:func:`run_script`, :func:`start_in_own_session`) so a fault can end 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -76,6 +77,23 @@ def start_in_own_session(code: str, *args: str, cwd: str | Path) -> subprocess.P
         cwd=cwd,
         start_new_session=True,
     )
+
+
+def child_processes(parent: int | None = None) -> dict[int, str]:
+    """The processes whose parent is ``parent`` (default: this one), by pid, with their command names, read
+    from ``/proc``; a process that exits while it is read is left out, as it is no longer a child."""
+    parent_pid = str(os.getpid() if parent is None else parent)
+    children = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            if fields[1] == parent_pid:
+                children[int(entry)] = Path(f"/proc/{entry}/comm").read_text().strip()
+        except (OSError, IndexError):  # gone between the listing and the read
+            continue
+    return children
 
 
 def last_json_line(output: str) -> dict[str, Any]:
