@@ -139,3 +139,18 @@ def test_a_segment_size_that_is_not_a_positive_number_is_refused(size):
 
     with pytest.raises(ValueError, match="segment_mb"):
         JsonlTracker("p", segment_mb=size)
+
+
+def test_a_file_system_without_hard_links_keeps_the_journal_whole(tmp_path, monkeypatch, caplog):
+    def no_links(*args):
+        raise OSError("hard links not supported")
+
+    monkeypatch.setattr("os.link", no_links)
+    journal = tmp_path / JOURNAL_NAME
+    writer = JournalWriter(journal, project="p", run_id="r", source="jsonl", segment_bytes=64)
+    writer.write_many([{"type": "metrics", "step": step, "values": {"x": step}, "seq": step} for step in range(5)])
+    writer.flush()  # stored; the seal fails, which is not the records' failure
+    writer.write({"type": "metrics", "step": 5, "values": {"x": 5}, "seq": 5})
+    writer.close()
+    assert _steps(journal) == [0, 1, 2, 3, 4, 5]
+    assert not list(tmp_path.glob("journal*.next")) and "cannot seal" in caplog.text

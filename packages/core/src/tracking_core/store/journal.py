@@ -44,6 +44,7 @@ from ..intake.config import merge_config
 from ..intake.record import Record
 from ..kit.appendfile import AppendFile
 from ..kit.png import load_png
+from ..notices import logger
 
 FORMAT = "tracking-journal"
 FORMAT_VERSION = 1
@@ -120,7 +121,16 @@ class JournalWriter:
     def flush(self, durable: bool = False) -> None:
         self._file.flush(durable=durable)
         if self._segment_bytes and self._file.size >= self._segment_bytes and self._last_seq >= 0:
-            self._seal()
+            try:
+                self._seal()
+            except OSError as error:  # the records are stored: a failed seal must not report them lost
+                logger.warning(
+                    "journal %s: cannot seal a segment (%s); it is kept whole from here on", self.path, error
+                )
+                self._segment_bytes = None
+                self.path.with_name(self.path.name + ".next").unlink(missing_ok=True)
+                if self._file.closed:
+                    self._file = AppendFile(self.path)
 
     def close(self) -> None:
         self._file.close()
