@@ -134,3 +134,84 @@ def test_a_process_that_dies_while_a_backend_starts_is_delivered_by_replay(tmp_p
     steps = [step for step, _ in points]
     figures = tally("os._exit during a backend's start-up, then replay", "slow-start", range(200), steps)
     assert (figures["lost"], figures["duplicated"]) == (0, 0) and steps == list(range(200))
+
+
+def test_a_record_logged_on_one_tracker_is_in_the_journal_and_replays_to_that_backend_only(tmp_path, memory):
+    """``run.get_tracker("memory").log(...)`` is the user's record too: the journal holds it, for its backend,
+    so a replay (or a resumed run's catch-up) delivers it there and nowhere else."""
+    from tracking_core.cli.replay import replay
+    from tracking_core.testing import MemoryTracker
+
+    class Second(MemoryTracker):
+        name = "second"
+
+    register_tracker_class(Second)
+    run = init("p", log_with=["memory", "second"], logging_dir=tmp_path / "runs")
+    run.log({"loss": 1.0}, step=0)
+    run.get_tracker("memory").log({"only_memory": 2.0}, step=1)
+    run.get_tracker("second").log_table("only_second", columns=["a"], data=[[1]], step=1)
+    run.log({"loss": 0.5}, step=2)
+    assert run.finish().ok
+    entries = list(read_journal(Path(run.run_dir) / "journal.jsonl"))
+    direct = [entry for entry in entries if "for" in entry]
+    assert [(entry["type"], entry["for"]) for entry in direct] == [("metrics", "memory"), ("table", "second")]
+    assert direct[0]["values"] == {"only_memory": 2.0}
+
+    MemoryTracker.runs.clear()
+    report = replay(Path(run.run_dir) / "journal.jsonl", ["memory", "second"], new_run=True, progress=False)
+    assert report.ok, str(report)
+    copies = {tracker.name: tracker for tracker in MemoryTracker.runs}
+    assert copies["memory"].metrics == [(0, {"loss": 1.0}), (1, {"only_memory": 2.0}), (2, {"loss": 0.5})]
+    assert copies["memory"].tables == []
+    assert copies["second"].metrics == [(0, {"loss": 1.0}), (2, {"loss": 0.5})]
+    assert [table[0] for table in copies["second"].tables] == ["only_second"]
+
+
+DIES_AFTER_DIRECT_CALLS = textwrap.dedent(
+    """
+    import os, sys, time
+    sys.path.insert(0, sys.argv[1])
+    from slow_start_tracker import SlowStart
+    from tracking_core import init, register_tracker_class
+    from tracking_core.testing import MemoryTracker
+
+    register_tracker_class(SlowStart)
+    register_tracker_class(MemoryTracker)
+    run = init("p", log_with=["slow-start", "memory"], logging_dir=sys.argv[2])
+    print(run.run_dir, flush=True)
+    for step in range(5):
+        run.log({"loss": 1.0}, step=step)
+    run.get_tracker("memory").log({"only_memory": 1.0}, step=5)
+    run.get_tracker("slow-start").log({"only_slow": 1.0}, step=6)
+    run.log({"loss": 0.5}, step=7)
+    time.sleep(1.0)
+    os._exit(0)
+    """
+)
+
+
+@pytest.mark.reliability
+def test_a_replay_into_the_same_run_gives_a_record_logged_on_one_tracker_to_that_backend_only(tmp_path):
+    from tracking_core.cli.replay import replay
+
+    (tmp_path / "slow_start_tracker.py").write_text(SLOW_START)
+    died = subprocess.run(
+        [sys.executable, "-c", DIES_AFTER_DIRECT_CALLS, str(tmp_path), str(tmp_path / "runs")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert died.returncode == 0, died.stderr
+    run_dir = Path(died.stdout.split()[0])
+    assert not (run_dir / "points.jsonl").exists()
+    sys.path.insert(0, str(tmp_path))
+    try:
+        from slow_start_tracker import SlowStart
+
+        register_tracker_class(SlowStart)
+        report = replay(run_dir / "journal.jsonl", "slow-start", progress=False)
+    finally:
+        sys.path.remove(str(tmp_path))
+    assert report.ok, str(report)
+    points = [json.loads(line) for line in (run_dir / "points.jsonl").read_text().splitlines()]
+    assert points == [[step, {"loss": 1.0}] for step in range(5)] + [[6, {"only_slow": 1.0}], [7, {"loss": 0.5}]]

@@ -14,9 +14,13 @@ from ..contract.tracker import GeneralTracker
 from ..kit.adapters import table_rows
 from ..kit.paths import check_name, check_optional_name
 from ..notices import notice
-from ..store.journal import JOURNAL_NAME, JournalWriter
+from ..store.journal import FOR_BACKEND, JOURNAL_NAME, JournalWriter
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+#: the keyword the run gives the journal's copy of a record logged on one backend's own tracker
+#: (``run.get_tracker(name).log(...)``): its line names that backend (``store.journal.FOR_BACKEND``)
+JOURNAL_FOR = "journal_for"
 
 
 def _file_safe(key: str) -> str:
@@ -33,6 +37,8 @@ def _metrics_record(values: dict[str, Any], step: int | None, kwargs: dict[str, 
 def _with_seq(record: dict[str, Any], kwargs: dict[str, Any]) -> dict[str, Any]:
     if kwargs.get("seq") is not None:
         record["seq"] = kwargs["seq"]
+    if kwargs.get(JOURNAL_FOR):
+        record[FOR_BACKEND] = kwargs[JOURNAL_FOR]
     return record
 
 
@@ -134,8 +140,10 @@ class JsonlTracker(GeneralTracker):
             f"rewound to step {step}: the journal's readers (show, replay) skip the earlier points from step {step} on"
         )
 
-    def store_init_configuration(self, values: dict[str, Any], seq: int | None = None) -> None:
-        self._journal.write(_with_seq({"type": "config", "values": values}, {"seq": seq}))
+    def store_init_configuration(
+        self, values: dict[str, Any], seq: int | None = None, journal_for: str | None = None
+    ) -> None:
+        self._journal.write(_with_seq({"type": "config", "values": values}, {"seq": seq, JOURNAL_FOR: journal_for}))
         self._journal.flush()
 
     def log(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:
@@ -182,7 +190,7 @@ class JsonlTracker(GeneralTracker):
 
     def log_figure(self, figure: Any, name: str, step: int | None = None, **kwargs: Any) -> None:
         path = self._media_path("figures", name, step, 0, ".png")
-        figure.savefig(path, **{key: value for key, value in kwargs.items() if key != "seq"})
+        figure.savefig(path, **{key: value for key, value in kwargs.items() if key not in ("seq", JOURNAL_FOR)})
         record = {"type": "figure", "name": name, "step": step, "path": path.relative_to(self.run_dir).as_posix()}
         self._journal.write(_with_seq(record, kwargs))
         self._journal.flush()
@@ -193,17 +201,25 @@ class JsonlTracker(GeneralTracker):
         self._journal.flush()
 
     def log_artifact(
-        self, local_path: str | os.PathLike[str], artifact_path: str | None = None, seq: int | None = None
+        self,
+        local_path: str | os.PathLike[str],
+        artifact_path: str | None = None,
+        seq: int | None = None,
+        journal_for: str | None = None,
     ) -> None:
         record = {"type": "artifact", "local_path": os.path.abspath(local_path), "artifact_path": artifact_path}
-        self._journal.write(_with_seq(record, {"seq": seq}))
+        self._journal.write(_with_seq(record, {"seq": seq, JOURNAL_FOR: journal_for}))
         self._journal.flush()
 
     def log_artifacts(
-        self, local_dir: str | os.PathLike[str], artifact_path: str | None = None, seq: int | None = None
+        self,
+        local_dir: str | os.PathLike[str],
+        artifact_path: str | None = None,
+        seq: int | None = None,
+        journal_for: str | None = None,
     ) -> None:
         record = {"type": "artifacts", "local_path": os.path.abspath(local_dir), "artifact_path": artifact_path}
-        self._journal.write(_with_seq(record, {"seq": seq}))
+        self._journal.write(_with_seq(record, {"seq": seq, JOURNAL_FOR: journal_for}))
         self._journal.flush()
 
     def read_back_metrics(self) -> dict[str, dict[int, Any]]:

@@ -23,10 +23,12 @@ from ..context.samples import SAMPLES_NAME
 from ..delivery.spill import numbered
 from ..delivery.worker import BackendWorker
 from ..intake.config import merge_config
+from ..intake.record import Record
 from ..notices import notice
 from ..report import FinishReport
 from ..run.dispatcher import Dispatcher
 from ..store.journal import (
+    FOR_BACKEND,
     JOURNAL_NAME,
     journal_files,
     read_header,
@@ -108,27 +110,36 @@ def replay_into(
         if entry["type"] not in ("header", "config", "finish")
     ]
     bar = Progress(len(entries) + already, f"replay -> {','.join(t.name for t in run.trackers)}", enabled=progress)
+    names = {tracker.name for tracker in run.trackers}
     for index, entry in enumerate(entries, 1 + already):
         record = record_from_entry(entry, path.parent)
-        if record is not None:
-            if record.kind == "log":
-                run.log(record.payload, step=record.step, timestamp=record.timestamp)
-            elif record.kind == "images":
-                run.log_images(record.payload, step=record.step)
-            elif record.kind == "table":
-                name, columns, data, _ = record.payload
-                run.log_table(name, columns=columns, data=data, step=record.step)
-            elif record.kind == "histogram":
-                name, histogram = record.payload
-                run.log_histogram(name, histogram, step=record.step)
-            elif record.kind == "artifact":
-                run.log_artifact(*record.payload)
-            elif record.kind == "artifacts":
-                run.log_artifacts(*record.payload)
+        backend = entry.get(FOR_BACKEND)
+        if record is not None and backend is None:
+            _send(run, record, timestamp=record.timestamp)
+        elif record is not None and backend in names:  # logged on that backend's own tracker: to it alone
+            _send(run.get_tracker(backend), record)
         bar.update(index, final=index == len(entries) + already)
     if not entries:
         bar.update(already, final=True)
     return len(entries)
+
+
+def _send(face: Any, record: Record, **extra: Any) -> None:
+    """``record`` as a new call on ``face``: the run (every backend), or one backend's own tracker."""
+    if record.kind == "log":
+        face.log(record.payload, step=record.step, **extra)
+    elif record.kind == "images":
+        face.log_images(record.payload, step=record.step)
+    elif record.kind == "table":
+        name, columns, data, _ = record.payload
+        face.log_table(name, columns=columns, data=data, step=record.step)
+    elif record.kind == "histogram":
+        name, histogram = record.payload
+        face.log_histogram(name, histogram, step=record.step)
+    elif record.kind == "artifact":
+        face.log_artifact(*record.payload)
+    elif record.kind == "artifacts":
+        face.log_artifacts(*record.payload)
 
 
 def _targets(to: str | Iterable[str] | None, header: dict[str, Any], path: Path) -> list[str]:

@@ -19,7 +19,11 @@ from .spill import backlog
 
 
 class CatchUp:
-    def __init__(self, paths: Iterable[Path], records: Iterable[Record], before: float, earlier_handed: int) -> None:
+    def __init__(
+        self, backend: str, paths: Iterable[Path], records: Iterable[Record], before: float, earlier_handed: int
+    ) -> None:
+        #: the backend it delivers to: lines logged on another backend's own tracker are not its
+        self.backend = backend
         self.paths = list(paths)
         self.records = list(records)
         #: records numbered below this are the catch-up's; from it on they are live
@@ -77,7 +81,7 @@ class CatchUp:
         again. When it cannot say, records it took are not delivered again (at worst lost, never
         stored twice).
         """
-        records = backlog(self.paths, cursor, self.before, self.records)
+        records = backlog(self.paths, cursor, self.before, self.records, self.backend)
         handed = self.earlier_handed
         if not buffers and handed <= cursor:
             return records  # no call was cut short: the backend holds exactly what its cursor says

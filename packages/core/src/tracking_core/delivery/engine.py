@@ -128,7 +128,7 @@ class Delivery:
         self._at_queue = time.monotonic()
         self.spill_reader: SpillReader | None = None
         #: what the backend missed before this process (resume, replay, take-over), delivered first
-        self.catch_up = CatchUp(backlog_paths, backlog_records, backlog_before, handed)
+        self.catch_up = CatchUp(self.name, backlog_paths, backlog_records, backlog_before, handed)
         #: resume_step went back: the rewind applied before this process's first record (rewind.py), and
         #: the records every rewind of the run superseded (never delivered)
         self.rewind_due, self._superseded = rewind.due(tracker.run_context)

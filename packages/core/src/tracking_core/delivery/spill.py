@@ -19,7 +19,7 @@ from typing import Any, cast
 
 from ..backends.jsonl import JsonlTracker
 from ..intake.record import Record, deliver
-from ..store.journal import JournalWriter, record_from_entry
+from ..store.journal import JournalWriter, is_for, record_from_entry
 
 _SEQ = re.compile(rb'"seq":(\d+)')
 
@@ -177,8 +177,10 @@ def _numbered_entries(path: Path, after: int, before: float = float("inf")) -> I
                 yield seq, entry
 
 
-def _numbered_records(path: Path, after: int, before: float) -> Iterator[tuple[int, Record]]:
+def _numbered_records(path: Path, after: int, before: float, backend: str | None) -> Iterator[tuple[int, Record]]:
     for seq, entry in _numbered_entries(path, after, before):
+        if backend is not None and not is_for(entry, backend):
+            continue  # logged on another backend's own tracker
         try:
             record = record_from_entry(entry, path.parent)
         except Exception:  # a media file that is gone: the rest of the journal still counts
@@ -188,15 +190,20 @@ def _numbered_records(path: Path, after: int, before: float) -> Iterator[tuple[i
 
 
 def backlog(
-    paths: Iterable[Path], after: int, before: float = float("inf"), records: Iterable[Record] = ()
+    paths: Iterable[Path],
+    after: int,
+    before: float = float("inf"),
+    records: Iterable[Record] = (),
+    backend: str | None = None,
 ) -> Iterator[Record]:
     """The numbered records of several journals with ``after < seq < before``, in ``seq`` order, once each.
 
     A run's journal and a backend's spill journal may both hold a record; each journal is already
     in ``seq`` order, so a merge gives every record once and in the order it was logged. ``records``
-    (in ``seq`` order) joins the merge: what a dead delivery process may not have delivered.
+    (in ``seq`` order) joins the merge: what a dead delivery process may not have delivered. With
+    ``backend``, lines logged on another backend's own tracker are left out.
     """
-    streams = [_numbered_records(path, after, before) for path in paths if path.is_file()]
+    streams = [_numbered_records(path, after, before, backend) for path in paths if path.is_file()]
     streams.append((record.seq, record) for record in records if record.seq is not None and after < record.seq < before)
     last = after
     for seq, record in heapq.merge(*streams, key=lambda item: item[0]):

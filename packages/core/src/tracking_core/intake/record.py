@@ -83,7 +83,7 @@ def deliver(tracker: GeneralTracker, record: Record, values: dict[str, Any] | No
         tracker.log(payload if values is None else values, step=step, **call_kwargs(tracker, record))
     elif kind == "config":
         if record.seq is not None and tracker.wants_record_ids:
-            tracker.store_init_configuration(payload, seq=record.seq)  # type: ignore[call-arg]
+            tracker.store_init_configuration(payload, seq=record.seq, **record.kwargs)  # type: ignore[call-arg]
         else:
             tracker.store_init_configuration(payload)
     elif kind == "images":
@@ -105,6 +105,6 @@ def deliver(tracker: GeneralTracker, record: Record, values: dict[str, Any] | No
         # a tracker with `wants_record_ids` also takes `seq`
         method: Callable[..., None] = tracker.log_artifact if kind == "artifact" else tracker.log_artifacts
         wants_id = record.seq is not None and tracker.wants_record_ids
-        method(*payload, **({"seq": record.seq} if wants_id else {}))
+        method(*payload, **({"seq": record.seq, **record.kwargs} if wants_id else {}))
     else:  # pragma: no cover - internal misuse
         raise ValueError(f"unknown record kind {kind!r}")

@@ -11,6 +11,7 @@ import os
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
+from ..backends.jsonl import JOURNAL_FOR
 from ..contract.histogram import Histogram, histogram_from_counts, histogram_of
 from ..contract.tracker import has_capability
 from ..intake.config import sanitize_config
@@ -23,6 +24,7 @@ from ..notices import warn_once
 from .options import checked_step
 
 if TYPE_CHECKING:
+    from ..delivery.worker import ManagedMixin
     from .dispatcher import Dispatcher
 
 _EMPTY: dict[str, Any] = {}
@@ -177,6 +179,22 @@ def artifacts_payload(local_dir: str | os.PathLike[str], artifact_path: str | No
     return os.fspath(local_dir), artifact_path
 
 
+def receivers(run: Dispatcher, only: ManagedMixin | None) -> list[tuple[ManagedMixin, dict[str, str]]]:
+    """The workers a record goes to, each with what it adds to the record's keywords.
+
+    A call on one backend's own tracker (``only``) reaches that backend, and the run's journal too: the
+    journal holds every record the user logged, so a resumed run's catch-up and a replay can deliver this
+    one as well; its line names the backend it is for, and they give it to that backend only.
+    """
+    if only is None:
+        return [(worker, _EMPTY) for worker in run.state.workers]
+    tag = {JOURNAL_FOR: only.name}
+    journal = run.state.journal
+    if only.name == journal:
+        return [(only, tag)]
+    return [(only, _EMPTY), *((worker, tag) for worker in run.state.workers if worker.name == journal)]
+
+
 def fan_out(
     run: Dispatcher,
     capability: str,
@@ -197,13 +215,13 @@ def fan_out(
         step = current_step(run, step)
         run.state.seq = seq = run.state.seq + 1
         lacking = []
-        for worker in run.state.workers if only is None else [only]:
+        for worker, tag in receivers(run, only):
             capable = has_capability(worker.tracker, capability)
             if not capable:
                 lacking.append(worker.name)
             if capable or instead:
                 kwargs = log_kwargs.get(worker.name, _EMPTY) if log_kwargs else _EMPTY
-                worker.put(Record(record_for[0], record_for[1], step, kwargs, None, seq))
+                worker.put(Record(record_for[0], record_for[1], step, {**kwargs, **tag} if tag else kwargs, None, seq))
     if run.state.pending_error is not None:
         run.state.raise_pending()
     if lacking:
@@ -231,7 +249,7 @@ def queue_config(run: Dispatcher, values: Any) -> None:
     only = getattr(run.state.only, "worker", None)
     with run.state.lock:
         run.state.seq = seq = run.state.seq + 1
-        for worker in run.state.workers if only is None else [only]:
-            worker.put(Record("config", copy.deepcopy(clean), None, _EMPTY, None, seq))
+        for worker, tag in receivers(run, only):
+            worker.put(Record("config", copy.deepcopy(clean), None, tag or _EMPTY, None, seq))
     if run.state.pending_error is not None:
         run.state.raise_pending()

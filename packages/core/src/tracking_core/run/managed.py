@@ -87,7 +87,8 @@ def log_to(
         step = run.state.step + 1 if step is None else calls.checked_step_after(run, step)
         run.state.step = step
         run.state.seq = seq = run.state.seq + 1
-        worker.put(Record("log", flat, step, kwargs or _EMPTY, _now(), seq))
+        for receiver, tag in calls.receivers(run, worker):
+            receiver.put(Record("log", flat, step, {**kwargs, **tag} if tag else kwargs or _EMPTY, _now(), seq))
     if run.state.pending_error is not None:
         run.state.raise_pending()
 

@@ -97,6 +97,8 @@ def init_trackers(
     remote: list[GeneralTracker] = []
     for spec in [*run.state.specs, *journal_first(run)]:
         name = spec.name
+        if _writes_the_journal(spec):
+            run.state.journal = name
         if not runs_trackers:  # one run per job: only global rank 0 runs trackers, whatever the class says
             run.state.skipped[name] = NoOpTracker(name)
             continue

@@ -39,6 +39,8 @@ class RunState:
     all_workers: list[ManagedMixin] = field(default_factory=list)
     #: trackers the run keeps for itself (the journal when ``log_with`` does not name ``jsonl``)
     internal: frozenset[str] = frozenset()
+    #: the backend that writes the run's journal (``None``: a replay into the run its journal came from)
+    journal: str | None = None
     #: stand-ins on ranks that run no trackers
     skipped: dict[str, NoOpTracker] = field(default_factory=dict)
     #: the last step and record number given out; both only grow, under ``lock``

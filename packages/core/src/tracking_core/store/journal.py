@@ -18,6 +18,8 @@ Format (``FORMAT_VERSION`` 1), one JSON object per line, each with a ``type``:
 * ``rewind``  -- ``step``, ``last_seq``, ``time``: the run went back to ``step`` (``resume_step``); the
   records numbered up to ``last_seq`` at ``step`` or later are superseded (:mod:`tracking_core.store.rewind`).
 
+Any record line may carry ``for``: it was logged on that one backend's own tracker (``FOR_BACKEND``).
+
 Readers skip unknown types and a torn last line, so a journal from a killed process reads back up
 to its last flushed record, and newer writers can add record types without breaking older readers.
 
@@ -53,6 +55,16 @@ JOURNAL_NAME = "journal.jsonl"
 SEGMENT_GLOB = "journal-*.jsonl"
 #: a record read from a journal carries no per-backend ``log_kwargs``
 _NO_KWARGS: dict[str, Any] = {}
+
+
+#: the field of a line logged on one backend's own tracker (``run.get_tracker(name).log(...)``): the backend it
+#: was for. The views show it like any record; whatever delivers the journal to backends gives it to that one only.
+FOR_BACKEND = "for"
+
+
+def is_for(entry: dict[str, Any], backend: str) -> bool:
+    """Whether a journal line is ``backend``'s to receive: every line is, but one logged for another backend."""
+    return bool(entry.get(FOR_BACKEND, backend) == backend)
 
 
 def _default(value: Any) -> Any:
