@@ -205,8 +205,8 @@ print(json.dumps(out), flush=True)
 
 
 def test_a_backend_behind_at_the_finish_timeout_spills_the_rest_exactly_once(tmp_path):
-    """``finish()`` gives up on a backend still delivering: what it did not store is spilled, and
-    replaying the spill completes the original run with every point once."""
+    """``finish()`` gives up on a backend still delivering: what it did not store waits (in the run's journal),
+    and ``tracking replay`` completes the original run with every point once."""
     steps = 3000
     result = run_script(BEHIND, CELL, "new", str(steps), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
@@ -214,9 +214,11 @@ def test_a_backend_behind_at_the_finish_timeout_spills_the_rest_exactly_once(tmp
     assert first["state"] == "timed_out", first
     assert first["spilled"] > 0 and first["delivered"] + first["spilled"] >= steps, first
     run_dir = tmp_path / first["run_dir"]
-    spill = str(run_dir / f"spill-{CELL}.jsonl")
     replayed = run_script(
-        "import sys, tracking_core.cli; sys.exit(tracking_core.cli.main(['replay', sys.argv[1]]))", spill, cwd=tmp_path
+        "import sys, tracking_core.cli; sys.exit(tracking_core.cli.main(['replay', sys.argv[1], '--to', sys.argv[2]]))",
+        str(run_dir),
+        CELL,
+        cwd=tmp_path,
     )
     assert replayed.returncode == 0, replayed.stdout + replayed.stderr
     read = last_json_line(run_script(BEHIND, CELL, "read", "0", cwd=tmp_path).stdout)

@@ -19,9 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tracking_core.store.cursor import CursorFile, cursor_name
-from tracking_core.store.journal import read_journal
-from tracking_core.testing.reliability import last_json_line
+from tracking_core.testing.reliability import last_json_line, waiting_records, waiting_steps
 
 STEPS = 300
 FAULT_AT = 100
@@ -141,32 +139,21 @@ def run_job(
     return {**last_json_line("".join(lines)), "outage_seconds": outage[0], "hung_at_exit": hung_at_exit}
 
 
-def _owed(run_dir: str | Path, backend: str) -> list[dict[str, Any]]:
-    """The records still waiting in the backend's spill journal: past its cursor (a spill the backend
-    recovered from stays on disk, and its records are then behind the cursor)."""
-    path = Path(run_dir) / f"spill-{backend}.jsonl"
-    if not path.exists():
-        return []
-    positions = CursorFile.read(Path(run_dir) / cursor_name(backend))
-    held = positions[0] if positions is not None else -1
-    return [entry for entry in read_journal(path) if isinstance(entry.get("seq"), int) and entry["seq"] > held]
-
-
 def spilled_steps(run_dir: str | Path, backend: str) -> list[int]:
-    """The steps of the metric records still waiting in the backend's spill journal."""
-    return [entry["step"] for entry in _owed(run_dir, backend) if entry["type"] == "metrics"]
+    """The steps of the metric records the backend still owes (in the run's journal or its spill, past its cursor)."""
+    return waiting_steps(run_dir, backend)
 
 
 def spilled_records(run_dir: str | Path, backend: str) -> int:
-    """How many records of any kind (metrics, the image) still wait in the backend's spill journal."""
-    return len(_owed(run_dir, backend))
+    """How many records of any kind (metrics, the image) the backend still owes."""
+    return len(waiting_records(run_dir, backend))
 
 
 def replay(run_dir: str | Path, backend: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """``tracking replay <run>/spill-<backend>.jsonl``, the command a user runs, from this environment."""
+    """``tracking replay <run> --to <backend>``, the command a user runs, from this environment."""
     tracking = Path(sys.executable).parent / "tracking"
     return subprocess.run(
-        [str(tracking), "replay", str(Path(run_dir) / f"spill-{backend}.jsonl")],
+        [str(tracking), "replay", str(run_dir), "--to", backend],
         cwd=cwd,
         capture_output=True,
         text=True,

@@ -310,7 +310,7 @@ CHILD = textwrap.dedent(
     import json, os, sys, time
     from tracking_clearml import ClearMLTracker
     from tracking_core import Dispatcher
-    from tracking_core.store.journal import read_journal
+    from tracking_core.testing.reliability import waiting_steps
 
     def children():
         out = []
@@ -333,8 +333,7 @@ CHILD = textwrap.dedent(
             time.sleep(0.05)  # a training loop that is busy while ClearML starts
     report = run.finish(timeout=60).backends["clearml"]
     tracker = run.trackers[0]
-    spill = os.path.join(str(run.run_dir), "spill-clearml.jsonl")
-    spilled = [r["step"] for r in read_journal(spill) if r.get("type") == "metrics"] if os.path.exists(spill) else []
+    spilled = waiting_steps(run.run_dir, "clearml")
     folder = tracker.offline_folder if tracker.tracker is not None else None
     print(json.dumps({
         "max_ms": max(costs) * 1000, "state": report.state, "delivered": report.delivered, "spilled": report.spilled,
@@ -466,7 +465,7 @@ def test_unreachable_server_with_online_demanded_fails_start_and_spills(tmp_path
     assert result["max_ms"] < 5.0, result["max_ms"]
     assert result["state"] == "start_failed" and result["delivered"] == 0, result
     assert any(note.startswith("not started:") for note in result["notes"]), result["notes"]
-    assert result["spilled_steps"] == list(range(300)), "every point must be in the spill journal"
+    assert result["spilled_steps"] == list(range(300)), "every point must wait for `tracking replay`"
     assert elapsed < 60, elapsed
 
 

@@ -111,7 +111,9 @@ def _log_run(logging_dir: Path, project: str, scale: float, steps: int = 5, fini
 def test_runs_lists_every_run_with_steps_status_and_backends(tmp_path):
     first = _log_run(tmp_path / "runs", "alpha", 1.0, steps=5)
     second = _log_run(tmp_path / "runs", "beta", 2.0, steps=3)
-    (second / "spill-mlflow.jsonl").write_text('{"type": "header"}\n{"type": "metrics"}\n{"type": "metrics"}\n')
+    manifest = json.loads((second / "run.json").read_text())
+    manifest["owed"] = {"mlflow": 2}  # what a backend that ended without two records leaves in run.json
+    (second / "run.json").write_text(json.dumps(manifest))
 
     result = tracking("runs", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
@@ -120,7 +122,7 @@ def test_runs_lists_every_run_with_steps_status_and_backends(tmp_path):
     alpha = next(line for line in lines if first.name in line)
     beta = next(line for line in lines if second.name in line)
     assert alpha.split()[0] == "alpha" and " 5 " in alpha and "finished" in alpha and "jsonl (resumable)" in alpha
-    assert " 3 " in beta and "mlflow (not started, 2 spilled)" in beta
+    assert " 3 " in beta and "mlflow (not started, 2 owed)" in beta
 
     only_beta = tracking("runs", "runs", "--project", "beta", cwd=tmp_path)
     assert first.name not in only_beta.stdout and second.name in only_beta.stdout

@@ -12,6 +12,7 @@ from tracking_core.cli.replay import replay
 from tracking_core.store.journal import read_journal
 from tracking_core.testing import MemoryTracker
 from tracking_core.testing.faults import DOWN_FILE, STUCK_FILE, SwitchedJournal
+from tracking_core.testing.reliability import waiting_steps
 
 from .helpers import FailingTracker, HangingTracker, logged_without_waiting
 
@@ -40,11 +41,9 @@ def test_failing_backend_is_quarantined_spilled_and_replayable(failing, tmp_path
     assert len(tracebacks) == 1 and "ConnectionError: server said no" in tracebacks[0].getMessage()
     assert "quarantined" in str(report) and "tracking replay" in str(report)
 
-    spill = broken.spill_path
-    kinds = [record["type"] for record in read_journal(spill)]
-    assert kinds[0] == "header" and kinds.count("metrics") == 50 and "config" in kinds
+    assert waiting_steps(run.run_dir, "failing") == list(range(50))  # in the run's journal, past its cursor
 
-    replayed = replay(spill, "memory", logging_dir=tmp_path / "replayed", progress=False)
+    replayed = replay(run.run_dir, "memory", logging_dir=tmp_path / "replayed", progress=False)
     assert replayed.ok
     target = MemoryTracker.runs[-1]
     assert target.config == {"lr": 0.1}
@@ -68,8 +67,8 @@ def test_hanging_backend_is_abandoned_at_the_finish_timeout(memory, tmp_path):
     hanging = report.backends["hanging"]
     assert hanging.state == "timed_out" and hanging.spilled == 20 and not report.ok
     assert report.backends["memory"].ok
-    steps = [r["step"] for r in read_journal(hanging.spill_path) if r["type"] == "metrics"]
-    assert sorted(steps) == list(range(20))  # the in-flight batch is spilled too: nothing lost
+    steps = waiting_steps(run.run_dir, "hanging")
+    assert steps == list(range(20))  # the in-flight batch waits too: nothing lost
     HangingTracker.release.set()
 
 
@@ -338,14 +337,14 @@ def test_on_full_spill_never_makes_the_loop_wait(tmp_path, monkeypatch, backend)
     from tracking_core.delivery import spill, worker
     from tracking_core.testing.reliability import tally
 
-    readings = []  # each SpillReader reads the spill from its start
+    readings = []  # each OwedReader reads what is owed from the backend's cursor
 
-    class CountedReader(spill.SpillReader):
-        def __init__(self, path):
-            super().__init__(path)
-            readings.append(path)
+    class CountedReader(spill.OwedReader):
+        def __init__(self, *args):
+            super().__init__(*args)
+            readings.append(args)
 
-    monkeypatch.setattr(delivery, "SpillReader", CountedReader)
+    monkeypatch.setattr(delivery, "OwedReader", CountedReader)
     tracker_class = SwitchedJournal if backend == "hung" else SlowSwitchedJournal
     register_tracker_class(tracker_class)
     monkeypatch.setattr(worker, "SPILL_OVER_SECONDS", 600.0)

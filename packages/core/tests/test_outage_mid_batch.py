@@ -11,15 +11,13 @@ from __future__ import annotations
 
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
 from tracking_core import Dispatcher, GeneralTracker, PartialDelivery, register_tracker_class
 from tracking_core.cli.replay import replay
 from tracking_core.delivery.recovery import is_refusal
-from tracking_core.store.journal import read_journal
-from tracking_core.testing.reliability import tally
+from tracking_core.testing.reliability import tally, waiting_steps
 
 pytestmark = pytest.mark.reliability
 
@@ -92,10 +90,6 @@ def outage(monkeypatch: pytest.MonkeyPatch) -> type[MidBatchOutage]:
     return MidBatchOutage
 
 
-def _spilled_steps(path: Path) -> list[int]:
-    return [entry["step"] for entry in read_journal(path) if entry["type"] == "metrics"] if path.exists() else []
-
-
 def _log_in_one_batch(run: Dispatcher, tracker: type[MidBatchOutage]) -> None:
     for step in range(STEPS):
         run.log({"loss": float(step), "acc": step / STEPS}, step=step)
@@ -111,11 +105,10 @@ def test_an_outage_that_begins_mid_batch_is_delivered_when_the_backend_answers(o
         time.sleep(0.05)  # the outage lasts 2 s: the backend is retried until it answers
     report = run.finish()
     backend = report.backends[outage.name]
-    spilled = _spilled_steps(run.run_dir / f"spill-{outage.name}.jsonl")
     figures = tally("outage begins mid-batch (503), back after 2 s", outage.name, range(STEPS), outage.stored)
     assert figures["lost"] == 0 and figures["duplicated"] == 0, figures
     assert outage.stored == list(range(STEPS)), "in order, each once"
-    assert FAILS_AT in spilled, "the record the outage began on waited in the spill"
+    assert waiting_steps(run.run_dir, outage.name) == [], "nothing is owed"
     assert backend.skipped_values == {} and backend.refused_points == [], str(report)
     assert backend.delivered == STEPS and backend.spilled == 0 and backend.recovered == STEPS - FAILS_AT, str(report)
     assert report.ok, str(report)
@@ -131,8 +124,7 @@ def test_an_outage_still_on_at_finish_is_owed_and_replay_delivers_it(outage, tmp
         time.sleep(0.05)  # the outage has begun, and a few retries failed
     report = run.finish(timeout=5)
     backend = report.backends[outage.name]
-    spill = run.run_dir / f"spill-{outage.name}.jsonl"
-    spilled = _spilled_steps(spill)
+    spilled = waiting_steps(run.run_dir, outage.name)  # in the run's journal (and any spill), past its cursor
     figures = tally(
         "outage begins mid-batch (503), still down at finish", outage.name, range(STEPS), outage.stored, spilled
     )
@@ -142,8 +134,8 @@ def test_an_outage_still_on_at_finish_is_owed_and_replay_delivers_it(outage, tmp
     assert backend.refused_points == [] and not report.ok, str(report)
 
     outage.up.set()
-    replayed = replay(spill, progress=False)
-    figures = tally("... then tracking replay of its spill", outage.name, range(STEPS), outage.stored)
+    replayed = replay(run.run_dir, outage.name, progress=False)
+    figures = tally("... then tracking replay of the run", outage.name, range(STEPS), outage.stored)
     assert figures["lost"] == 0 and figures["duplicated"] == 0, figures
     assert outage.stored == list(range(STEPS)) and replayed.ok, str(replayed)
 

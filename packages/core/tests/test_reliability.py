@@ -21,7 +21,7 @@ from tracking_core import Dispatcher, PartialDelivery, TrackingError, register_t
 from tracking_core.cli.replay import replay
 from tracking_core.store.journal import read_journal
 from tracking_core.testing import MemoryTracker
-from tracking_core.testing.reliability import run_script, tally
+from tracking_core.testing.reliability import run_script, tally, waiting_steps
 
 from .helpers import FailingTracker, StuckOnRetryTracker
 
@@ -161,7 +161,7 @@ def test_raising_reports_a_past_failure_without_costing_the_current_record(memor
     report = run.state.report
     assert report is not None
     journal = _steps(run.run_dir / "journal.jsonl")
-    spilled = _steps(run.run_dir / "spill-failing.jsonl")
+    spilled = waiting_steps(run.run_dir, "failing")
     for backend, stored, spill in (("jsonl", journal, []), ("failing", [], spilled)):
         figures = tally("on_error='raise'", backend, range(4), stored, spill)
         assert figures["lost"] == 0 and figures["duplicated"] == 0, figures
@@ -214,8 +214,8 @@ def test_a_batch_that_fails_part_way_is_stored_exactly_once(memory, tmp_path):
     Flaky.gate.set()
     report = run.finish()
     stored = _memory_steps(MemoryTracker.runs[-1], "loss")
-    # the rest of the batch waited in the spill (the connection failed) and was recovered from it: nothing is owed
-    assert 7 in _steps(run.run_dir / "spill-flaky.jsonl")
+    # the rest of the batch waited (the connection failed) and was recovered: nothing is owed
+    assert waiting_steps(run.run_dir, "flaky") == []
     figures = tally("batch fails part-way", "flaky", range(50), stored)
     assert figures["lost"] == 0 and figures["duplicated"] == 0, figures
     assert stored == list(range(50))  # and in order
@@ -244,7 +244,7 @@ def test_a_backend_stuck_retrying_part_of_a_batch_loses_nothing_at_the_finish_ti
     report = run.finish(timeout=1.0)
     stuck = report.backends["stuck-on-retry"]
     assert stuck.state == "timed_out"
-    spilled = _steps(Path(stuck.spill_path))
+    spilled = waiting_steps(run.run_dir, "stuck-on-retry")
     figures = tally(
         "batch fails part-way, its retry hangs past the finish timeout",
         "stuck-on-retry",
@@ -332,12 +332,13 @@ def test_replay_completes_the_original_run_once_and_never_becomes_the_resumed_ru
     assert report.backends["outage"].spilled == 40 and report.backends["outage"].delivered == 1  # the config
     from tracking_core.cli.runs import describe_run
 
-    assert describe_run(run.run_dir).backends["outage"].endswith(", 40 spilled")
+    assert describe_run(run.run_dir).backends["outage"].endswith(", 40 owed")
+    assert waiting_steps(run.run_dir, "outage") == list(range(40))  # in the run's journal, past its cursor
     Outage.down.clear()
-    spill = run.run_dir / "spill-outage.jsonl"
-    first = replay(spill, progress=False)  # the spill names its backend
-    second = replay(run.run_dir, "outage", progress=False)  # the journal: nothing left to deliver
+    first = replay(run.run_dir, "outage", progress=False)
+    second = replay(run.run_dir, "outage", progress=False)  # nothing left to deliver
     assert first.ok and second.ok
+    assert "owed" not in describe_run(run.run_dir).backends["outage"]  # the replay delivered what it owed
     stored = [step for tracker in MemoryTracker.runs[1:] for step in _memory_steps(tracker, "loss")]
     figures = tally("replay twice into the original run", "outage", range(40), stored)
     assert figures["lost"] == 0 and figures["duplicated"] == 0, figures
@@ -506,8 +507,8 @@ def test_a_backend_whose_finish_makes_everything_durable_is_not_flushed_first(me
     tracker = MemoryTracker.runs[-1]
     backend = report.backends["writes-at-finish"]
     assert tracker.flushes == 0 and tracker.finished == 1
-    spilled = _steps(run.run_dir / "spill-writes-at-finish.jsonl")
-    if finish_fails:  # nothing confirms them: every record waits in the spill for `tracking replay`
+    spilled = waiting_steps(run.run_dir, "writes-at-finish")
+    if finish_fails:  # nothing confirms them: every record waits for `tracking replay`
         assert backend.state == "finish_failed" and backend.delivered == 0 and spilled == list(range(10))
     else:
         assert backend.state == "finished" and backend.delivered == 10 and spilled == []
@@ -538,9 +539,7 @@ def test_a_missing_sdk_at_start_is_not_retried_and_the_warning_says_how_to_deliv
     report = run.finish()
     backend = report.backends["missing-sdk"]
     assert MissingSdk.starts == 1 and backend.state == "start_failed", str(report)
-    figures = tally(
-        "SDK missing at start", "missing-sdk", range(20), [], _steps(run.run_dir / "spill-missing-sdk.jsonl")
-    )
+    figures = tally("SDK missing at start", "missing-sdk", range(20), [], waiting_steps(run.run_dir, "missing-sdk"))
     assert figures["lost"] == 0 and figures["duplicated"] == 0, figures
     warned = [
         record.getMessage() for record in caplog.records if "'missing-sdk' failed in start" in record.getMessage()
@@ -548,4 +547,4 @@ def test_a_missing_sdk_at_start_is_not_retried_and_the_warning_says_how_to_deliv
     assert len(warned) == 1, warned
     # not retried, so the warning must not promise delivery "when it answers again"; it names what does deliver
     assert "answers again" not in warned[0], warned[0]
-    assert "install it, then `tracking replay " in warned[0] and "spill-missing-sdk.jsonl" in warned[0], warned[0]
+    assert f"install it, then `tracking replay {run.run_dir} --to missing-sdk`" in warned[0], warned[0]

@@ -236,9 +236,10 @@ def test_a_call_that_stored_its_points_when_the_process_died_is_not_repeated(tmp
     run.init_trackers("proj")
     for step in range(run.state.step + 1, 120):
         run.log({"loss": float(step)}, step=step)
-    assert run.finish().ok
+    report = run.finish()
     steps = [step for step, _ in run.get_tracker("file-store").read_back_history()["loss"]]
     assert steps == list(range(120))
+    assert report.ok, str(report)
 
 
 def _killed_inside_the_backend(tmp_path, monkeypatch, steps: int, die_at: int, **environment: str):
@@ -413,7 +414,7 @@ def test_a_resumed_backend_stuck_in_its_catch_up_does_not_hold_up_the_loop(tmp_p
 def test_records_spilled_over_from_a_stuck_backend_survive_a_kill(tmp_path, monkeypatch):
     """The backend's call hangs, the loop goes on (its records are spilled over), and the process is
     SIGKILLed while the call still hangs: the resumed run gets the backend every record once, in order,
-    from its spill and the journal."""
+    from the journal (and its spill, had the journal been behind)."""
     steps = 1000
     (tmp_path / "file_store.py").write_text(FILE_STORE)
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -429,18 +430,16 @@ def test_records_spilled_over_from_a_stuck_backend_survive_a_kill(tmp_path, monk
         (run.run_dir / "hang-once").touch()  # the backend's next call hangs for a minute
         for step in range({steps}):
             run.log({{"loss": float(step)}}, step=step)
-        journal, spill = run.run_dir / "journal.jsonl", run.run_dir / "spill-file-store.jsonl"
+        journal = run.run_dir / "journal.jsonl"
         deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and not (
-            '"step":{steps - 1},' in journal.read_text() and spill.is_file() and '"step":900,' in spill.read_text()
-        ):
-            time.sleep(0.01)
+        while time.monotonic() < deadline and '"step":{steps - 1},' not in journal.read_text():
+            time.sleep(0.01)  # the records the stuck backend owes wait in the journal
         os.kill(os.getpid(), signal.SIGKILL)
         """
     )
     killed = _run_with_the_file_store(tmp_path, script)
     assert killed.returncode == -9, killed.stderr
-    assert "its records go to its spill journal" in killed.stderr  # the loop did not wait for the call
+    assert "its records wait (in the run's journal)" in killed.stderr  # the loop did not wait for the call
     from file_store import FileStore
 
     register_tracker_class(FileStore)

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import tracking_core
 from tracking_core.errors import TrackingWarning
-from tracking_core.store.journal import read_journal
+from tracking_core.testing.reliability import waiting_steps
 from tracking_swanlab import SwanLabTracker
 from tracking_swanlab.older import v0_5_8, v0_6_2
 from tracking_swanlab.reader import read_run
@@ -350,8 +350,7 @@ def test_refused_service(isolated: Path, refused_port: int, monkeypatch, explici
         return
     assert backend.state == "start_failed" and "unreachable" in backend.last_error, str(report)
     assert backend.spilled == 100 and backend.delivered == 0
-    spilled = [r for r in read_journal(backend.spill_path) if r.get("type") == "metrics"]
-    assert [r["step"] for r in spilled] == list(range(100))
+    assert waiting_steps(run.run_dir, "swanlab") == list(range(100))  # each waits for `tracking replay`
     assert not (isolated / "logs" / "swanlog").exists()
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 import tracking_core
-from tracking_core.store.journal import read_journal
+from tracking_core.testing.reliability import waiting_steps
 from tracking_wandb import WandBTracker
 from tracking_wandb.older import v0_19
 from tracking_wandb.reader import read_run
@@ -147,7 +147,7 @@ UNREACHABLE_SCRIPT = """
     report = run.finish()
     backend = report.backends["wandb"]
     print(json.dumps({"max_log_s": max(costs), "mode": tracker.mode, "reason": tracker.fallback_reason,
-                      "run_dir": str(tracker.run_dir), "spill": backend.spill_path, "state": backend.state,
+                      "run_dir": str(tracker.run_dir), "run_folder": str(run.run_dir), "state": backend.state,
                       "delivered": backend.delivered, "notes": backend.notes, "finished_at": time.monotonic()}))
 """
 
@@ -205,9 +205,7 @@ def test_unreachable_service_never_holds_the_loop_and_falls_back_offline(tmp_pat
     assert "running offline because W&B could not be used" in result["stderr"]
     stored = read_run(result["run_dir"])
     delivered = set(stored.metrics().get("loss", {}))
-    spilled = set()
-    if result["spill"]:
-        spilled = {record["step"] for record in read_journal(result["spill"]) if record.get("type") == "metrics"}
+    spilled = set(waiting_steps(result["run_folder"], "wandb"))
     assert delivered | spilled == set(range(300)), (len(delivered), len(spilled))
     assert stored.of_type(str)["note"][299] == "step 299"
     # W&B's analytics exporters would hold the exit ~20 s probing a black hole; they are stopped.

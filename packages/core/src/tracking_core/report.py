@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+
 #: refused points listed one per line in the report's text; the rest are counted
 MAX_POINT_LINES = 20
 
@@ -10,8 +12,9 @@ class BackendReport:
     """Counts for one backend, in records (one ``log``/media/config call each).
 
     ``delivered``: durable in the backend's storage (counted when the backend's flush returned);
-    ``spilled``: in the spill journal and not delivered, i.e. what the backend still owes;
-    ``recovered``: delivered from the spill journal after the backend failed and came back (also
+    ``spilled``: waiting (in the run's journal, or the spill journal where the journal did not hold them) and
+    not delivered, i.e. what the backend still owes; ``recovered``: waited, and delivered after the backend
+    failed and came back (also
     counted in ``delivered``); ``dropped``: lost (``on_full="drop"``, or the spill itself failed).
 
     ``state`` is one of: pending, starting, running, stuck (inside one SDK call while its queue is
@@ -138,10 +141,19 @@ class FinishReport:
         for backend in self.backends.values():
             for note in backend.notes:
                 lines.append(f"{backend.name}: {note}")
-            if backend.spill_path and backend.spilled:
+            if backend.spilled and (backend.spill_path or self.run_dir):
+                # the records wait in the run's journal, and those it did not hold yet in the spill journal
+                where = "the run's journal" if backend.name != "jsonl" else str(backend.spill_path)
+                if backend.spill_path and backend.name != "jsonl":
+                    where += f" and {backend.spill_path}"
+                replay = (
+                    f"tracking replay {shlex.quote(str(self.run_dir))} --to {backend.name}"
+                    if self.run_dir and backend.name != "jsonl"  # the journal's own records: only in its spill
+                    else f"tracking replay {backend.spill_path}"
+                )
                 lines.append(
-                    f"{backend.name}: {backend.spilled} undelivered records in {backend.spill_path} "
-                    f"(tracking replay {backend.spill_path} delivers them to the same {backend.name} run)"
+                    f"{backend.name}: {backend.spilled} undelivered records in {where} "
+                    f"({replay} delivers them to the same {backend.name} run)"
                 )
             if backend.last_error:
                 lines.append(f"{backend.name}: last error: {backend.last_error}")

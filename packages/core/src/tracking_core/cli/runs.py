@@ -15,10 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..delivery.spill import numbered, spill_name
-from ..store.cursor import CursorFile, cursor_name
 from ..store.journal import JOURNAL_NAME, journal_ends
-from ..store.manifest import MANIFEST_NAME
+from ..store.manifest import MANIFEST_NAME, OWED_KEY
 from ..store.owed import owed_records, pid_alive, replay_command
 
 
@@ -44,25 +42,6 @@ def _run_dirs(root: Path) -> list[Path]:
         for name in (MANIFEST_NAME, JOURNAL_NAME):
             found.update(path.parent for path in root.glob(pattern + name))
     return sorted(found)
-
-
-def _spilled(run_dir: Path, progress: dict[str, Any]) -> dict[str, int]:
-    """Records each backend still owes: those in its spill journal past its cursor (recovered ones are not)."""
-    counts: dict[str, int] = {}
-    for spill in run_dir.glob(spill_name("*")):
-        backend = spill.stem[len("spill-") :]
-        entry = progress.get(backend)
-        cursor = int(entry.get("seq", -1)) if isinstance(entry, dict) else -1
-        on_file = CursorFile.read(run_dir / cursor_name(backend))
-        if on_file is not None:
-            cursor = max(cursor, on_file[0])
-        seqs = set(numbered(spill))
-        if seqs:
-            counts[backend] = sum(seq > cursor for seq in seqs)
-        else:  # written before records were numbered: every record but the header is owed
-            with open(spill, "rb") as handle:
-                counts[backend] = max(0, sum(1 for _ in handle) - 1)
-    return counts
 
 
 def _started(manifest: dict[str, Any], header: dict[str, Any], run_dir: Path) -> str:
@@ -128,16 +107,17 @@ def describe_run(run_dir: Path) -> RunInfo:
         info.status = _status(manifest, last)
     states = manifest.get("backends")
     states = states if isinstance(states, dict) else {}
-    progress = manifest.get("progress")
-    progress = progress if isinstance(progress, dict) else {}
-    spilled = _spilled(run_dir, progress)
     if not (info.status == "finished" or info.status.startswith("running")):
-        info.owed = owed_records(run_dir)
-    for name in sorted(set(states) | set(spilled) | set(info.owed)):
+        info.owed = owed_records(run_dir)  # a process that died: the journal past each backend's cursor
+    else:  # a run that ended: what each backend ended without, as its finish report counted it
+        ended_owing = manifest.get(OWED_KEY)
+        if isinstance(ended_owing, dict):
+            info.owed = {
+                str(name): int(count) for name, count in ended_owing.items() if isinstance(count, int) and count
+            }
+    for name in sorted(set(states) | set(info.owed)):
         state = "resumable" if states.get(name) else ("started" if name in states else "not started")
-        if spilled.get(name):
-            state += f", {spilled[name]} spilled"
-        elif info.owed.get(name):
+        if info.owed.get(name):
             state += f", {info.owed[name]} owed"
         info.backends[name] = state
     return info

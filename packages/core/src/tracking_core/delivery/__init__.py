@@ -18,12 +18,15 @@ record, what to hand the backend, what to spill, when to retry and how far the b
   - ``positions``: how far the backend got (durable, handed over) and the cursor file;
   - ``handover``: which thread may touch the state, and time inside the SDK;
   - ``catch_up``: what a resumed run (a replay, a take-over) missed, delivered first;
-  - ``spiller``: writing the spill journal (the config at its head, each record once, in order).
+  - ``spiller``: where a record waits: left in the run's journal when it holds it, else written to the
+    spill journal (the config at its head, each record once, in order);
+  - ``run_journal``: ``RunJournal``, how far the run's journal (written in this process) got.
 - ``build``: ``build_delivery``, the one place a ``Delivery`` is built (thread mode, the delivery process,
   a take-over), from ``DeliveryOptions`` and a ``DeliveryPlan``.
 - ``import_race``: a start-up that lost an import race with the training thread, retried.
 - ``resume``: what a backend that started tells the run about resuming.
 - ``mapping``: per-backend key renames and non-finite filtering.
 - ``missing``: a record kind a backend cannot store because an optional package is missing.
-- ``spill``: spill journals, where records wait while a backend cannot take them, and their readers.
+- ``spill``: spill journals, where records the run's journal does not hold yet wait while a backend cannot
+  take them, and ``OwedReader``, which reads what a backend owes from its cursor (journal and spill merged).
 """

@@ -1,8 +1,8 @@
 """Reading a backlog: what a resumed run (a replay, a take-over) missed, then the spill after an outage.
 
-:class:`~.catch_up.CatchUp` holds the catch-up's records; the spill is read with a
-:class:`~.spill.SpillReader`. Both are delivered one batch per tick through the live path (a failure
-sends the delivery back to spilling), the catch-up first.
+:class:`~.catch_up.CatchUp` holds the catch-up's records; what waited during an outage is read with an
+:class:`~.spill.OwedReader` (the run's journal and the spill, merged). Both are delivered one batch per tick
+through the live path (a failure sends the delivery back to spilling), the catch-up first.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 from ..intake.record import Record
 from ..notices import logger
 from .recovery import CATCHING_UP, LIVE, RECOVERING
-from .spill import SpillReader
 
 if TYPE_CHECKING:
     from .engine import Delivery
@@ -55,15 +54,22 @@ class Backlog:
             records = list(islice(backlog, MAX_BATCH)) if backlog is not None else []
             if not records:
                 self.delivery.catch_up.backlog = None
-                if self.delivery.spiller.journal.path is not None and self.delivery.report.spilled > 0:
+                spiller = self.delivery.spiller
+                if spiller.last_seq() > self.delivery.positions.cursor or spiller.awaiting_journal():
                     self.delivery.mode = RECOVERING
-                    self.delivery.spill_reader = SpillReader(self.delivery.spiller.journal.path)
+                    self.delivery.spill_reader = self.delivery.owed_reader()
                 else:
                     self.delivery.outage.back_to_live()
                 return
         else:
-            records = self.delivery.spill_reader.read(MAX_BATCH) if self.delivery.spill_reader is not None else []
+            reader = self.delivery.spill_reader
+            records = reader.read(MAX_BATCH) if reader is not None else []
+            if not records and reader is not None:
+                self.delivery.spiller.settle()  # what the run's journal wrote meanwhile is left there: read it
+                records = reader.read(MAX_BATCH)
             if not records:
+                if self.delivery.spiller.awaiting_journal():
+                    return  # read again once the run's journal has written them (or they are copied to the spill)
                 self.delivery.outage.back_to_live()
                 return
         was = self.delivery.mode

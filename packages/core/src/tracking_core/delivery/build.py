@@ -18,8 +18,10 @@ from ..errors import TrackingError
 from ..intake.record import Record
 from ..report import BackendReport
 from ..store.cursor import CursorFile
+from ..store.journal import JOURNAL_NAME
 from .engine import Delivery
 from .recovery import RetryPolicy
+from .run_journal import RunJournal
 from .spill import SpillJournal, spill_name
 
 
@@ -65,9 +67,13 @@ def build_delivery(
     on_started: Callable[[], None],
     on_progress: Callable[[str, int, int], None],
     error_sink: Callable[[TrackingError], None],
+    run_journal: RunJournal | None = None,
 ) -> Delivery:
+    """The delivery of ``tracker``; ``run_journal`` is this process's view of the run's journal: attached to
+    the journal's own delivery, and where the other backends leave what the journal holds already."""
     name = tracker.name
-    return Delivery(
+    writes_the_journal = isinstance(tracker, JsonlTracker) and tracker.journal_name == JOURNAL_NAME
+    delivery = Delivery(
         tracker,
         report,
         # a spill journal is written by the jsonl backend, opened at the first record that needs it
@@ -89,4 +95,8 @@ def build_delivery(
         backlog_paths=plan.backlog_paths,
         backlog_before=plan.backlog_before,
         backlog_records=plan.backlog_records,
+        run_journal=None if writes_the_journal else run_journal,
     )
+    if isinstance(tracker, JsonlTracker) and writes_the_journal and run_journal is not None:
+        run_journal.attach(delivery, tracker)
+    return delivery

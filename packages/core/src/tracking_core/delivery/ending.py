@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 from ..intake.record import Record
 from .recovery import CATCHING_UP, LIVE, RECOVERING, SPILLING, enter
+from .spiller import JOURNAL_POLL_SECONDS
 
 if TYPE_CHECKING:
     from .engine import Delivery
@@ -23,6 +25,8 @@ class Ending:
             self.delivery.outage.retry_backend()  # one last try before closing: the backend may be back
         while self.delivery.mode in (RECOVERING, CATCHING_UP) and not self.delivery.abandoned:
             self.delivery.backlog.deliver_batch()
+            if self.delivery.spiller.awaiting_journal():
+                time.sleep(JOURNAL_POLL_SECONDS)  # the run's journal is about to write the last of them
         if self.delivery.abandoned:
             return
         if self.delivery.mode == LIVE and self.delivery.started and self.delivery.rewind_due is not None:

@@ -10,12 +10,12 @@ under a lock). It decides, record by record:
 * **refused values vs. a backend that is down.** A value error (the SDK refuses a key or a value)
   costs only what it refuses: the batch is retried record by record, a record key by key (halving),
   and the refused keys are skipped with one warning and a report entry. Any other error means the
-  backend is down: the records it did not store, and every record after them, go to its spill
-  journal, in order.
-* **coming back.** While records wait in the spill, the backend is retried with exponential
-  backoff; when a retry gets through, the spill is delivered from the backend's cursor on, in
-  order (new records keep going to the spill meanwhile, so the loop never waits), then live
-  delivery resumes. The same reading delivers a resumed run's backlog and a replay.
+  backend is down: the records it did not store, and every record after them, wait, in the run's
+  journal when it holds them (nothing is copied), else in the backend's spill journal.
+* **coming back.** While records wait, the backend is retried with exponential backoff; when a retry
+  gets through, the journal and the spill are read from the backend's cursor on, merged in order
+  (new records keep waiting meanwhile, so the loop never waits), then live delivery resumes. A
+  resumed run's backlog and a replay are read the same way, from the same cursor.
 * **progress.** After every flush the backend's cursor (the highest ``seq`` it holds durably)
   and its last durable step are published, for ``run.json``.
 
@@ -33,7 +33,7 @@ import contextlib
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..contract.tracker import GeneralTracker, has_capability
 from ..errors import TrackingError
@@ -62,8 +62,11 @@ from .recovery import (
     RetryPolicy,
     enter,
 )
-from .spill import SpillJournal, SpillReader
-from .spiller import Spiller, in_order
+from .spill import OwedReader, SpillJournal
+from .spiller import JOURNAL_POLL_SECONDS, Spiller, in_order
+
+if TYPE_CHECKING:
+    from .run_journal import RunJournal
 
 __all__ = ["Delivery"]
 
@@ -90,6 +93,7 @@ class Delivery:
         backlog_paths: Iterable[Path] = (),
         backlog_before: float = float("inf"),
         backlog_records: Iterable[Record] = (),
+        run_journal: RunJournal | None = None,
     ) -> None:
         self.tracker = tracker
         self.name = tracker.name
@@ -98,7 +102,7 @@ class Delivery:
         #: the spill journal, the lock both threads take to write it, and the config that heads it
         #: the side-record kinds this tracker declares it takes (intake.record.SIDE_KINDS); others never reach it
         self.side_kinds = frozenset(kind for kind, method in SIDE_KINDS.items() if has_capability(tracker, method))
-        self.spiller = Spiller(spill, self.name, report, self.side_kinds)
+        self.spiller = Spiller(spill, self.name, report, self.side_kinds, run_journal)
         self._on_started = on_started
         durable = tracker.durable_on_return
         self.confirms_at_flush = not durable if durable is not None else type(tracker).flush is not GeneralTracker.flush
@@ -126,7 +130,8 @@ class Delivery:
         self.unconfirmed: list[Record] = []
         #: when the worker last looked at its queue (took records, or found none): ``seconds_busy`` counts from it
         self._at_queue = time.monotonic()
-        self.spill_reader: SpillReader | None = None
+        #: what the backend owes after an outage, read while it recovers (``recovery.Outage.retry_backend``)
+        self.spill_reader: OwedReader | None = None
         #: what the backend missed before this process (resume, replay, take-over), delivered first
         self.catch_up = CatchUp(self.name, backlog_paths, backlog_records, backlog_before, handed)
         #: resume_step went back: the rewind applied before this process's first record (rewind.py), and
@@ -284,6 +289,10 @@ class Delivery:
                 record.payload.set()  # nobody waits for a flush that cannot come
         self.outage.failed(error, "delivery (a defect in tracking itself: please report it)", owed)
 
+    def owed_reader(self) -> OwedReader:
+        """A reader of what the backend owes from its cursor on (the run's journal and its spill, merged)."""
+        return OwedReader(self.spiller.sources, self.name, self.positions.cursor, self.spiller.last_seq)
+
     def safe_seq(self) -> int:
         """The highest ``seq`` up to which every record is durable in the backend or in its spill.
 
@@ -337,10 +346,10 @@ class Delivery:
             self.confirm(records)
 
     def confirm(self, records: list[Record]) -> None:
-        report, spilled_through = self.report, self.spiller.journal.last_seq
+        report = self.report
         report.delivered += len(records)
         for record in records:
-            if record.seq is not None and self.spiller.journal.first_seq <= record.seq <= spilled_through:
+            if self.spiller.waited(record.seq):
                 report.spilled -= 1
                 report.recovered += 1
         self.positions.advance_durable(records)
@@ -370,7 +379,8 @@ class Delivery:
     def wait_time(self) -> float | None:
         """Seconds the worker may sleep on its queue before ``tick`` has work; ``None``: until a record comes."""
         if self.mode in (RECOVERING, CATCHING_UP):
-            return 0.0
+            # a recovery that has read everything but what the run's journal is about to write waits a little
+            return JOURNAL_POLL_SECONDS if self.spiller.awaiting_journal() and self.mode == RECOVERING else 0.0
         now = time.monotonic()
         due = self.flushes.due_at(now)
         if self.mode == SPILLING:
@@ -382,6 +392,8 @@ class Delivery:
             return
         try:
             now = time.monotonic()
+            if self.mode != LIVE:
+                self.spiller.settle()  # left in the run's journal once it wrote them, or copied after a while
             if self.mode == SPILLING and now >= self.outage.next_retry:
                 self.outage.retry_backend()
             if self.mode in (RECOVERING, CATCHING_UP):

@@ -3,10 +3,12 @@
 One :class:`~.engine.Delivery` is in one :class:`Mode` at a time:
 
 - ``LIVE``: records go to the backend as they come.
-- ``SPILLING``: the backend failed (or sat in one SDK call while its queue filled up): records go to
-  its spill journal, in order, and the backend is tried again when :class:`RetryPolicy` says so.
-- ``RECOVERING``: a retry got through; the spill is delivered, from the backend's cursor on, one
-  batch per tick, while new records keep going to the spill. Then ``LIVE`` again.
+- ``SPILLING``: the backend failed (or sat in one SDK call while its queue filled up): its records wait,
+  in the run's journal when it holds them and in its spill journal when it does not yet
+  (:mod:`.spiller`), and the backend is tried again when :class:`RetryPolicy` says so.
+- ``RECOVERING``: a retry got through; what waited is read from the backend's cursor on (the journal and
+  the spill merged, :class:`~.spill.OwedReader`) and delivered one batch per tick, while new records keep
+  waiting. Then ``LIVE`` again.
 - ``CATCHING_UP``: a resumed run (or a replay, or a take-over after the delivery process died)
   delivers what the backend missed before anything spilled meanwhile; then ``RECOVERING`` when
   records wait in the spill, else ``LIVE``.
@@ -19,6 +21,7 @@ the finish report says of the backend (``BackendReport.state``) is a :data:`Stat
 from __future__ import annotations
 
 import re
+import shlex
 import time
 import traceback
 from collections.abc import Callable
@@ -29,7 +32,6 @@ from ..errors import TrackingError
 from ..intake.record import CONTROL_KINDS, Record
 from ..notices import logger
 from ..report import BackendReport
-from .spill import SpillReader, spill_name
 
 if TYPE_CHECKING:
     from .engine import Delivery
@@ -225,19 +227,19 @@ class Outage:
         if not stuck:
             self.delivery.report.notes.append(
                 "its queue filled up (on_full='spill'): the records that found it full reached the backend "
-                "through its spill journal, in order"
+                "after waiting (in the run's journal), in order"
             )
             return
         seconds = self.delivery.seconds_busy()
         logger.warning(
             "backend %r has been in calls into its SDK for %.1f s without taking records and its queue is "
-            "full: its records go to its spill journal until the call returns, then to the backend, in order",
+            "full: its records wait (in the run's journal) until the call returns, then go to the backend, in order",
             self.delivery.name,
             seconds,
         )
         self.delivery.report.notes.append(
             f"its calls into its SDK kept it from its queue for {seconds:.1f} s (the last one did not return "
-            "by then): the records logged meanwhile went to its spill journal instead of making log() wait"
+            "by then): the records logged meanwhile waited (in the run's journal) instead of making log() wait"
         )
 
     def failed(self, error: BaseException, what: str, records: list[Record]) -> None:
@@ -277,7 +279,7 @@ class Outage:
         if type(error) not in self.reported_errors:
             self.reported_errors.add(type(error))
             logger.warning(
-                "backend %r failed in %s (%s: %s); the run goes on, its records wait in its spill journal and %s\n%s",
+                "backend %r failed in %s (%s: %s); the run goes on, its records wait (in the run's journal) and %s\n%s",
                 self.delivery.name,
                 what,
                 type(error).__name__,
@@ -299,10 +301,11 @@ class Outage:
         if self.retried:
             return "are delivered when it answers again"
         # a start that failed for a missing package is not retried: only the user can bring the SDK back
-        path = self.delivery.spiller.journal.path or f"<run folder>/{spill_name(self.delivery.name)}"
+        context = self.delivery.tracker.run_context
+        folder = shlex.quote(str(context.run_dir)) if context is not None and context.run_dir else "<run folder>"
         return (
             "are not retried (a missing package does not come back by itself): install it, then "
-            f"`tracking replay {path}` delivers them"
+            f"`tracking replay {folder} --to {self.delivery.name}` delivers them"
         )
 
     def settle_unconfirmed(self) -> None:
@@ -331,8 +334,7 @@ class Outage:
             self.delivery.spill_reader = None
             self.delivery.mode = CATCHING_UP
             return
-        spill_path = self.delivery.spiller.journal.path
-        self.delivery.spill_reader = SpillReader(spill_path) if spill_path is not None else None
+        self.delivery.spill_reader = self.delivery.owed_reader()
         self.delivery.mode = RECOVERING
 
     def back_to_live(self) -> None:
@@ -344,6 +346,6 @@ class Outage:
             enter(self.delivery.report, "running")
             self.delivery.report.notes.append(
                 f"recovered after {self.recovering_since_failures} failed attempt(s); "
-                "the records that waited in its spill journal were delivered in order"
+                "the records that waited for it were delivered in order"
             )
-            logger.warning("backend %r answers again; its spilled records were delivered", self.delivery.name)
+            logger.warning("backend %r answers again; the records that waited were delivered", self.delivery.name)

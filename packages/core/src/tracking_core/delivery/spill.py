@@ -1,4 +1,5 @@
-"""Spill journals: where a backend's records wait while the backend cannot take them.
+"""Spill journals: where a backend's records wait while the backend cannot take them and the run's journal
+does not hold them (:mod:`.run_journal`), and the reader of what a backend owes after an outage.
 
 ``spill-<backend>.jsonl`` in the run folder is a journal (same format as ``journal.jsonl``) that
 only its backend's delivery appends to (its worker, or the caller that found a stuck backend's
@@ -21,13 +22,21 @@ from ..backends.jsonl import JsonlTracker
 from ..intake.record import Record, deliver
 from ..store.journal import JournalWriter, is_for, record_from_entry
 
-_SEQ = re.compile(rb'"seq":(\d+)')
+_DIGITS = re.compile(rb"\d+")
+
+
+def line_seq(line: bytes) -> int | None:
+    """The ``seq`` of one journal line without parsing it. A line's own ``seq`` follows its values (a key named
+    ``seq`` among them comes first), so the last one is the line's."""
+    at = line.rfind(b'"seq":')
+    digits = _DIGITS.match(line, at + 6) if at >= 0 else None
+    return int(digits.group()) if digits is not None else None
 
 
 def numbered(path: Path) -> list[int]:
     """The ``seq`` of every record in a journal (one pass over the bytes, no JSON parsing)."""
     with open(path, "rb") as handle:
-        return [int(match.group(1)) for line in handle if (match := _SEQ.search(line))]
+        return [seq for line in handle if (seq := line_seq(line)) is not None]
 
 
 #: the suffix of the file a spill is merged into before it replaces the spill (``SpillJournal.merge_in``)
@@ -124,40 +133,38 @@ class SpillJournal:
                 pass
 
 
-class SpillReader:
-    """Reads a spill journal from where it left off, while its worker may still append to it."""
+class OwedReader:
+    """What a backend owes after an outage, from its cursor on: the records it left in the run's journal and
+    those in its spill journal, merged by ``seq``, while both may still grow.
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._offset = 0
+    It reads in passes: each one up to the highest ``seq`` left or spilled when it began (``through``);
+    records spilled meanwhile are read by the next pass. Empty once a pass has nothing past its start.
+    """
+
+    def __init__(self, sources: Callable[[], list[Path]], backend: str, after: int, through: Callable[[], int]) -> None:
+        self._sources = sources
+        self._backend = backend
+        self._after = after
+        self._through = through
+        self._pass: Iterator[Record] | None = None
+        self._bound = after
 
     def read(self, limit: int) -> list[Record]:
-        """Up to ``limit`` whole records past the last read; ``[]`` at the current end of the file."""
+        """Up to ``limit`` records past the last read, in ``seq`` order; ``[]`` once nothing more is owed."""
         records: list[Record] = []
-        with open(self.path, "rb") as handle:
-            handle.seek(self._offset)
-            while len(records) < limit:
-                line = handle.readline()
-                if not line.endswith(b"\n"):
-                    break  # end of file, or a line still being written
-                self._offset += len(line)
-                record = _parse(line, self.path.parent)
-                if record is not None:
-                    records.append(record)
+        while len(records) < limit:
+            if self._pass is None:
+                bound = self._through()
+                if bound <= self._after:
+                    break
+                self._pass, self._bound = backlog(self._sources(), self._after, bound + 1, backend=self._backend), bound
+            record = next(self._pass, None)
+            if record is None:  # the pass is done: what it did not yield up to its bound is not this backend's
+                self._pass, self._after = None, self._bound
+                continue
+            self._after = cast(int, record.seq)
+            records.append(record)
         return records
-
-
-def _parse(line: bytes, base: Path) -> Record | None:
-    try:
-        entry = json.loads(line)
-    except ValueError:
-        return None
-    if not isinstance(entry, dict):
-        return None
-    try:
-        return record_from_entry(entry, base)
-    except Exception:  # a media file that is gone: the rest of the journal still counts
-        return None
 
 
 def _numbered_entries(path: Path, after: int, before: float = float("inf")) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -166,8 +173,9 @@ def _numbered_entries(path: Path, after: int, before: float = float("inf")) -> I
         for line in handle:
             if not line.endswith(b"\n"):
                 break  # a line still being written, or torn by a kill: the end
-            if b'"seq"' not in line:
-                continue
+            seq = line_seq(line)
+            if seq is None or seq <= after:
+                continue  # read from a cursor deep in a long journal: a scan, not a parse of every line
             try:
                 entry = json.loads(line)
             except ValueError:

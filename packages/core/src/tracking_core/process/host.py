@@ -24,6 +24,7 @@ from ..delivery.build import DeliveryOptions, DeliveryPlan, RunPlace, build_deli
 from ..delivery.engine import Delivery
 from ..delivery.recovery import RetryPolicy
 from ..delivery.resume import not_resumed_note, resume_state_of
+from ..delivery.run_journal import RunJournal
 from ..delivery.worker import BackendWorker
 from ..errors import portable_cause
 from ..intake.record import Record
@@ -74,6 +75,8 @@ class Host:
         self._finished: set[str] = set()
         self._finishing: set[str] = set()
         self._closers: list[threading.Thread] = []
+        #: the run's journal, when it is one of this process's backends
+        self.run_journal = RunJournal()
         context = setup.context
         self.run_dir = Path(context.run_dir)
         for backend in setup.backends:
@@ -125,6 +128,7 @@ class Host:
                 on_started=lambda: self._started(tracker, report),
                 on_progress=lambda backend, seq, step: self.send(Progress("progress", backend, seq, step)),
                 error_sink=lambda error: self.send(Error("error", name, str(error), portable_cause(error))),
+                run_journal=self.run_journal,
             )
 
         self.workers[name] = BackendWorker(

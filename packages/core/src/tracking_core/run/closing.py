@@ -47,7 +47,9 @@ def finish(run: Dispatcher, timeout: float | None) -> FinishReport:
     if run.state.link is not None:
         run.state.link.close(timeout=30.0)
     if run.state.session is not None:
-        run.state.session.close(run.state.step, end.status, end.ended)
+        # the journal's own owed records are only in its spill (``tracking replay`` of that file)
+        owed = {worker.name: worker.report.spilled for worker in run.state.all_workers if worker.name != "jsonl"}
+        run.state.session.close(run.state.step, end.status, end.ended, owed)
     lifecycle.forget(run)
     run.state.report = FinishReport(
         backends={

@@ -27,7 +27,7 @@ from ..store.cursor import NOWHERE as NOWHERE
 from ..store.cursor import CursorFile as CursorFile
 from ..store.cursor import cursor_name as cursor_name
 from ..store.journal import JOURNAL_NAME, drop_delivered_segments, journal_files, journal_segments, journal_tail
-from ..store.manifest import MANIFEST_NAME, RunManifest, find_run_to_resume
+from ..store.manifest import MANIFEST_NAME, OWED_KEY, RunManifest, find_run_to_resume
 
 if TYPE_CHECKING:
     pass
@@ -279,11 +279,18 @@ class RunSession:
             except OSError as error:  # a segment left behind costs disk, never records
                 logger.warning("could not drop a delivered journal segment: %s", error)
 
-    def close(self, last_step: int, status: str = "finished", ended: float | None = None) -> None:
+    def close(
+        self, last_step: int, status: str = "finished", ended: float | None = None, owed: dict[str, int] | None = None
+    ) -> None:
         """The run ends with ``status`` (``finished``, or ``crashed: ...``/``killed: ...``) at ``ended`` (default:
-        now) in run.json; a replay leaves the status of the run it completes as it was."""
+        now) in run.json; a replay leaves the status of the run it completes as it was. ``owed``: how many
+        records each backend of this process ended without (``tracking runs`` lists them; a replay that
+        delivers them clears its backend's count)."""
         if self.writes:
             self.manifest.last_step = max(last_step, self.manifest.last_step)
+            if owed:
+                counts = {**self.manifest.extra.get(OWED_KEY, {}), **owed}
+                self.manifest.extra[OWED_KEY] = {name: count for name, count in counts.items() if count}
             if self.manifest.extra.get("status") == "running" and self.manifest.extra.get("pid") == os.getpid():
                 self.manifest.extra["status"] = status
                 self.manifest.extra["ended"] = time.time() if ended is None else ended

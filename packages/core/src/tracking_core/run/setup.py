@@ -222,7 +222,9 @@ def delivery_for(
     if backlog is not None:
         before = run.state.seq + 1 if before is None else before
     elif run.state.replay_sources is not None:
-        backlog, before = run.state.replay_sources, float("inf")
+        # what the backend left in its spill (the journal did not hold it yet) is owed as much as the journal's
+        spill = [path for path in session.sources(name) if path not in run.state.replay_sources]
+        backlog, before = [*run.state.replay_sources, *spill], float("inf")
     else:
         backlog, before = session.backlog(name), run.state.seq + 1
     plan = DeliveryPlan(
@@ -243,6 +245,7 @@ def delivery_for(
         on_started=lambda: backend_started(run, tracker, report),
         on_progress=session.progress,
         error_sink=run.state.store_error,
+        run_journal=run.state.run_journal,
     )
 
 

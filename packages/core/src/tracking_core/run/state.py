@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..delivery.run_journal import RunJournal
+
 if TYPE_CHECKING:
     from ..context import Extras, RunContextCapture
     from ..contract.noop import NoOpTracker
@@ -41,6 +43,8 @@ class RunState:
     internal: frozenset[str] = frozenset()
     #: the backend that writes the run's journal (``None``: a replay into the run its journal came from)
     journal: str | None = None
+    #: how far the journal written in this process got: the other backends leave what it holds in it
+    run_journal: RunJournal = field(default_factory=RunJournal)
     #: stand-ins on ranks that run no trackers
     skipped: dict[str, NoOpTracker] = field(default_factory=dict)
     #: the last step and record number given out; both only grow, under ``lock``

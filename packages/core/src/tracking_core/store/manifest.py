@@ -42,6 +42,9 @@ FORMAT_VERSION = 2
 #: run.json's list of the backends the run logs to, started or not
 NAMED_KEY = "log_with"
 
+#: run.json's count of records each backend ended without (what ``tracking replay`` delivers), by backend
+OWED_KEY = "owed"
+
 
 class RunManifest:
     """The manifest of one run; every change is written through at once (from any thread)."""

@@ -7,11 +7,14 @@ tests need there live here.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from ..backends.jsonl import JsonlTracker
+from ..contract.tracker import GeneralTracker
 
 DOWN_FILE = "down"
 STUCK_FILE = "stuck"
@@ -55,3 +58,30 @@ class UnsavableState(JsonlTracker):
 
     def resume_state(self) -> dict[str, Any]:
         return {"handle": {1, 2, 3}}  # a set: JSON has none
+
+
+class SwitchedPoints(GeneralTracker):
+    """Appends ``[step, values]`` lines to ``<run folder>/points.jsonl``, and refuses writes while
+    ``<run folder>/down`` exists: a backend that is not the journal, for the delivery process as for threads."""
+
+    name = "switched-points"
+    requires_logging_directory = False
+    durable_on_return = True
+
+    def __init__(self, run_name: str, logging_dir: Any = None, **kwargs: Any) -> None:
+        super().__init__()
+
+    @property
+    def tracker(self) -> None:
+        return None
+
+    def log(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:
+        self.log_batch([(values, step, kwargs)])
+
+    def log_batch(self, entries: Sequence[tuple[dict[str, Any], int | None, dict[str, Any]]]) -> None:
+        assert self.run_context is not None
+        folder = Path(self.run_context.run_dir)
+        if (folder / DOWN_FILE).exists():
+            raise ConnectionError("connection refused (the test switched this backend off)")
+        with open(folder / "points.jsonl", "a") as points:
+            points.write("".join(json.dumps([step, values]) + "\n" for values, step, _ in entries))

@@ -103,3 +103,27 @@ def last_json_line(output: str) -> dict[str, Any]:
             printed: dict[str, Any] = json.loads(line)
             return printed
     raise ValueError(f"the script printed no JSON object:\n{output[-2000:]}")
+
+
+def waiting_records(run_dir: str | os.PathLike[str], backend: str) -> list[Any]:
+    """The records ``backend`` still owes after its run ended: what the run's journal and its spill journal hold
+    past its cursor (``run.json`` or its cursor file, whichever got further), for it. What a ``tracking replay``
+    into the same run delivers to it."""
+    from ..delivery.spill import backlog, spill_name
+    from ..store.cursor import CursorFile, cursor_name
+    from ..store.journal import JOURNAL_NAME, journal_files
+    from ..store.manifest import RunManifest
+
+    folder = Path(run_dir)
+    cursor = RunManifest.load(folder).cursor(backend)
+    cursor = -1 if cursor is None else cursor
+    on_file = CursorFile.read(folder / cursor_name(backend))
+    if on_file is not None:
+        cursor = max(cursor, on_file[0])
+    sources = [*journal_files(folder / JOURNAL_NAME), folder / spill_name(backend)]
+    return list(backlog(sources, cursor, backend=backend))
+
+
+def waiting_steps(run_dir: str | os.PathLike[str], backend: str) -> list[int]:
+    """The metric steps of :func:`waiting_records`."""
+    return [record.step for record in waiting_records(run_dir, backend) if record.kind == "log"]
