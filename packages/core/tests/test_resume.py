@@ -452,3 +452,23 @@ def test_records_spilled_over_from_a_stuck_backend_survive_a_kill(tmp_path, monk
     )
     assert figures["lost"] == 0 and figures["duplicated"] == 0, figures
     assert report.backends["file-store"].ok and stored == list(range(steps)), str(report)
+
+
+def test_a_kill_inside_the_journal_s_write_resumes_after_its_last_written_step(tmp_path):
+    """The journal's cursor file names the records of a write before it makes it; killed inside that write,
+    the lines are not in the journal (a torn one is cut on reopening). The resumed run carries on after the
+    journal's last written step, not after the handed one, which would leave a gap of steps nobody holds."""
+    from tracking_core.store.cursor import CursorFile, cursor_name
+
+    run = Dispatcher(log_with=["jsonl"], logging_dir=tmp_path)
+    run.init_trackers("proj")
+    for step in range(10):
+        run.log({"loss": float(step)}, step=step)
+    run.finish()
+    cursor = CursorFile(run.run_dir / cursor_name("jsonl"))
+    cursor.write(10, 9, 16, 15)  # handed steps 10..15 to a write that the kill cut short
+    cursor.close()
+    resumed = Dispatcher(log_with=["jsonl"], logging_dir=tmp_path, resume=True)
+    resumed.init_trackers("proj")
+    assert resumed.state.step == 9
+    resumed.finish()

@@ -158,11 +158,14 @@ class RunSession:
         for path in journals:
             seq, step = journal_tail(path)
             last_seq, last_step = max(last_seq, seq), max(last_step, step)
-        for path in self.run_dir.glob(cursor_name("*")):
+        # what each backend may hold: the records its last call was handed (a buffering SDK may have stored
+        # them). Not the journal's: its lines say how far it got, and a write the kill cut short stored none.
+        cursor_files = [path for path in self.run_dir.glob(cursor_name("*")) if path.name != cursor_name("jsonl")]
+        for path in cursor_files:
             _, _, seq, step = CursorFile.read(path) or NOWHERE
             last_seq, last_step = max(last_seq, seq), max(last_step, step)
         if self.rewinds:  # steps the earlier timeline reached past a rewind are not where the run stopped
-            last_step = rewind.last_step(self.manifest, journals, self.run_dir.glob(cursor_name("*")), self.rewinds)
+            last_step = rewind.last_step(self.manifest, journals, cursor_files, self.rewinds)
         return last_seq, last_step
 
     def rewind_to(self, step: int) -> rewind.RewindPoint | None:
