@@ -472,3 +472,24 @@ def test_a_kill_inside_the_journal_s_write_resumes_after_its_last_written_step(t
     resumed.init_trackers("proj")
     assert resumed.state.step == 9
     resumed.finish()
+
+
+def test_a_buffering_backend_that_caught_up_gets_the_records_logged_meanwhile_once(tmp_path, monkeypatch):
+    """A backend that confirms at its flush (W&B, ClearML, ...) catches up from the journal while the resumed
+    job logs: the records logged meanwhile wait, and are read after what the catch-up handed over, not from
+    its cursor, which its next flush moves (reading from it would deliver the catch-up a second time)."""
+    steps, live = 1500, 300
+    file_store = _killed_with_records_left_in_the_journal(tmp_path, monkeypatch, steps)
+    monkeypatch.setattr(file_store, "durable_on_return", False)  # what it took counts once flush() returns
+    monkeypatch.setattr(file_store, "flush", lambda self: None, raising=False)
+    run = Dispatcher(log_with=["file-store", "jsonl"], logging_dir=tmp_path / "runs", resume=True, flush_interval=60.0)
+    run.init_trackers("proj")
+    for step in range(run.state.step + 1, steps + live):
+        run.log({"loss": float(step)}, step=step)
+    report = run.finish(timeout=60)
+    stored = _stored_steps(run)
+    figures = tally(
+        "a buffering backend catches up while the resumed job logs", "file-store", range(steps + live), stored
+    )
+    assert figures["lost"] == 0 and figures["duplicated"] == 0, figures
+    assert stored == list(range(steps + live)) and report.ok, str(report)

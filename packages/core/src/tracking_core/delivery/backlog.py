@@ -57,7 +57,10 @@ class Backlog:
                 spiller = self.delivery.spiller
                 if spiller.last_seq() > self.delivery.positions.cursor or spiller.awaiting_journal():
                     self.delivery.mode = RECOVERING
-                    self.delivery.spill_reader = self.delivery.owed_reader()
+                    # past what the catch-up handed over: a backend that buffers confirms it at its next flush
+                    # (or, if that fails, reads it again from its cursor after the retry)
+                    positions = self.delivery.positions
+                    self.delivery.spill_reader = self.delivery.owed_reader(max(positions.cursor, positions.handed_seq))
                 else:
                     self.delivery.outage.back_to_live()
                 return

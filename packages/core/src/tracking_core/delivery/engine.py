@@ -289,9 +289,11 @@ class Delivery:
                 record.payload.set()  # nobody waits for a flush that cannot come
         self.outage.failed(error, "delivery (a defect in tracking itself: please report it)", owed)
 
-    def owed_reader(self) -> OwedReader:
-        """A reader of what the backend owes from its cursor on (the run's journal and its spill, merged)."""
-        return OwedReader(self.spiller.sources, self.name, self.positions.cursor, self.spiller.last_seq)
+    def owed_reader(self, after: int | None = None) -> OwedReader:
+        """A reader of what the backend owes past ``after`` (default: its cursor): the run's journal and its
+        spill, merged."""
+        start = self.positions.cursor if after is None else after
+        return OwedReader(self.spiller.sources, self.name, start, self.spiller.last_seq)
 
     def safe_seq(self) -> int:
         """The highest ``seq`` up to which every record is durable in the backend or in its spill.
