@@ -493,3 +493,16 @@ def test_a_buffering_backend_that_caught_up_gets_the_records_logged_meanwhile_on
     )
     assert figures["lost"] == 0 and figures["duplicated"] == 0, figures
     assert stored == list(range(steps + live)) and report.ok, str(report)
+
+
+def test_a_catch_up_asks_the_storage_how_far_each_key_got():
+    """A writer that stores a batch key by key (DVCLive's files) and is killed part-way holds every step of the
+    first keys and none of the others: the catch-up delivers the points each key lacks, not only those past
+    the last step any key reached (which lost the other keys' earlier steps)."""
+    from tracking_core.delivery.catch_up import CatchUp
+    from tracking_core.intake.record import Record
+
+    records = [Record("log", {"a": float(step), "b": float(step)}, step, {}, None, step) for step in range(10)]
+    catch_up = CatchUp("writer", [], records, float("inf"), earlier_handed=9)
+    missed = list(catch_up.missed(-1, True, lambda: {"a": 9}, str))
+    assert [(record.step, record.payload) for record in missed] == [(step, {"b": float(step)}) for step in range(10)]

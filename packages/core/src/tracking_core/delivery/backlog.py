@@ -32,20 +32,19 @@ class Backlog:
         return self.delivery.catch_up.missed(
             self.delivery.positions.cursor,
             self.delivery.confirms_at_flush,
-            self.last_stored_step,
+            self.last_stored_steps,
             self.delivery.tracker.sanitize_key,
         )
 
-    def last_stored_step(self) -> tuple[int, set[str]] | None:
-        """The last step the backend's storage holds and the keys stored at it; ``None`` when it cannot say."""
+    def last_stored_steps(self) -> dict[str, int] | None:
+        """The last step the backend's storage holds of each key; ``None`` when it cannot say."""
         try:
             with self.delivery.in_backend():
                 history = self.delivery.tracker.read_back_history()
         except Exception as error:
             logger.info("backend %r cannot say how far its earlier run got (%r)", self.delivery.name, error)
             return None
-        last = max((step for points in history.values() for step, _ in points), default=-1)
-        return last, {key for key, points in history.items() if any(step == last for step, _ in points)}
+        return {key: max(step for step, _ in points) for key, points in history.items() if points}
 
     def deliver_batch(self) -> None:
         """One batch of the backlog (resume, replay) or of the spill (recovery)."""

@@ -68,7 +68,7 @@ class CatchUp:
         self,
         cursor: int,
         buffers: bool,
-        last_stored_step: Callable[[], tuple[int, set[str]] | None],
+        last_stored_steps: Callable[[], dict[str, int] | None],
         sanitize: Callable[[str], str],
     ) -> Iterator[Record]:
         """What a reopened run missed: the backlog past the cursor, less what the backend already holds.
@@ -77,31 +77,32 @@ class CatchUp:
         inside a call (the handed position is written just before each call): the records of that call
         may or may not be stored. One that buffers (W&B, Comet, ClearML, SwanLab, Trackio) may have
         written more, or less, of what it took before the process died. In both cases its own storage
-        says how far it got (the last stored step), and only records past that step are delivered
-        again. When it cannot say, records it took are not delivered again (at worst lost, never
-        stored twice).
+        says how far it got, key by key (a writer may store a batch step by step, or key by key, as
+        DVCLive's files are written), and only the points past the last step it holds of their key are
+        delivered again. When it cannot say, records it took are not delivered again (at worst lost,
+        never stored twice).
         """
         records = backlog(self.paths, cursor, self.before, self.records, self.backend)
         handed = self.earlier_handed
         if not buffers and handed <= cursor:
             return records  # no call was cut short: the backend holds exactly what its cursor says
-        stored = last_stored_step()
+        stored = last_stored_steps()
         if stored is None:
             return (record for record in records if record.seq is None or record.seq > handed)
-        last, keys_at_last = stored
+        last = max(stored.values(), default=-1)
 
         def missing(record: Record) -> Record | None:
             if record.step is None or record.step > last:
                 return record
             if not buffers and record.seq is not None and record.seq > handed:
                 return record  # never handed over: a backend that stores on return cannot hold it
-            if record.step == last and record.kind == "log":
-                # The process died while the SDK was writing this step: some of its keys may be
-                # stored, others not. Deliver only the ones its storage does not have.
+            if record.kind == "log":
+                # The process died while the SDK was writing: of each key, deliver the points past the last
+                # step its storage holds.
                 rest = {
                     key: value
                     for key, value in record.payload.items()
-                    if key not in keys_at_last and sanitize(key) not in keys_at_last
+                    if record.step > max(stored.get(key, -1), stored.get(sanitize(key), -1))
                 }
                 return record._replace(payload=rest) if rest else None
             return None
