@@ -134,6 +134,8 @@ class Delivery:
         self.spill_reader: OwedReader | None = None
         #: what the backend missed before this process (resume, replay, take-over), delivered first
         self.catch_up = CatchUp(self.name, backlog_paths, backlog_records, backlog_before, handed)
+        if self.catch_up.wanted():
+            self.spiller.journal_from = backlog_before
         #: resume_step went back: the rewind applied before this process's first record (rewind.py), and
         #: the records every rewind of the run superseded (never delivered)
         self.rewind_due, self._superseded = rewind.due(tracker.run_context)
@@ -293,7 +295,10 @@ class Delivery:
         """A reader of what the backend owes past ``after`` (default: its cursor): the run's journal and its
         spill, merged."""
         start = self.positions.cursor if after is None else after
-        return OwedReader(self.spiller.sources, self.name, start, self.spiller.last_seq)
+        # what a resumed run caught up on is owed as the spill says (the storage may hold some of it already)
+        spiller = self.spiller
+        floor = spiller.journal_from - 1
+        return OwedReader(spiller.journal_files, spiller.spill_files, self.name, start, spiller.last_seq, floor)
 
     def safe_seq(self) -> int:
         """The highest ``seq`` up to which every record is durable in the backend or in its spill.

@@ -139,13 +139,25 @@ class OwedReader:
 
     It reads in passes: each one up to the highest ``seq`` left or spilled when it began (``through``);
     records spilled meanwhile are read by the next pass. Empty once a pass has nothing past its start.
+    The journal is read only past ``floor``: what a resumed run caught up on (numbered below where this
+    process began) the backend's storage may hold already, so only the spill says what it still owes of it.
     """
 
-    def __init__(self, sources: Callable[[], list[Path]], backend: str, after: int, through: Callable[[], int]) -> None:
-        self._sources = sources
+    def __init__(
+        self,
+        journal: Callable[[], list[Path]],
+        spill: Callable[[], list[Path]],
+        backend: str,
+        after: int,
+        through: Callable[[], int],
+        floor: float = -1,
+    ) -> None:
+        self._journal = journal
+        self._spill = spill
         self._backend = backend
         self._after = after
         self._through = through
+        self._floor = floor
         self._pass: Iterator[Record] | None = None
         self._bound = after
 
@@ -157,7 +169,7 @@ class OwedReader:
                 bound = self._through()
                 if bound <= self._after:
                     break
-                self._pass, self._bound = backlog(self._sources(), self._after, bound + 1, backend=self._backend), bound
+                self._pass, self._bound = self._read_pass(bound), bound
             record = next(self._pass, None)
             if record is None:  # the pass is done: what it did not yield up to its bound is not this backend's
                 self._pass, self._after = None, self._bound
@@ -165,6 +177,17 @@ class OwedReader:
             self._after = cast(int, record.seq)
             records.append(record)
         return records
+
+    def _read_pass(self, bound: int) -> Iterator[Record]:
+        journal_after = max(self._after, self._floor)
+        streams = [backlog(self._spill(), self._after, bound + 1, backend=self._backend)]
+        if journal_after < bound:
+            streams.append(backlog(self._journal(), int(journal_after), bound + 1, backend=self._backend))
+        last = self._after
+        for record in heapq.merge(*streams, key=lambda record: cast(int, record.seq)):
+            if cast(int, record.seq) > last:  # a record both hold is read once
+                last = cast(int, record.seq)
+                yield record
 
 
 def _numbered_entries(path: Path, after: int, before: float = float("inf")) -> Iterator[tuple[int, dict[str, Any]]]:

@@ -53,6 +53,9 @@ class Spiller:
         self.first_seq: float = float("inf")
         self.left_through = -1
         self.offered_through = -1
+        #: records numbered below it are copied, never left in the run's journal: a resumed run's catch-up, of
+        #: which the backend's storage may hold part, so only the spill says what it owes (``OwedReader``)
+        self.journal_from: float = float("-inf")
         #: the side-record kinds the backend takes: one of those that ends up here is counted missed
         self.side_kinds = side_kinds
         self.lock = threading.Lock()
@@ -78,7 +81,7 @@ class Spiller:
             seq = record.seq
             if seq is not None and seq <= max(cursor, self.offered_through, self.journal.last_seq):
                 return  # already waiting, or already held by the backend
-            if seq is None or self.run_journal is None or not self.run_journal.attached:
+            if seq is None or seq < self.journal_from or self.run_journal is None or not self.run_journal.attached:
                 self._copy([record])
                 return
             if not self.for_the_journal:
@@ -159,10 +162,13 @@ class Spiller:
         """Whether this process counted the record numbered ``seq`` as waiting."""
         return seq is not None and self.first_seq <= seq <= self.offered_through
 
-    def sources(self) -> list[Path]:
-        """Where what the backend owes is read from: the run's journal, then its spill."""
-        files = self.run_journal.files() if self.run_journal is not None else []
-        return [*files, *([self.journal.path] if self.journal.path is not None else [])]
+    def journal_files(self) -> list[Path]:
+        """The run's journal, where the records left there wait."""
+        return self.run_journal.files() if self.run_journal is not None else []
+
+    def spill_files(self) -> list[Path]:
+        """The spill journal, once written."""
+        return [self.journal.path] if self.journal.path is not None else []
 
     def flush(self) -> None:
         with self.lock:
