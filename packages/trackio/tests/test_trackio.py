@@ -82,7 +82,7 @@ def test_fresh_process_home_untouched_stdout_clean_and_trackio_reader_agrees(tmp
         return
     # the user's config exactly; the only extra keys are Trackio's own underscored ones
     assert {k: v for k, v in seen["config"].items() if not k.startswith("_")} == {"lr": 0.1, "opt": {"name": "adam"}}
-    assert {k for k in seen["config"] if k.startswith("_")} <= {"_Created", "_Group", "_Username"}
+    assert {k for k in seen["config"] if k.startswith("_")} <= {"_Created", "_Group", "_Username", "_Command"}
 
 
 def test_trackio_imported_first_with_its_default_dir(tmp_path: Path) -> None:
@@ -183,7 +183,8 @@ def test_config_round_trip_is_exact_with_no_framework_keys(tmp_path: Path) -> No
     if keeps_no_config(finish_ok(dispatcher).backends["trackio"].notes):
         return
     stored = read_config(tmp_path / "runs", "cfg")
-    assert {k: v for k, v in stored.items() if k not in ("_Created", "_Group", "_Username")} == sanitize_config(config)
+    trackio_own = ("_Created", "_Group", "_Username", "_Command")  # what Trackio adds itself (_Command: 0.45 on)
+    assert {k: v for k, v in stored.items() if k not in trackio_own} == sanitize_config(config)
 
 
 def test_config_without_any_metrics_is_still_stored(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ temporary folder and the copy is read, so the store is never written, not even b
 file. Rows are decoded with Trackio's own value decoder (its NaN/inf markers). A row is one ``log`` call:
 its step, its timestamp (ISO text, kept to the microsecond) and its values; numbers and strings become
 points, Trackio's images (files under ``media/``), tables, histograms and markdown become media. The run's
-config is Trackio's ``configs`` row without Trackio's own ``_Created``/``_Group``/``_Username`` (the group
+config is Trackio's ``configs`` row without Trackio's own ``_Created``/``_Group``/``_Username``/``_Command`` (the group
 and user become tags). System metrics, alerts, traces and artifacts are listed in ``not_carried``.
 
 A store made by trackio 0.0.4 to 0.0.16 (its ``metrics.timestamp`` a ``DATETIME`` SQLite fills in, UTC, to the
@@ -36,7 +36,8 @@ from .older.v0_0_3 import reader as csv_store
 
 __all__ = ["read_runs"]
 
-_OWN_CONFIG_KEYS = ("_Created", "_Group", "_Username")
+#: what Trackio itself adds to a run's config (``_Command``, the launch command, since trackio 0.45)
+_OWN_CONFIG_KEYS = ("_Created", "_Group", "_Username", "_Command")
 
 #: Tables of a project database the journal has no place for, and how to count a run's share.
 _NOT_CARRIED = {"system_metrics": "system metrics", "alerts": "alerts", "traces": "traces"}
