@@ -65,6 +65,22 @@ DIES_DURING_START_UP = textwrap.dedent(
 )
 
 
+def _replayed_into_slow_start(tmp_path: Path, run_dir: Path) -> list:
+    """``tracking replay`` of the run's journal into its slow-start backend; the points that backend then holds."""
+    from tracking_core.cli.replay import replay
+
+    sys.path.insert(0, str(tmp_path))
+    try:
+        from slow_start_tracker import SlowStart
+
+        register_tracker_class(SlowStart)
+        report = replay(run_dir / "journal.jsonl", "slow-start", progress=False)
+    finally:
+        sys.path.remove(str(tmp_path))
+    assert report.ok, str(report)
+    return [json.loads(line) for line in (run_dir / "points.jsonl").read_text().splitlines()]
+
+
 def _tracking(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "tracking_core", *args], capture_output=True, text=True, cwd=cwd, timeout=300
@@ -99,7 +115,6 @@ def test_a_run_without_jsonl_has_its_journal_and_every_view_reads_it(tmp_path, m
 
 @pytest.mark.reliability
 def test_a_process_that_dies_while_a_backend_starts_is_delivered_by_replay(tmp_path, caplog):
-    from tracking_core.cli.replay import replay
     from tracking_core.testing.reliability import tally
 
     (tmp_path / "slow_start_tracker.py").write_text(SLOW_START)
@@ -121,16 +136,7 @@ def test_a_process_that_dies_while_a_backend_starts_is_delivered_by_replay(tmp_p
     assert f"ended without finish() and its backends lack records of its journal (slow-start 200): {command}" in (
         caplog.text
     )
-    sys.path.insert(0, str(tmp_path))
-    try:
-        from slow_start_tracker import SlowStart
-
-        register_tracker_class(SlowStart)
-        report = replay(run_dir / "journal.jsonl", "slow-start", progress=False)
-    finally:
-        sys.path.remove(str(tmp_path))
-    assert report.ok, str(report)
-    points = [json.loads(line) for line in (run_dir / "points.jsonl").read_text().splitlines()]
+    points = _replayed_into_slow_start(tmp_path, run_dir)
     steps = [step for step, _ in points]
     figures = tally("os._exit during a backend's start-up, then replay", "slow-start", range(200), steps)
     assert (figures["lost"], figures["duplicated"]) == (0, 0) and steps == list(range(200))
@@ -192,7 +198,6 @@ DIES_AFTER_DIRECT_CALLS = textwrap.dedent(
 
 @pytest.mark.reliability
 def test_a_replay_into_the_same_run_gives_a_record_logged_on_one_tracker_to_that_backend_only(tmp_path):
-    from tracking_core.cli.replay import replay
 
     (tmp_path / "slow_start_tracker.py").write_text(SLOW_START)
     died = subprocess.run(
@@ -204,14 +209,5 @@ def test_a_replay_into_the_same_run_gives_a_record_logged_on_one_tracker_to_that
     assert died.returncode == 0, died.stderr
     run_dir = Path(died.stdout.split()[0])
     assert not (run_dir / "points.jsonl").exists()
-    sys.path.insert(0, str(tmp_path))
-    try:
-        from slow_start_tracker import SlowStart
-
-        register_tracker_class(SlowStart)
-        report = replay(run_dir / "journal.jsonl", "slow-start", progress=False)
-    finally:
-        sys.path.remove(str(tmp_path))
-    assert report.ok, str(report)
-    points = [json.loads(line) for line in (run_dir / "points.jsonl").read_text().splitlines()]
+    points = _replayed_into_slow_start(tmp_path, run_dir)
     assert points == [[step, {"loss": 1.0}] for step in range(5)] + [[6, {"only_slow": 1.0}], [7, {"loss": 0.5}]]
