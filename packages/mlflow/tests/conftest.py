@@ -44,7 +44,7 @@ def schema_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def _session_server(tmp_path_factory: pytest.TempPathFactory, schema_cache_dir: Path):
     """One real `mlflow server` for every test that neither kills nor restarts it (each start costs 20-60 s
-    on a busy machine). Tests keep apart by experiment name; a test that kills the server starts its own."""
+    on a busy machine). Tests keep apart by experiment name; a test that kills it starts it again."""
     pytest.importorskip("flask", reason="`mlflow server` needs full mlflow (pip install mlflow)")
     from .mlflow_server import MlflowServer
 

@@ -103,6 +103,8 @@ class Delivery:
         #: the side-record kinds this tracker declares it takes (intake.record.SIDE_KINDS); others never reach it
         self.side_kinds = frozenset(kind for kind, method in SIDE_KINDS.items() if has_capability(tracker, method))
         self.spiller = Spiller(spill, self.name, report, self.side_kinds, run_journal)
+        #: the run's journal written in this process, which takes each record before this backend does
+        self.run_journal = run_journal
         self._on_started = on_started
         durable = tracker.durable_on_return
         self.confirms_at_flush = not durable if durable is not None else type(tracker).flush is not GeneralTracker.flush
@@ -223,6 +225,22 @@ class Delivery:
     def hold(self, batch: list[Record]) -> None:
         """The worker took ``batch`` off its queue (it may still grow): owed until ``handle`` takes it."""
         self.held, self.held_next = batch, 0
+
+    def wait_for_the_journal(self, batch: list[Record]) -> None:
+        """The journal first: ``batch`` (held) goes to the SDK once the run's journal has written it.
+
+        The handover lock is let go meanwhile; ``abandon`` finds the batch held."""
+        run_journal = self.run_journal
+        if run_journal is None or self.mode != LIVE:
+            return
+        last = max((record.seq for record in batch if record.seq is not None), default=None)
+        if last is None or run_journal.holds(last):
+            return
+        self.disown()
+        try:
+            run_journal.wait_until_held(last, lambda: self.abandoned or self.finished)
+        finally:
+            self.own()
 
     def handle(self, batch: list[Record]) -> None:
         """Deliver (or spill) a drained batch in order, grouping consecutive metric records."""

@@ -8,6 +8,8 @@ rewritten with both just before each call into the SDK and after each confirmati
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..intake.record import Record
 from ..store.cursor import CursorFile
 
@@ -20,6 +22,8 @@ class Positions:
         self.handed_seq = cursor
         self.handed_step = cursor_step
         self.file = cursor_file
+        #: called after ``cursor`` moved (the run's journal wakes the backends waiting for it: ``RunJournal``)
+        self.on_durable: Callable[[], None] | None = None
 
     def unseen(self, records: list[Record]) -> list[Record]:
         cursor = self.cursor
@@ -45,6 +49,8 @@ class Positions:
     def advance_durable(self, records: list[Record]) -> None:
         """What the backend holds where a dead training process cannot lose it."""
         self.cursor, self.durable_step = highest(records, self.cursor, self.durable_step)
+        if self.on_durable is not None:
+            self.on_durable()
 
     def write(self) -> None:
         if self.file is not None:

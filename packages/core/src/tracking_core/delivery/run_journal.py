@@ -1,5 +1,11 @@
 """The run's journal as the other backends of this process see it: how far it holds the run's records.
 
+The journal comes first: a backend's worker hands a batch to its SDK once the journal has written it
+(:meth:`RunJournal.wait_until_held`), so no backend ever holds a record the journal lacks, and resume and
+replay, which read the journal, can always give each backend all it misses. The wait is the journal's
+batching (milliseconds); a journal that has not written a record within ``JOURNAL_FIRST_SECONDS`` (a disk
+that stalls or is full) stops holding the backends back until it has caught up, and says so once.
+
 Every record a backend gets, the journal gets too (``run.calls.receivers``), and its delivery moves its
 cursor only past what it wrote. So a record at or below that cursor is in the journal: a backend that cannot
 take it (down, stuck, finished in time) leaves it there instead of copying it to its spill journal, and
@@ -10,24 +16,77 @@ journal came from), nothing is held and records are copied to the spill journal 
 
 from __future__ import annotations
 
+import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..notices import logger
 from ..store.journal import journal_files
+from .recovery import LIVE
 
 if TYPE_CHECKING:
     from ..backends.jsonl import JsonlTracker
     from .engine import Delivery
 
 
+#: the longest a backend waits for the journal to write a batch before it takes the batch anyway
+JOURNAL_FIRST_SECONDS = 1.0
+#: how often a waiting backend looks again whether it should stop waiting (finish gave up on it)
+_WAIT_SLICE = 0.05
+
+
 class RunJournal:
     def __init__(self) -> None:
         self._delivery: Delivery | None = None
         self._tracker: JsonlTracker | None = None
+        self._written = threading.Condition()
+        #: the journal let a backend go past it: nobody waits for it until it holds what it was asked for
+        self._behind = False
+        self._slow_seen = False
 
     def attach(self, delivery: Delivery, tracker: JsonlTracker) -> None:
         """``delivery`` writes the run's journal, through ``tracker``."""
         self._delivery, self._tracker = delivery, tracker
+        delivery.positions.on_durable = self._wrote
+
+    def _wrote(self) -> None:
+        with self._written:
+            self._written.notify_all()
+
+    def wait_until_held(self, seq: int | None, give_up: Callable[[], bool]) -> bool:
+        """Wait until the journal has written the record numbered ``seq``; False when it has not and the
+        caller goes on without it (``give_up()``, the journal is not writing, or it is slow)."""
+        if seq is None or self._delivery is None:
+            return True
+        if self.holds(seq):
+            self._behind = False  # it caught up
+            return True
+        if self._behind or not self._writing():
+            return False
+        deadline = time.monotonic() + JOURNAL_FIRST_SECONDS
+        with self._written:
+            while not self.holds(seq):
+                left = deadline - time.monotonic()
+                if left <= 0 or give_up() or not self._writing():
+                    if left <= 0:
+                        self._behind = True
+                        self._slow_seen, first = True, not self._slow_seen
+                        (logger.warning if first else logger.debug)(
+                            "the run's journal has not written record %d after %.0f s: the backends take "
+                            "records before it until it has caught up",
+                            seq,
+                            JOURNAL_FIRST_SECONDS,
+                        )
+                    return False
+                self._written.wait(min(left, _WAIT_SLICE))
+        return True
+
+    def _writing(self) -> bool:
+        """Whether the journal takes records as they come (not down, given up on or finished)."""
+        delivery = self._delivery
+        return not (delivery is None or delivery.abandoned or delivery.finished or delivery.mode != LIVE)
 
     @property
     def attached(self) -> bool:

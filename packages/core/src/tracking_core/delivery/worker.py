@@ -343,6 +343,7 @@ class BackendWorker(ManagedMixin):
                         time.sleep(LINGER_SECONDS)
                     while len(batch) < MAX_BATCH and size():
                         batch.append(as_record(Record, get()))
+                    delivery.wait_for_the_journal(batch)
                     delivery.handle(batch)
                     self._room.set()
                 delivery.tick()
