@@ -103,6 +103,8 @@ def test_a_sigkilled_run_logged_without_jsonl_is_completed_by_replay(tmp_path):
         assert out[name]["delivered"] == 0, out[name]  # replay left nothing owed for the next run to catch up
         figures = tally("SIGKILL without jsonl, then replay", name, range(durable + 1), out[name]["points"])
         assert figures["lost"] == 0 and figures["duplicated"] == 0, figures
+        # the journal comes first: no backend got a point the journal had not written
+        assert max(out[name]["points"]) <= durable, (name, max(out[name]["points"]), durable)
 
 
 EXITS_EARLY = """
