@@ -94,3 +94,20 @@ def test_a_journal_that_stalls_longer_lets_the_backends_go_on_and_says_so_once(m
     assert _journal_steps(run.run_dir) == set(range(300))
     stalled = [record for record in caplog.records if "has not written record" in record.getMessage()]
     assert len(stalled) == 1, [record.getMessage() for record in caplog.records]
+
+
+def test_delivering_in_the_caller_s_thread_the_journal_writes_each_record_first(memory, tmp_path, monkeypatch):
+    """``blocking=True`` delivers in ``log()``'s own thread, backend after backend: the journal goes first,
+    wherever ``log_with`` names it (here after the backend), for a call on the tracker itself too."""
+    register_tracker_class(JournalWatcher)
+    monkeypatch.setattr(JournalWatcher, "ahead", [])
+    run = Dispatcher(log_with=["journal-watcher", "jsonl"], logging_dir=tmp_path, blocking=True)
+    run.init_trackers("p")
+    monkeypatch.setattr(JournalWatcher, "run_dir", run.run_dir)
+    for step in range(50):
+        run.log({"loss": float(step)}, step=step)
+    run.get_tracker("journal-watcher").log({"loss": 50.0}, step=50)
+    report = run.finish()
+    assert report.ok, str(report)
+    assert [step for step, _ in MemoryTracker.runs[-1].metrics] == list(range(51))
+    assert JournalWatcher.ahead == [], f"{len(JournalWatcher.ahead)} records reached the backend before the journal"

@@ -187,12 +187,12 @@ def receivers(run: Dispatcher, only: ManagedMixin | None) -> list[tuple[ManagedM
     one as well; its line names the backend it is for, and they give it to that backend only.
     """
     if only is None:
-        return [(worker, _EMPTY) for worker in run.state.workers]
+        return [(worker, _EMPTY) for worker in run.state.journal_first(run.state.workers)]
     tag = {JOURNAL_FOR: only.name}
     journal = run.state.journal
     if only.name == journal:
         return [(only, tag)]
-    return [(only, _EMPTY), *((worker, tag) for worker in run.state.workers if worker.name == journal)]
+    return [*((worker, tag) for worker in run.state.workers if worker.name == journal), (only, _EMPTY)]
 
 
 def fan_out(

@@ -88,9 +88,14 @@ class RunState:
         ``puts`` defaults to each worker's ``put``; ``every`` (the workers the run ever had) is kept unless given.
         """
         self.workers = open_workers
-        self.puts = [worker.put for worker in open_workers] if puts is None else puts
+        self.puts = [worker.put for worker in self.journal_first(open_workers)] if puts is None else puts
         if every is not None:
             self.all_workers = every
+
+    def journal_first(self, workers: list[ManagedMixin]) -> list[ManagedMixin]:
+        """``workers``, the run's journal first: delivering in the caller's thread (``blocking=True``), the
+        journal writes each record before any backend gets it, as the workers' wait makes it in threads."""
+        return sorted(workers, key=lambda worker: worker.name != self.journal)
 
     def store_error(self, error: TrackingError) -> None:
         """Keep a backend's failure for the caller's next call (the first one wins)."""
