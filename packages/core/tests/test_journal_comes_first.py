@@ -96,6 +96,28 @@ def test_a_journal_that_stalls_longer_lets_the_backends_go_on_and_says_so_once(m
     assert len(stalled) == 1, [record.getMessage() for record in caplog.records]
 
 
+def test_a_journal_that_caught_up_comes_first_again(memory, tmp_path, monkeypatch):
+    """After a stall past the bound the backends went ahead of the journal; once it holds what they are
+    given, they wait for it again."""
+    monkeypatch.setattr(run_journal, "JOURNAL_FIRST_SECONDS", 0.2)
+    run = _watched_run(tmp_path, monkeypatch, stalls=1, seconds=0.6)
+    for step in range(100):
+        run.log({"loss": float(step)}, step=step)
+    run.flush()
+    assert JournalWatcher.ahead, "the backend went on while the journal stalled"
+    monkeypatch.setattr(JournalWatcher, "ahead", [])
+    monkeypatch.setattr(StallingJournal, "stalls", 3)
+    monkeypatch.setattr(StallingJournal, "seconds", 0.1)  # slow writes, within the bound
+    for step in range(100, 300):
+        run.log({"loss": float(step)}, step=step)
+        if step % 50 == 49:
+            time.sleep(0.05)
+    report = run.finish()
+    assert report.ok, str(report)
+    assert [step for step, _ in MemoryTracker.runs[-1].metrics] == list(range(300))
+    assert JournalWatcher.ahead == [], f"{len(JournalWatcher.ahead)} records reached the backend before the journal"
+
+
 def test_delivering_in_the_caller_s_thread_the_journal_writes_each_record_first(memory, tmp_path, monkeypatch):
     """``blocking=True`` delivers in ``log()``'s own thread, backend after backend: the journal goes first,
     wherever ``log_with`` names it (here after the backend), for a call on the tracker itself too."""

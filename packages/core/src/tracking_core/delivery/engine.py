@@ -234,7 +234,7 @@ class Delivery:
         if run_journal is None or self.mode != LIVE:
             return
         last = max((record.seq for record in batch if record.seq is not None), default=None)
-        if last is None or run_journal.holds(last):
+        if last is None or run_journal.may_take(last):
             return
         self.disown()
         try:

@@ -42,8 +42,8 @@ class RunJournal:
         self._delivery: Delivery | None = None
         self._tracker: JsonlTracker | None = None
         self._written = threading.Condition()
-        #: the journal let a backend go past it: nobody waits for it until it holds what it was asked for
-        self._behind = False
+        #: the record the journal had not written in time: nobody waits for it until it holds that one
+        self._behind_at: int | None = None
         self._slow_seen = False
 
     def attach(self, delivery: Delivery, tracker: JsonlTracker) -> None:
@@ -55,33 +55,37 @@ class RunJournal:
         with self._written:
             self._written.notify_all()
 
-    def wait_until_held(self, seq: int | None, give_up: Callable[[], bool]) -> bool:
-        """Wait until the journal has written the record numbered ``seq``; False when it has not and the
-        caller goes on without it (``give_up()``, the journal is not writing, or it is slow)."""
-        if seq is None or self._delivery is None:
+    def may_take(self, seq: int | None) -> bool:
+        """Whether a backend may take the record numbered ``seq`` now: the journal holds it, or nobody waits for
+        the journal (it is not writing, or is behind: it has not yet written the record it was late with)."""
+        if seq is None or self._delivery is None or self.holds(seq):
             return True
-        if self.holds(seq):
-            self._behind = False  # it caught up
-            return True
-        if self._behind or not self._writing():
-            return False
+        if self._behind_at is not None:
+            if not self.holds(self._behind_at):
+                return True
+            self._behind_at = None  # it caught up
+        return not self._writing()
+
+    def wait_until_held(self, seq: int, give_up: Callable[[], bool]) -> None:
+        """Wait until a backend may take the record numbered ``seq``, ``JOURNAL_FIRST_SECONDS`` at most (then
+        the journal is behind: nobody waits for it until it has caught up), or until ``give_up()``."""
         deadline = time.monotonic() + JOURNAL_FIRST_SECONDS
         with self._written:
-            while not self.holds(seq):
+            while not self.may_take(seq):
                 left = deadline - time.monotonic()
-                if left <= 0 or give_up() or not self._writing():
-                    if left <= 0:
-                        self._behind = True
-                        self._slow_seen, first = True, not self._slow_seen
-                        (logger.warning if first else logger.debug)(
-                            "the run's journal has not written record %d after %.0f s: the backends take "
-                            "records before it until it has caught up",
-                            seq,
-                            JOURNAL_FIRST_SECONDS,
-                        )
-                    return False
+                if left <= 0:
+                    self._behind_at = seq
+                    self._slow_seen, first = True, not self._slow_seen
+                    (logger.warning if first else logger.debug)(
+                        "the run's journal has not written record %d after %.0f s: the backends take "
+                        "records before it until it has caught up",
+                        seq,
+                        JOURNAL_FIRST_SECONDS,
+                    )
+                    return
+                if give_up():
+                    return
                 self._written.wait(min(left, _WAIT_SLICE))
-        return True
 
     def _writing(self) -> bool:
         """Whether the journal takes records as they come (not down, given up on or finished)."""
