@@ -264,22 +264,36 @@ def test_the_caller_benchmark_shows_the_floor_with_and_without_the_value_checks(
     assert "x /" in checks[5], checks  # compared with the floor
 
 
-def test_the_closing_total_names_each_failed_test(tmp_path):
-    """CI keeps the end of the log: the total at the end names what failed, with its message's first line."""
+def test_the_closing_total_names_each_failed_test_and_the_slowest(tmp_path):
+    """CI keeps the end of the log: the total at the end names what failed, with its message's first line,
+    and the slowest tests across the cells say where CI's time went."""
     report = tmp_path / "core.xml"
     report.write_text(
         '<testsuites><testsuite errors="1" failures="1" skipped="1" tests="4">'
-        '<testcase classname="tests.test_x" name="test_ok"/>'
+        '<testcase classname="tests.test_x" name="test_ok" time="0.5"/>'
         '<testcase classname="tests.test_x" name="test_skip"><skipped message="no reader"/></testcase>'
-        '<testcase classname="tests.test_x" name="test_bad"><failure message="AssertionError: 1 == 0&#10;more"/>'
-        '</testcase><testcase classname="tests.test_y" name="test_setup"><error message="fixture broke"/></testcase>'
+        '<testcase classname="tests.test_x" name="test_bad" time="12.25">'
+        '<failure message="AssertionError: 1 == 0&#10;more"/></testcase>'
+        '<testcase classname="tests.test_y" name="test_setup"><error message="fixture broke"/></testcase>'
+        "</testsuite></testsuites>"
+    )
+    (tmp_path / "mlflow-unit.xml").write_text(
+        '<testsuites><testsuite tests="1"><testcase classname="t.test_m" name="test_slow" time="3"/>'
         "</testsuite></testsuites>"
     )
     result = subprocess.run(
-        [sys.executable, str(ROOT / "tools" / "junit_total.py"), str(report)], capture_output=True, text=True
+        [sys.executable, str(ROOT / "tools" / "junit_total.py"), str(report), str(tmp_path / "mlflow-unit.xml")],
+        capture_output=True,
+        text=True,
     )
     assert result.stdout.splitlines() == [
-        "tests: 1 passed, 2 failed, 1 skipped",
+        "slowest 5 tests (seconds, cell: test):",
+        "     12.2  core: tests.test_x::test_bad",
+        "      3.0  mlflow-unit: t.test_m::test_slow",
+        "      0.5  core: tests.test_x::test_ok",
+        "      0.0  core: tests.test_y::test_setup",
+        "      0.0  core: tests.test_x::test_skip",
+        "tests: 2 passed, 2 failed, 1 skipped",
         "  core: tests.test_x::test_bad: AssertionError: 1 == 0",
         "  core: tests.test_y::test_setup: fixture broke",
     ]

@@ -1,7 +1,8 @@
 """Sum pytest JUnit reports into one closing line: ``tests: N passed, N failed, N skipped``.
 
 Each failed test is named below it (report, test id, the first line of its message): CI keeps only the
-end of a long log, and that end must say which test to look at.
+end of a long log, and that end must say which test to look at. Above it, the slowest tests of the whole
+run, with their cell: where CI's time goes when it nears its budget.
 """
 
 from __future__ import annotations
@@ -24,9 +25,18 @@ def failed_tests(root: ElementTree.Element) -> list[tuple[str, str]]:
     return out
 
 
-def main(paths: list[str]) -> int:
+def slowest_tests(report: str, root: ElementTree.Element) -> list[tuple[float, str]]:
+    """``(seconds, "report: test id")`` of every test case of one report."""
+    return [
+        (float(case.get("time") or 0), f"{report}: {case.get('classname', '')}::{case.get('name', '')}")
+        for case in root.iter("testcase")
+    ]
+
+
+def main(paths: list[str], slowest: int = 25) -> int:
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     failures: list[str] = []
+    timed: list[tuple[float, str]] = []
     for path in paths:
         try:
             root = ElementTree.parse(path).getroot()
@@ -35,7 +45,12 @@ def main(paths: list[str]) -> int:
         for suite in root.iter("testsuite"):
             for key in totals:
                 totals[key] += int(suite.get(key, 0))
+        timed += slowest_tests(Path(path).stem, root)
         failures += [f"  {Path(path).stem}: {name}: {message}" for name, message in failed_tests(root)]
+    if timed:
+        print(f"slowest {min(slowest, len(timed))} tests (seconds, cell: test):")
+        for seconds, name in sorted(timed, reverse=True)[:slowest]:
+            print(f"  {seconds:7.1f}  {name}")
     failed = totals["failures"] + totals["errors"]
     passed = totals["tests"] - failed - totals["skipped"]
     print(f"tests: {passed} passed, {failed} failed, {totals['skipped']} skipped")

@@ -112,7 +112,9 @@ python310() {
 
 run_tests() {
   local reports failures=() start
-  reports="$(mktemp -d)"
+  # TRACKING_REPORTS=DIR keeps each cell's JUnit report there (per-test times); by default they go with the run
+  reports="${TRACKING_REPORTS:-$(mktemp -d)}"
+  mkdir -p "$reports"
   step() {  # step NAME COMMAND...: run, time and remember failures without stopping
     local name="$1"; shift
     start=$(date +%s)
@@ -158,7 +160,7 @@ run_tests() {
   step packages "$hatch" run dist:check
   step docs "$hatch" run docs:build
   python3 "$root/tools/junit_total.py" "$reports"/*.xml
-  rm -rf "$reports"
+  [ -n "${TRACKING_REPORTS:-}" ] || rm -rf "$reports"
   if [ "${#failures[@]}" -gt 0 ]; then
     echo "failed steps: ${failures[*]}"
     return 1
