@@ -1,19 +1,21 @@
-"""Reading a backlog: what a resumed run (a replay, a take-over) missed, then the spill after an outage.
+"""Reading what a backend owes from its cursor: what a resumed run (a replay, a take-over) missed, then what
+waited during an outage.
 
-:class:`~.catch_up.CatchUp` holds the catch-up's records; what waited during an outage is read with an
-:class:`~.spill.OwedReader` (the run's journal and the spill, merged). Both are delivered one batch per tick
-through the live path (a failure sends the delivery back to spilling), the catch-up first.
+One :class:`~.spill.OwedReader` reads both, in ``seq`` order: the catch-up (:class:`~.catch_up.CatchUp`,
+less what the backend's storage holds), then the run's journal and the spill, merged. It is delivered one
+batch per tick through the live path; a failure sends the delivery back to spilling, and the next retry
+reads again from the cursor.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
-from itertools import islice
 from typing import TYPE_CHECKING
 
 from ..intake.record import Record
 from ..notices import logger
-from .recovery import CATCHING_UP, LIVE, RECOVERING
+from .recovery import LIVE, RECOVERING
 
 if TYPE_CHECKING:
     from .engine import Delivery
@@ -28,7 +30,8 @@ class Backlog:
         self.delivery = delivery
 
     def records(self) -> Iterator[Record]:
-        """What a reopened run missed, less what the backend's storage already holds (see ``CatchUp.missed``)."""
+        """What a reopened run missed past the cursor, less what the backend's storage already holds
+        (see ``CatchUp.missed``)."""
         return self.delivery.catch_up.missed(
             self.delivery.positions.cursor,
             self.delivery.confirms_at_flush,
@@ -47,58 +50,41 @@ class Backlog:
         return {key: max(step for step, _ in points) for key, points in history.items() if points}
 
     def deliver_batch(self) -> None:
-        """One batch of the backlog (resume, replay) or of the spill (recovery)."""
-        if self.delivery.mode == CATCHING_UP:
-            backlog = self.delivery.catch_up.backlog
-            records = list(islice(backlog, MAX_BATCH)) if backlog is not None else []
-            if not records:
-                self.delivery.catch_up.backlog = None
-                spiller = self.delivery.spiller
-                if spiller.last_seq() > self.delivery.positions.cursor or spiller.awaiting_journal():
-                    self.delivery.mode = RECOVERING
-                    # past what the catch-up handed over: a backend that buffers confirms it at its next flush
-                    # (or, if that fails, reads it again from its cursor after the retry)
-                    positions = self.delivery.positions
-                    self.delivery.spill_reader = self.delivery.owed_reader(max(positions.cursor, positions.handed_seq))
-                else:
-                    self.delivery.outage.back_to_live()
-                return
-        else:
-            reader = self.delivery.spill_reader
-            records = reader.read(MAX_BATCH) if reader is not None else []
-            if not records and reader is not None:
-                self.delivery.spiller.settle()  # what the run's journal wrote meanwhile is left there: read it
-                records = reader.read(MAX_BATCH)
-            if not records:
-                if self.delivery.spiller.awaiting_journal():
-                    return  # read again once the run's journal has written them (or they are copied to the spill)
-                self.delivery.outage.back_to_live()
-                return
-        was = self.delivery.mode
-        catching_up = was == CATCHING_UP
-        if catching_up:
-            self.delivery.catch_up.batch = records
-        self.delivery.mode = LIVE  # deliver through the live path; a failure switches to SPILLING
+        """One batch of what the backend owes (the catch-up, then what waited during an outage)."""
+        delivery = self.delivery
+        reader = delivery.spill_reader
+        records = reader.read(MAX_BATCH) if reader is not None else []
+        if not records and reader is not None:
+            delivery.spiller.settle()  # what the run's journal wrote meanwhile is left there: read it
+            records = reader.read(MAX_BATCH)
+        if not records:
+            if delivery.spiller.awaiting_journal():
+                return  # read again once the run's journal has written them (or they are copied to the spill)
+            delivery.catch_up.done = True  # the reader read it to the end (a record that fails says otherwise)
+            delivery.outage.back_to_live()
+            return
+        delivery.mode = LIVE  # deliver through the live path; a failure switches to SPILLING
         index = 0
-        while index < len(records) and self.delivery.mode == LIVE and not self.delivery.abandoned:
+        while index < len(records) and delivery.mode == LIVE and not delivery.abandoned:
             record = records[index]
             if record.kind == "config":
-                self.delivery.spiller.remember_config(record)
+                delivery.spiller.remember_config(record)
             end = index + 1
             if record.kind == "log":
                 while end < len(records) and records[end].kind == "log":
                     end += 1
-            if catching_up:
-                self.delivery.catch_up.next = end
-            self.delivery.take(records[index:end])
+            delivery.take(records[index:end])
             index = end
-        if self.delivery.abandoned:
-            return
-        self.delivery.catch_up.untaken()  # a failure stopped the catch-up (_failed), or the batch is done
-        if self.delivery.mode == LIVE:
-            self.delivery.mode = was
+        if delivery.mode == LIVE and not delivery.abandoned:
+            delivery.mode = RECOVERING
 
-    def stop_catching_up(self, untaken: list[Record]) -> None:
-        """The catch-up cannot go on (the backend failed, or ``finish`` gave up on it): everything it
-        still owes goes to the spill, in ``seq`` order ahead of the live records spilled meanwhile."""
-        self.delivery.spiller.merge_in(self.delivery.catch_up.stop(untaken), self.delivery.positions.cursor)
+    def leave_the_catch_up(self) -> None:
+        """The end, with the catch-up not done (the backend down, or ``finish`` gave up on it): what it still
+        owes stays in the run's journal and spill past the cursor, counted as waiting; what no file of the
+        run holds is copied to the spill, in ``seq`` order ahead of the live records spilled meanwhile."""
+        delivery = self.delivery
+        kept, elsewhere = delivery.catch_up.left(delivery.positions.cursor)
+        delivery.report.spilled += kept
+        first = next(elsewhere, None)
+        if first is not None:
+            delivery.spiller.merge_in(itertools.chain([first], elsewhere), delivery.positions.cursor)

@@ -96,6 +96,7 @@ def build_delivery(
         backlog_before=plan.backlog_before,
         backlog_records=plan.backlog_records,
         run_journal=None if writes_the_journal else run_journal,
+        run_dir=place.run_dir,
     )
     if isinstance(tracker, JsonlTracker) and writes_the_journal and run_journal is not None:
         run_journal.attach(delivery, tracker)

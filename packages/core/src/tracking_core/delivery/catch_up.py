@@ -1,26 +1,48 @@
-"""Catch-up: what a backend missed before this process, delivered before anything else.
+"""Catch-up: what a backend missed before this process, read from its cursor before anything after it.
 
-A resumed run's backend missed the journal's records past its cursor (and, if it spilled, its
-spill's); a replay delivers a journal into a fresh run; a take-over after the delivery process died
-delivers what that process may not have stored. :class:`CatchUp` holds that backlog, the batch being
-delivered from it, and the records a failure gave back meanwhile, which must reach the spill in
-``seq`` order ahead of the live records spilled while it ran.
+A resumed run's backend missed the journal's records past its cursor (and, if it spilled, its spill's); a
+replay delivers a journal into a fresh run; a take-over after the delivery process died delivers what that
+process may not have stored. Those records are numbered below ``before`` (the first of this process); the
+backend's storage may hold some of them already, so they are read again from the cursor, through
+:meth:`CatchUp.missed`, every time the backend's owed records are read (``Delivery.owed_reader``), and never
+spilled. At the end, what the backend still lacks of them stays where it is: in the run's own journal or
+spill, past its cursor, for the next process or ``tracking replay``; only what no file of the run holds
+(a take-over's records, another run's journal) is copied to the spill (:meth:`CatchUp.left`).
 """
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Callable, Iterable, Iterator
+from fnmatch import fnmatch
 from pathlib import Path
-from typing import cast
 
 from ..intake.record import Record
-from .spill import backlog
+from ..store.journal import JOURNAL_NAME, SEGMENT_GLOB
+from .spill import backlog, numbered_entries, spill_name
+
+
+def kept_in(run_dir: Path | None, backend: str) -> Callable[[Path], bool]:
+    """Whether a file is one ``run_dir`` keeps for ``backend``: the run's journal (and its segments) or its spill."""
+    home = run_dir.resolve() if run_dir is not None else None
+
+    def kept(path: Path) -> bool:
+        name = path.name
+        if name not in (JOURNAL_NAME, spill_name(backend)) and not fnmatch(name, SEGMENT_GLOB):
+            return False
+        return home is not None and path.parent.resolve() == home
+
+    return kept
 
 
 class CatchUp:
     def __init__(
-        self, backend: str, paths: Iterable[Path], records: Iterable[Record], before: float, earlier_handed: int
+        self,
+        backend: str,
+        paths: Iterable[Path],
+        records: Iterable[Record],
+        before: float,
+        earlier_handed: int,
+        kept_by_the_run: Callable[[Path], bool] = lambda path: False,
     ) -> None:
         #: the backend it delivers to: lines logged on another backend's own tracker are not its
         self.backend = backend
@@ -30,39 +52,31 @@ class CatchUp:
         self.before = before
         #: the furthest record the earlier process handed to the backend (its cursor file says so)
         self.earlier_handed = earlier_handed
-        #: the records still to deliver, read lazily; ``None`` when there is no catch-up (any more)
-        self.backlog: Iterator[Record] | None = None
-        #: the catch-up batch being delivered and where its untaken part starts (for ``abandon``)
-        self.batch: list[Record] = []
-        self.next = 0
-        #: catch-up records a failure gave back while the catch-up runs: spilled in order when it stops
-        self.owed: list[Record] = []
+        #: whether a file is the run's own journal or this backend's spill (what it keeps, nothing copies)
+        self.kept_by_the_run = kept_by_the_run
+        #: records of the catch-up that the backend's storage was found to hold: never owed again
+        self.stored: set[int] = set()
+        #: whether the backend took all of it: a reader read it to the end, and nothing of it failed since
+        self.done = not self.wanted()
 
     def wanted(self) -> bool:
         return bool(self.paths or self.records)
 
-    def running(self) -> bool:
-        return self.backlog is not None
-
     def owns(self, record: Record) -> bool:
-        """A record of the catch-up (not a live one) while the catch-up runs."""
-        return self.backlog is not None and record.seq is not None and record.seq < self.before
+        """A record of the catch-up (not a live one): read again from the cursor, never spilled."""
+        return record.seq is not None and record.seq < self.before and self.wanted()
 
-    def untaken(self) -> list[Record]:
-        """The part of the catch-up batch not handed to the backend yet; the batch is done with."""
-        rest = self.batch[self.next :]
-        self.batch, self.next = [], 0
-        return rest
+    def failed(self) -> None:
+        """A record of it did not reach the backend's storage: the next reader reads it again from the cursor."""
+        self.done = False
 
-    def stop(self, untaken: list[Record]) -> Iterator[Record]:
-        """The catch-up ends early: everything it still owes, in ``seq`` order (for the spill)."""
-        owed = sorted(
-            (record for record in [*self.owed, *untaken] if record.seq is not None),
-            key=lambda record: cast(int, record.seq),
-        )
-        rest, self.backlog = self.backlog or iter(()), None
-        self.owed = []
-        return heapq.merge(owed, rest, key=lambda record: cast(int, record.seq))
+    def floor(self) -> float:
+        """The journal and the spill are read for live records only past this: below it the catch-up reads."""
+        return self.before - 1 if self.wanted() else -1
+
+    def owes_past(self, cursor: int) -> bool:
+        """Whether records of the catch-up past ``cursor`` may still be owed (it is read with the owed records)."""
+        return not self.done and cursor < self.before - 1
 
     def missed(
         self,
@@ -85,13 +99,15 @@ class CatchUp:
         records = backlog(self.paths, cursor, self.before, self.records, self.backend)
         handed = self.earlier_handed
         if not buffers and handed <= cursor:
-            return records  # no call was cut short: the backend holds exactly what its cursor says
+            return (record for record in records if record.seq not in self.stored)
         stored = last_stored_steps()
         if stored is None:
-            return (record for record in records if record.seq is None or record.seq > handed)
+            return (record for record in records if self._owed(record.seq is None or record.seq > handed, record))
         last = max(stored.values(), default=-1)
 
         def missing(record: Record) -> Record | None:
+            if record.seq in self.stored:
+                return None
             if record.step is None or record.step > last:
                 return record
             if not buffers and record.seq is not None and record.seq > handed:
@@ -104,7 +120,31 @@ class CatchUp:
                     for key, value in record.payload.items()
                     if record.step > max(stored.get(key, -1), stored.get(sanitize(key), -1))
                 }
-                return record._replace(payload=rest) if rest else None
+                if rest:
+                    return record._replace(payload=rest)
+            self._owed(False, record)
             return None
 
         return (kept for record in records if (kept := missing(record)) is not None)
+
+    def _owed(self, owed: bool, record: Record) -> bool:
+        if not owed and record.seq is not None:
+            self.stored.add(record.seq)
+        return owed
+
+    def left(self, cursor: int) -> tuple[int, Iterator[Record]]:
+        """At the end, what the backend still lacks of the catch-up past ``cursor``: how many records the run's
+        own files keep for it (they stay there), and the records no file of the run holds (for the spill)."""
+        if not self.owes_past(cursor):
+            return 0, iter(())
+        kept = [path for path in self.paths if self.kept_by_the_run(path)]
+        held = {
+            seq
+            for path in kept
+            if path.is_file()
+            for seq, entry in numbered_entries(path, cursor, self.before, self.backend)
+            if seq not in self.stored
+        }
+        elsewhere = [path for path in self.paths if not self.kept_by_the_run(path)]
+        rest = backlog(elsewhere, cursor, self.before, self.records, self.backend)
+        return len(held), (record for record in rest if record.seq not in held and record.seq not in self.stored)

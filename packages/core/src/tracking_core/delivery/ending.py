@@ -7,7 +7,7 @@ import time
 from typing import TYPE_CHECKING
 
 from ..intake.record import Record
-from .recovery import CATCHING_UP, LIVE, RECOVERING, SPILLING, enter
+from .recovery import LIVE, RECOVERING, SPILLING, enter
 from .spiller import JOURNAL_POLL_SECONDS
 
 if TYPE_CHECKING:
@@ -23,7 +23,7 @@ class Ending:
     def finish(self) -> None:
         if self.delivery.mode == SPILLING and self.delivery.outage.retried:
             self.delivery.outage.retry_backend()  # one last try before closing: the backend may be back
-        while self.delivery.mode in (RECOVERING, CATCHING_UP) and not self.delivery.abandoned:
+        while self.delivery.mode == RECOVERING and not self.delivery.abandoned:
             self.delivery.backlog.deliver_batch()
             if self.delivery.spiller.awaiting_journal():
                 time.sleep(JOURNAL_POLL_SECONDS)  # the run's journal is about to write the last of them
@@ -67,11 +67,6 @@ class Ending:
         # _spill_in_order takes each once
         owed = [*self.delivery.unconfirmed, *self.delivery.in_flight, *held, *pending]
         self.delivery.unconfirmed = []
-        if self.delivery.catch_up.running():
-            before = self.delivery.catch_up.before
-            earlier = [record for record in owed if record.seq is not None and record.seq < before]
-            owed = [record for record in owed if record.seq is None or record.seq >= before]
-            self.delivery.backlog.stop_catching_up([*earlier, *self.delivery.catch_up.untaken()])
         for record in owed:
             if record.kind == "flush":
                 record.payload.set()  # nobody waits for a flush that cannot come
@@ -82,6 +77,7 @@ class Ending:
         self.delivery.publish_progress()
 
     def close_spill(self, keep_cursor: bool = False) -> None:
+        self.delivery.backlog.leave_the_catch_up()
         self.delivery.spiller.close()
         if not keep_cursor:
             self.delivery.positions.close()

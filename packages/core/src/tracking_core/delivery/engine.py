@@ -43,7 +43,7 @@ from ..report import BackendReport
 from ..store import rewind
 from ..store.cursor import CursorFile
 from .backlog import Backlog
-from .catch_up import CatchUp
+from .catch_up import CatchUp, kept_in
 from .ending import Ending
 from .flushing import Flushes
 from .handover import Handover
@@ -53,7 +53,6 @@ from .mapping import BackendValues
 from .missing import lacking_kinds
 from .positions import Positions
 from .recovery import (
-    CATCHING_UP,
     LIVE,
     RECOVERING,
     SPILLING,
@@ -94,6 +93,7 @@ class Delivery:
         backlog_before: float = float("inf"),
         backlog_records: Iterable[Record] = (),
         run_journal: RunJournal | None = None,
+        run_dir: Path | None = None,
     ) -> None:
         self.tracker = tracker
         self.name = tracker.name
@@ -135,9 +135,9 @@ class Delivery:
         #: what the backend owes after an outage, read while it recovers (``recovery.Outage.retry_backend``)
         self.spill_reader: OwedReader | None = None
         #: what the backend missed before this process (resume, replay, take-over), delivered first
-        self.catch_up = CatchUp(self.name, backlog_paths, backlog_records, backlog_before, handed)
-        if self.catch_up.wanted():
-            self.spiller.journal_from = backlog_before
+        self.catch_up = CatchUp(
+            self.name, backlog_paths, backlog_records, backlog_before, handed, kept_in(run_dir, self.name)
+        )
         #: resume_step went back: the rewind applied before this process's first record (rewind.py), and
         #: the records every rewind of the run superseded (never delivered)
         self.rewind_due, self._superseded = rewind.due(tracker.run_context)
@@ -177,14 +177,11 @@ class Delivery:
                 self._on_started()
             except Exception as error:  # bookkeeping must never stop a backend that started
                 logger.warning("backend %r: after start-up: %r", self.name, error)
-        if self.catch_up.wanted():
-            # What the backend missed comes first: at once, or (after a start that failed and was
-            # retried) before the records spilled meanwhile (_retry_backend).
-            self.catch_up.backlog = self.backlog.records()
-            if self.mode == LIVE:
-                self.mode = CATCHING_UP
-            if self.abandoned:  # finish() gave up while the backend's storage was being read
-                self.backlog.stop_catching_up([])
+        if self.catch_up.wanted() and self.mode == LIVE:
+            # What the backend missed comes first, read from its cursor with what waits meanwhile (after a
+            # start that failed and was retried, ``Outage.retry_backend`` reads it the same way)
+            self.spill_reader = self.owed_reader()
+            self.mode = RECOVERING
 
     # -- records -----------------------------------------------------------------------------
     def own(self) -> None:
@@ -309,14 +306,21 @@ class Delivery:
                 record.payload.set()  # nobody waits for a flush that cannot come
         self.outage.failed(error, "delivery (a defect in tracking itself: please report it)", owed)
 
-    def owed_reader(self, after: int | None = None) -> OwedReader:
-        """A reader of what the backend owes past ``after`` (default: its cursor): the run's journal and its
-        spill, merged."""
-        start = self.positions.cursor if after is None else after
-        # what a resumed run caught up on is owed as the spill says (the storage may hold some of it already)
-        spiller = self.spiller
-        floor = spiller.journal_from - 1
-        return OwedReader(spiller.journal_files, spiller.spill_files, self.name, start, spiller.last_seq, floor)
+    def owed_reader(self) -> OwedReader:
+        """A reader of what the backend owes past its cursor: what a resumed run missed (less what the
+        backend's storage holds), then the run's journal and its spill, merged."""
+        cursor, catch_up, spiller = self.positions.cursor, self.catch_up, self.spiller
+        earlier = self.backlog.records() if catch_up.owes_past(cursor) else None
+        return OwedReader(
+            spiller.journal_files,
+            spiller.spill_files,
+            self.name,
+            cursor,
+            spiller.last_seq,
+            floor=catch_up.floor(),
+            earlier=earlier,
+            earlier_through=catch_up.before - 1,
+        )
 
     def safe_seq(self) -> int:
         """The highest ``seq`` up to which every record is durable in the backend or in its spill.
@@ -394,18 +398,16 @@ class Delivery:
         if record.kind in CONTROL_KINDS:
             return
         if self.catch_up.owns(record):
-            # a catch-up record: live ones with higher seqs may already be in the spill, so it waits
-            # for _stop_catching_up, which puts the catch-up's records in the spill in order
-            self.catch_up.owed.append(record)
+            self.catch_up.failed()  # read again from the cursor by the next owed reader; at the end it stays put
             return
         self.spiller.append(record, self.positions.cursor)
 
     # -- time: flushes, retries, backlogs ----------------------------------------------------------
     def wait_time(self) -> float | None:
         """Seconds the worker may sleep on its queue before ``tick`` has work; ``None``: until a record comes."""
-        if self.mode in (RECOVERING, CATCHING_UP):
+        if self.mode == RECOVERING:
             # a recovery that has read everything but what the run's journal is about to write waits a little
-            return JOURNAL_POLL_SECONDS if self.spiller.awaiting_journal() and self.mode == RECOVERING else 0.0
+            return JOURNAL_POLL_SECONDS if self.spiller.awaiting_journal() else 0.0
         now = time.monotonic()
         due = self.flushes.due_at(now)
         if self.mode == SPILLING:
@@ -421,7 +423,7 @@ class Delivery:
                 self.spiller.settle()  # left in the run's journal once it wrote them, or copied after a while
             if self.mode == SPILLING and now >= self.outage.next_retry:
                 self.outage.retry_backend()
-            if self.mode in (RECOVERING, CATCHING_UP):
+            if self.mode == RECOVERING:
                 self.backlog.deliver_batch()
             self.flushes.tick(now)
         except Exception as error:

@@ -6,12 +6,10 @@ One :class:`~.engine.Delivery` is in one :class:`Mode` at a time:
 - ``SPILLING``: the backend failed (or sat in one SDK call while its queue filled up): its records wait,
   in the run's journal when it holds them and in its spill journal when it does not yet
   (:mod:`.spiller`), and the backend is tried again when :class:`RetryPolicy` says so.
-- ``RECOVERING``: a retry got through; what waited is read from the backend's cursor on (the journal and
-  the spill merged, :class:`~.spill.OwedReader`) and delivered one batch per tick, while new records keep
-  waiting. Then ``LIVE`` again.
-- ``CATCHING_UP``: a resumed run (or a replay, or a take-over after the delivery process died)
-  delivers what the backend missed before anything spilled meanwhile; then ``RECOVERING`` when
-  records wait in the spill, else ``LIVE``.
+- ``RECOVERING``: a retry got through, or a resumed run (a replay, a take-over after the delivery process
+  died) starts with what the backend missed: what it owes is read from its cursor on (the catch-up, then
+  the journal and the spill merged, :class:`~.spill.OwedReader`) and delivered one batch per tick, while
+  new records keep waiting. Then ``LIVE`` again.
 
 A failure in any mode goes to ``SPILLING``; :class:`Outage` handles failures and the way back. What
 the finish report says of the backend (``BackendReport.state``) is a :data:`State`, written only by
@@ -78,7 +76,6 @@ class Mode(str, Enum):
     LIVE = "live"
     SPILLING = "spilling"
     RECOVERING = "recovering"
-    CATCHING_UP = "catching up"
 
     def __str__(self) -> str:
         return str(self.value)
@@ -88,7 +85,7 @@ class Mode(str, Enum):
 
 
 # the modes by their plain names
-LIVE, SPILLING, RECOVERING, CATCHING_UP = Mode.LIVE, Mode.SPILLING, Mode.RECOVERING, Mode.CATCHING_UP
+LIVE, SPILLING, RECOVERING = Mode.LIVE, Mode.SPILLING, Mode.RECOVERING
 
 #: What the finish report says of a backend (``BackendReport.state``, a plain string in ``run.json``):
 #:
@@ -201,14 +198,12 @@ class Outage:
         Run by the thread that found the queue full, holding ``handover`` (the worker lets go of it
         inside SDK calls); ``pending`` is what it took off the queue. The call in progress keeps its
         records: if it stores them, the cursor passes their spilled copies; if it fails, they are in
-        the spill already. While a resumed backend catches up, only the live records are spilled (the
-        worker would spill them anyway); the catch-up stays with the worker. Returns the control
-        records of ``pending`` (flush, finish), which go back to the queue, behind what was spilled.
+        the spill already. A resumed backend's catch-up stays with the worker (its records are never
+        spilled: they are read again from the cursor). Returns the control records of ``pending``
+        (flush, finish), which go back to the queue, behind what was spilled.
         """
-        reading = (
-            self.delivery.catch_up.running() or self.delivery.spill_reader is not None
-        )  # its backlog, or its spill
-        in_call = [] if self.delivery.catch_up.running() else [*self.delivery.unconfirmed, *self.delivery.in_flight]
+        reading = self.delivery.spill_reader is not None  # what it owes, from its cursor
+        in_call = [*self.delivery.unconfirmed, *self.delivery.in_flight]
         self.delivery.spill_in_order([*in_call, *self.delivery.held[self.delivery.held_next :], *pending])
         if not reading and self.delivery.mode != SPILLING:
             # The worker finishes its call and goes on in spilling mode: the retry that reads the spill is
@@ -250,9 +245,7 @@ class Outage:
         if self.delivery.unconfirmed and what != "flush":
             self.settle_unconfirmed()
         for record in records:
-            self.delivery.spill_record(record)
-        if self.delivery.catch_up.running():  # what the catch-up still owes, the batches not read yet included
-            self.delivery.backlog.stop_catching_up(self.delivery.catch_up.untaken())
+            self.delivery.spill_record(record)  # a record of the catch-up is read again from the cursor
         self.delivery.positions.write()  # takes back what _hand_over announced: the spill holds those records
         self.delivery.mode = SPILLING
         self.delivery.spill_reader = None
@@ -330,11 +323,7 @@ class Outage:
             # the spill keep them) before the spill is read, or they would be delivered twice
             self.settle_unconfirmed()
         self.recovering_since_failures = self.failures
-        if self.delivery.catch_up.running():  # started only now: the catch-up comes before the spill
-            self.delivery.spill_reader = None
-            self.delivery.mode = CATCHING_UP
-            return
-        self.delivery.spill_reader = self.delivery.owed_reader()
+        self.delivery.spill_reader = self.delivery.owed_reader()  # the catch-up's rest first, if any
         self.delivery.mode = RECOVERING
 
     def back_to_live(self) -> None:

@@ -93,7 +93,7 @@ class SpillJournal:
         aside.unlink(missing_ok=True)  # left by a crash mid-merge: the spill itself is still whole
         self.close()
         self._journal = None
-        kept = _numbered_entries(final, after) if final.is_file() else iter(())
+        kept = numbered_entries(final, after) if final.is_file() else iter(())
         merged.start()
         writer = cast(JournalWriter, merged.tracker)
         last, config_seq = after, None
@@ -134,13 +134,14 @@ class SpillJournal:
 
 
 class OwedReader:
-    """What a backend owes after an outage, from its cursor on: the records it left in the run's journal and
-    those in its spill journal, merged by ``seq``, while both may still grow.
+    """What a backend owes, from its cursor on: the catch-up's records (``earlier``, numbered up to
+    ``earlier_through``), then the records it left in the run's journal and those in its spill journal,
+    merged by ``seq``, while both may still grow.
 
     It reads in passes: each one up to the highest ``seq`` left or spilled when it began (``through``);
     records spilled meanwhile are read by the next pass. Empty once a pass has nothing past its start.
-    The journal is read only past ``floor``: what a resumed run caught up on (numbered below where this
-    process began) the backend's storage may hold already, so only the spill says what it still owes of it.
+    The journal and the spill are read only past ``floor``: below it the catch-up reads them, less what the
+    backend's storage holds already (``CatchUp.missed``).
     """
 
     def __init__(
@@ -151,6 +152,8 @@ class OwedReader:
         after: int,
         through: Callable[[], int],
         floor: float = -1,
+        earlier: Iterator[Record] | None = None,
+        earlier_through: float = -1,
     ) -> None:
         self._journal = journal
         self._spill = spill
@@ -158,15 +161,20 @@ class OwedReader:
         self._after = after
         self._through = through
         self._floor = floor
+        self._earlier = earlier
+        self._earlier_through = earlier_through
         self._pass: Iterator[Record] | None = None
-        self._bound = after
+        self._after: float = after
+        self._bound: float = after
 
     def read(self, limit: int) -> list[Record]:
         """Up to ``limit`` records past the last read, in ``seq`` order; ``[]`` once nothing more is owed."""
         records: list[Record] = []
         while len(records) < limit:
             if self._pass is None:
-                bound = self._through()
+                bound: float = self._through()
+                if self._earlier is not None:  # a replay's catch-up is unbounded (``inf``)
+                    bound = max(bound, self._earlier_through)
                 if bound <= self._after:
                     break
                 self._pass, self._bound = self._read_pass(bound), bound
@@ -178,11 +186,15 @@ class OwedReader:
             records.append(record)
         return records
 
-    def _read_pass(self, bound: int) -> Iterator[Record]:
-        journal_after = max(self._after, self._floor)
-        streams = [backlog(self._spill(), self._after, bound + 1, backend=self._backend)]
-        if journal_after < bound:
-            streams.append(backlog(self._journal(), int(journal_after), bound + 1, backend=self._backend))
+    def _read_pass(self, bound: float) -> Iterator[Record]:
+        after = max(self._after, self._floor)
+        streams: list[Iterator[Record]] = []
+        if self._earlier is not None:
+            streams.append(self._earlier)
+            self._earlier = None  # read whole by this pass (its records are below the floor)
+        if after < bound:
+            files = [*self._spill(), *self._journal()]
+            streams.append(backlog(files, int(after), bound + 1, backend=self._backend))
         last = self._after
         for record in heapq.merge(*streams, key=lambda record: cast(int, record.seq)):
             if cast(int, record.seq) > last:  # a record both hold is read once
@@ -190,8 +202,11 @@ class OwedReader:
                 yield record
 
 
-def _numbered_entries(path: Path, after: int, before: float = float("inf")) -> Iterator[tuple[int, dict[str, Any]]]:
-    """The entries of a journal with ``after < seq < before``, as written (no media is loaded)."""
+def numbered_entries(
+    path: Path, after: int, before: float = float("inf"), backend: str | None = None
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The entries of a journal with ``after < seq < before``, as written (no media is loaded); with ``backend``,
+    only those that are its to receive."""
     with open(path, "rb") as handle:
         for line in handle:
             if not line.endswith(b"\n"):
@@ -204,14 +219,12 @@ def _numbered_entries(path: Path, after: int, before: float = float("inf")) -> I
             except ValueError:
                 continue
             seq = entry.get("seq") if isinstance(entry, dict) else None
-            if type(seq) is int and after < seq < before:
+            if type(seq) is int and after < seq < before and (backend is None or is_for(entry, backend)):
                 yield seq, entry
 
 
 def _numbered_records(path: Path, after: int, before: float, backend: str | None) -> Iterator[tuple[int, Record]]:
-    for seq, entry in _numbered_entries(path, after, before):
-        if backend is not None and not is_for(entry, backend):
-            continue  # logged on another backend's own tracker
+    for seq, entry in numbered_entries(path, after, before, backend):  # lines of another backend's tracker skipped
         try:
             record = record_from_entry(entry, path.parent)
         except Exception:  # a media file that is gone: the rest of the journal still counts

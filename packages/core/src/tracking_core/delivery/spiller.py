@@ -53,9 +53,6 @@ class Spiller:
         self.first_seq: float = float("inf")
         self.left_through = -1
         self.offered_through = -1
-        #: records numbered below it are copied, never left in the run's journal: a resumed run's catch-up, of
-        #: which the backend's storage may hold part, so only the spill says what it owes (``OwedReader``)
-        self.journal_from: float = float("-inf")
         #: the side-record kinds the backend takes: one of those that ends up here is counted missed
         self.side_kinds = side_kinds
         self.lock = threading.Lock()
@@ -81,7 +78,7 @@ class Spiller:
             seq = record.seq
             if seq is not None and seq <= max(cursor, self.offered_through, self.journal.last_seq):
                 return  # already waiting, or already held by the backend
-            if seq is None or seq < self.journal_from or self.run_journal is None or not self.run_journal.attached:
+            if seq is None or self.run_journal is None or not self.run_journal.attached:
                 self._copy([record])
                 return
             if not self.for_the_journal:
@@ -135,7 +132,8 @@ class Spiller:
             self.report.spill_path = str(self.journal.path)
 
     def merge_in(self, records: Iterable[Record], cursor: int) -> None:
-        """Records owed from before the live ones already spilled (a catch-up cut short), merged in by ``seq``."""
+        """Records owed from before the live ones already spilled (what a catch-up cut short owes that no file
+        of the run holds), merged in by ``seq``."""
         with self.lock:
             try:
                 added = self.journal.merge_in(records, cursor, self.config)
