@@ -13,7 +13,7 @@ import time
 
 import pytest
 from tracking_core import Dispatcher, register_tracker_class
-from tracking_core.store.journal import JournalSummary, read_journal
+from tracking_core.store.journal import JournalSummary
 from tracking_core.store.manifest import MANIFEST_NAME
 from tracking_core.testing import MemoryTracker
 from tracking_core.testing.reliability import tally

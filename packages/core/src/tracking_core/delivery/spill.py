@@ -158,7 +158,6 @@ class OwedReader:
         self._journal = journal
         self._spill = spill
         self._backend = backend
-        self._after = after
         self._through = through
         self._floor = floor
         self._earlier = earlier
