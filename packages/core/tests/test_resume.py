@@ -242,6 +242,21 @@ def test_a_call_that_stored_its_points_when_the_process_died_is_not_repeated(tmp
     assert report.ok, str(report)
 
 
+def test_a_call_found_stored_by_one_resume_is_not_delivered_again_by_the_next(tmp_path, monkeypatch):
+    """Killed inside the backend's last call, after it stored every point of it: the resumed run finds them
+    in the backend's storage and delivers none, so its cursor never passes them. The process after it
+    must still know they were handed over (and ask the storage again), or it stores them a second time."""
+    steps = 100
+    _killed_inside_the_backend(tmp_path, monkeypatch, steps, die_at=steps - 1, FILE_STORE_JOURNAL_HOLDS=str(steps - 1))
+    for _ in range(2):
+        run = Dispatcher(log_with=["file-store", "jsonl"], logging_dir=tmp_path / "runs", resume=True)
+        run.init_trackers("proj")
+        report = run.finish(timeout=60)
+        assert report.backends["file-store"].ok and report.backends["file-store"].delivered == 0, str(report)
+    figures = tally("a call found stored, then two resumes", "file-store", range(steps), _stored_steps(run))
+    assert figures["lost"] == 0 and figures["duplicated"] == 0, figures
+
+
 def _killed_inside_the_backend(tmp_path, monkeypatch, steps: int, die_at: int, **environment: str):
     """A first process that logs ``steps`` and is killed inside the file store's call at ``die_at``; returns
     the file store's class, registered for the resumed run."""

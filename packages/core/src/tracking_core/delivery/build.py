@@ -39,8 +39,8 @@ class DeliveryPlan(NamedTuple):
     #: the highest ``seq`` (and metric step) the backend holds durably
     cursor: int = -1
     cursor_step: int = -1
-    #: the furthest ``seq`` it took, durable or not (a kill inside a call leaves it past the cursor)
-    handed: int = -1
+    #: the furthest ``seq`` it took, durable or not, and its step (a kill inside a call leaves it past the cursor)
+    handed: tuple[int, int] = (-1, -1)
     #: journals whose records past the cursor it missed (a resumed run, a replay), read up to ``backlog_before``
     backlog_paths: Sequence[Path] = ()
     backlog_before: float = float("inf")

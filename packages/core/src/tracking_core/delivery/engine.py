@@ -88,7 +88,7 @@ class Delivery:
         cursor_file: CursorFile | None = None,
         cursor: int = -1,
         cursor_step: int = -1,
-        handed: int = -1,
+        handed: tuple[int, int] = (-1, -1),
         backlog_paths: Iterable[Path] = (),
         backlog_before: float = float("inf"),
         backlog_records: Iterable[Record] = (),
@@ -127,7 +127,7 @@ class Delivery:
         self.lacking_kinds = lacking_kinds(tracker)
         self.finished = False
         #: how far the backend got (durable, handed over), and the cursor file that keeps it
-        self.positions = Positions(cursor, cursor_step, cursor_file)
+        self.positions = Positions(cursor, cursor_step, cursor_file, handed)
         self.in_flight: list[Record] = []
         self.unconfirmed: list[Record] = []
         #: when the worker last looked at its queue (took records, or found none): ``seconds_busy`` counts from it
@@ -136,7 +136,7 @@ class Delivery:
         self.spill_reader: OwedReader | None = None
         #: what the backend missed before this process (resume, replay, take-over), delivered first
         self.catch_up = CatchUp(
-            self.name, backlog_paths, backlog_records, backlog_before, handed, kept_in(run_dir, self.name)
+            self.name, backlog_paths, backlog_records, backlog_before, handed[0], kept_in(run_dir, self.name)
         )
         #: resume_step went back: the rewind applied before this process's first record (rewind.py), and
         #: the records every rewind of the run superseded (never delivered)

@@ -15,12 +15,15 @@ from ..store.cursor import CursorFile
 
 
 class Positions:
-    def __init__(self, cursor: int, cursor_step: int, cursor_file: CursorFile | None) -> None:
+    def __init__(
+        self, cursor: int, cursor_step: int, cursor_file: CursorFile | None, handed: tuple[int, int] = (-1, -1)
+    ) -> None:
         self.cursor = cursor
         self.durable_step = cursor_step
-        #: the furthest record the backend took (a call returned), confirmed by a flush or not yet
-        self.handed_seq = cursor
-        self.handed_step = cursor_step
+        #: the furthest record the backend took (a call returned), confirmed by a flush or not yet; an earlier
+        #: process's carries over until the cursor passes it: a catch-up that found its records in the
+        #: backend's storage delivers none of them, and the next process must ask the storage again
+        self.handed_seq, self.handed_step = max((cursor, cursor_step), handed)
         self.file = cursor_file
         #: called after ``cursor`` moved (the run's journal wakes the backends waiting for it: ``RunJournal``)
         self.on_durable: Callable[[], None] | None = None

@@ -82,7 +82,8 @@ class BackendSetup(NamedTuple):
     resume: Any
     cursor: int
     cursor_step: int
-    handed: int
+    #: the furthest record (``seq``, step) it took in the earlier processes
+    handed: tuple[int, int]
     backlog: list[str]
     backlog_before: int
 

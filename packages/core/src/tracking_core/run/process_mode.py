@@ -151,13 +151,13 @@ def delivery_died(run: Dispatcher, link: Any, why: str) -> None:
             assert remote.tracker.run_context is not None
             # a rewind is applied once: the delivery process may have done it (a second purge would drop this timeline)
             tracker.run_context = remote.tracker.run_context._replace(resume=remote.resume_state, rewind=None)
-            cursor, step, handed, _ = CursorFile.read(Path(str(run.run_dir)) / cursor_name(name)) or NOWHERE
+            cursor, step, handed, handed_step = CursorFile.read(Path(str(run.run_dir)) / cursor_name(name)) or NOWHERE
             delivery_for = functools.partial(
                 setup.delivery_for,
                 run,
                 cursor=cursor,
                 cursor_step=step,
-                handed=handed,
+                handed=(handed, handed_step),
                 # the journal too: a resumed backend may have been catching up from it
                 backlog=run.state.session.sources(name),
                 before=before,
@@ -225,13 +225,13 @@ def hand_back(run: Dispatcher, remote: Any) -> ManagedMixin:
     assert remote.tracker.run_context is not None
     # the rewind, if any, was applied over there: applying it again would purge this timeline
     tracker.run_context = remote.tracker.run_context._replace(resume=remote.resume_state, rewind=None)
-    cursor, step, handed, _ = CursorFile.read(Path(str(run.run_dir)) / cursor_name(name)) or NOWHERE
+    cursor, step, handed, handed_step = CursorFile.read(Path(str(run.run_dir)) / cursor_name(name)) or NOWHERE
     delivery_for = functools.partial(
         setup.delivery_for,
         run,
         cursor=cursor,
         cursor_step=step,
-        handed=handed,
+        handed=(handed, handed_step),
         backlog=session.sources(name),  # what the delivery process did not store, from before the hand-back
         before=before,
     )

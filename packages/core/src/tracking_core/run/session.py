@@ -218,10 +218,15 @@ class RunSession:
             steps.append(rewind.cap_step(on_file[0], on_file[1], self.rewinds))
         return max(steps)
 
-    def handed(self, backend: str) -> int:
-        """The furthest record the backend took in the earlier process (``-1``: none, or not known)."""
+    def handed(self, backend: str) -> tuple[int, int]:
+        """The furthest record the backend took in the earlier processes, and its step (``-1``: none, or not
+        known)."""
         on_file = self._on_file(backend) if self.resumed else None
-        return max(self.cursor(backend), on_file[2] if on_file is not None else -1)
+        cursor = (self.cursor(backend), self.cursor_step(backend))
+        if on_file is None:
+            return cursor
+        # a step reached before a rewind counts up to the step before the rewind point only
+        return max(cursor, (on_file[2], rewind.cap_step(on_file[2], on_file[3], self.rewinds)))
 
     def _on_file(self, backend: str) -> tuple[int, int, int, int] | None:
         return CursorFile.read(self.run_dir / cursor_name(backend))

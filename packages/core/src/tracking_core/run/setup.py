@@ -210,7 +210,7 @@ def delivery_for(
     *,
     cursor: int | None = None,
     cursor_step: int | None = None,
-    handed: int | None = None,
+    handed: tuple[int, int] | None = None,
     backlog: list[Path] | None = None,
     before: float | None = None,
     backlog_records: list[Record] | None = None,
