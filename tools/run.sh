@@ -111,60 +111,92 @@ python310() {
 }
 
 run_tests() {
-  local reports failures=() start
+  # The steps run in two lanes at once, each step's output printed whole when it ends: most of a cell's time
+  # is waiting (servers starting and killed, subprocesses, SDKs' own flush intervals), so two lanes on two
+  # cores take far less than one after the other. The cells that run torch (frameworks, Accelerate's
+  # suite, launchers, Ray) share one lane: their jobs rendezvous on fixed local ports.
+  local reports status began
   # TRACKING_REPORTS=DIR keeps each cell's JUnit report there (per-test times); by default they go with the run
   reports="${TRACKING_REPORTS:-$(mktemp -d)}"
   mkdir -p "$reports"
-  step() {  # step NAME COMMAND...: run, time and remember failures without stopping
-    local name="$1"; shift
+  status="$(mktemp -d)"
+  began=$(date +%s)
+  step() {  # step NAME COMMAND...: run and time it, print its output as one block, note a failure
+    local name="$1" start result output
+    shift
     start=$(date +%s)
-    echo "== $name"
-    if "$@"; then echo "== $name: ok ($(( $(date +%s) - start )) s)"; else echo "== $name: FAILED ($(( $(date +%s) - start )) s)"; failures+=("$name"); fi
+    output="$(mktemp "$status/step.XXXXXX")"
+    if "$@" >"$output" 2>&1; then result=ok; else result=FAILED; echo "$name" >>"$status/failed"; fi
+    {
+      flock 9
+      echo "== $name"
+      cat "$output"
+      echo "== $name: $result ($(( $(date +%s) - start )) s)"
+    } 9>"$status/print.lock"
+    rm -f "$output"
   }
-  step lint "$hatch" run lint:check
-  step actionlint actionlint
-  step types "$hatch" run types:check
+  say() { { flock 9; echo "$@"; } 9>"$status/print.lock"; }
+  # apt-get takes one lock: both installs before the lanes start
   chromium_for_screenshots
-  step core "$hatch" run test-core:run --junitxml="$reports/core.xml"
-  if py310="$(python310)"; then
-    step "core on Python 3.10" env HATCH_PYTHON="$py310" "$hatch" run test-core-py310:run --junitxml="$reports/core-py310.xml"
-  else
-    echo "== core on Python 3.10: skipped (no CPython 3.10 on this machine; the GitHub workflow runs it)"
-  fi
-  for backend in $(backends); do
-    step "$backend" "$hatch" run "test.$backend:unit" --junitxml="$reports/$backend-unit.xml"
-    step "$backend shared" "$hatch" run "test.$backend:shared" --junitxml="$reports/$backend-shared.xml"
-  done
-  for backend in $(oldest_cells); do
-    step "$backend oldest SDK" "$hatch" run "oldest.$backend:unit" --junitxml="$reports/$backend-oldest.xml"
-  done
-  for cell in $(sdk_path_cells); do
-    step "$cell (SDK paths between floor and newest)" "$hatch" run "sdk-path.$cell:unit" --junitxml="$reports/sdk-path-$cell.xml"
-  done
-  step migrations "$hatch" run migrate:run --junitxml="$reports/migrations.xml"
-  # A team's mlflow server on PostgreSQL and Aim's remote server, their faults injected for real
   postgres_for_deployments
-  step deployments "$hatch" run deploy:run --junitxml="$reports/deployments.xml"
-  # torch (CPU) is a wheel for CPython 3.11 on this machine's disk; without a 3.11 the cells cannot install it
-  if command -v python3.11 >/dev/null 2>&1; then
-    for framework in $(framework_cells); do
-      step "$framework integration" "$hatch" run "framework.$framework:run" --junitxml="$reports/framework-$framework.xml"
+  core_and_backends() {
+    step core "$hatch" run test-core:run --junitxml="$reports/core.xml"
+    if py310="$(python310)"; then
+      step "core on Python 3.10" env HATCH_PYTHON="$py310" "$hatch" run test-core-py310:run --junitxml="$reports/core-py310.xml"
+    else
+      say "== core on Python 3.10: skipped (no CPython 3.10 on this machine; the GitHub workflow runs it)"
+    fi
+    for backend in $(backends); do
+      case "$backend" in tensorboard|dvclive) continue ;; esac  # the short ones balance the other lane
+      step "$backend" "$hatch" run "test.$backend:unit" --junitxml="$reports/$backend-unit.xml"
+      step "$backend shared" "$hatch" run "test.$backend:shared" --junitxml="$reports/$backend-shared.xml"
     done
-    # Accelerate's own tests/test_tracking.py through the one-line import swap, every SDK it tests installed
-    step "Accelerate's own tracking tests" "$hatch" run accelerate-suite:run --junitxml="$reports/accelerate-suite.xml"
-    step launchers "$hatch" run launch:run --junitxml="$reports/launch.xml"
-    step "Ray Train and Tune" "$hatch" run ray:run --junitxml="$reports/ray.xml"
-  else
-    echo "== framework integrations and launchers: skipped (no python3.11 on this machine; the GitHub workflow runs them)"
-  fi
-  step packages "$hatch" run dist:check
-  step docs "$hatch" run docs:build
+  }
+  everything_else() {
+    step lint "$hatch" run lint:check
+    step actionlint actionlint
+    step types "$hatch" run types:check
+    for backend in tensorboard dvclive; do
+      step "$backend" "$hatch" run "test.$backend:unit" --junitxml="$reports/$backend-unit.xml"
+      step "$backend shared" "$hatch" run "test.$backend:shared" --junitxml="$reports/$backend-shared.xml"
+    done
+    for backend in $(oldest_cells); do
+      step "$backend oldest SDK" "$hatch" run "oldest.$backend:unit" --junitxml="$reports/$backend-oldest.xml"
+    done
+    for cell in $(sdk_path_cells); do
+      step "$cell (SDK paths between floor and newest)" "$hatch" run "sdk-path.$cell:unit" --junitxml="$reports/sdk-path-$cell.xml"
+    done
+    step migrations "$hatch" run migrate:run --junitxml="$reports/migrations.xml"
+    # A team's mlflow server on PostgreSQL and Aim's remote server, their faults injected for real
+    step deployments "$hatch" run deploy:run --junitxml="$reports/deployments.xml"
+    # torch (CPU) is a wheel for CPython 3.11 on this machine's disk; without a 3.11 the cells cannot install it
+    if command -v python3.11 >/dev/null 2>&1; then
+      for framework in $(framework_cells); do
+        step "$framework integration" "$hatch" run "framework.$framework:run" --junitxml="$reports/framework-$framework.xml"
+      done
+      # Accelerate's own tests/test_tracking.py through the one-line import swap, every SDK it tests installed
+      step "Accelerate's own tracking tests" "$hatch" run accelerate-suite:run --junitxml="$reports/accelerate-suite.xml"
+      step launchers "$hatch" run launch:run --junitxml="$reports/launch.xml"
+      step "Ray Train and Tune" "$hatch" run ray:run --junitxml="$reports/ray.xml"
+    else
+      say "== framework integrations and launchers: skipped (no python3.11 on this machine; the GitHub workflow runs them)"
+    fi
+    step packages "$hatch" run dist:check
+    step docs "$hatch" run docs:build
+  }
+  core_and_backends &
+  local lane=$!
+  everything_else
+  wait "$lane"
+  echo "== every step: $(( $(date +%s) - began )) s in two lanes"
   python3 "$root/tools/junit_total.py" "$reports"/*.xml
   [ -n "${TRACKING_REPORTS:-}" ] || rm -rf "$reports"
-  if [ "${#failures[@]}" -gt 0 ]; then
-    echo "failed steps: ${failures[*]}"
+  if [ -s "$status/failed" ]; then
+    echo "failed steps: $(paste -sd, "$status/failed")"
+    rm -rf "$status"
     return 1
   fi
+  rm -rf "$status"
 }
 
 # What the demo prints for the next steps runs through this script, from where the user stands.
