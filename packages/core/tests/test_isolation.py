@@ -340,8 +340,8 @@ def test_on_full_spill_never_makes_the_loop_wait(tmp_path, monkeypatch, backend)
     readings = []  # each OwedReader reads what is owed from the backend's cursor
 
     class CountedReader(spill.OwedReader):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
+        def __init__(self, *args):
+            super().__init__(*args)
             readings.append(args)
 
     monkeypatch.setattr(delivery, "OwedReader", CountedReader)

@@ -311,16 +311,8 @@ class Delivery:
         backend's storage holds), then the run's journal and its spill, merged."""
         cursor, catch_up, spiller = self.positions.cursor, self.catch_up, self.spiller
         earlier = self.backlog.records() if catch_up.owes_past(cursor) else None
-        return OwedReader(
-            spiller.journal_files,
-            spiller.spill_files,
-            self.name,
-            cursor,
-            spiller.last_seq,
-            floor=catch_up.floor(),
-            earlier=earlier,
-            earlier_through=catch_up.before - 1,
-        )
+        reader = OwedReader(spiller.journal_files, spiller.spill_files, self.name, cursor, spiller.last_seq)
+        return reader.after_the_catch_up(catch_up.floor(), earlier, catch_up.before - 1)
 
     def safe_seq(self) -> int:
         """The highest ``seq`` up to which every record is durable in the backend or in its spill.

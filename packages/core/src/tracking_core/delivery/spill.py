@@ -151,20 +151,22 @@ class OwedReader:
         backend: str,
         after: int,
         through: Callable[[], int],
-        floor: float = -1,
-        earlier: Iterator[Record] | None = None,
-        earlier_through: float = -1,
     ) -> None:
         self._journal = journal
         self._spill = spill
         self._backend = backend
         self._through = through
-        self._floor = floor
-        self._earlier = earlier
-        self._earlier_through = earlier_through
+        self._floor: float = -1
+        self._earlier: Iterator[Record] | None = None
+        self._earlier_through: float = -1
         self._pass: Iterator[Record] | None = None
         self._after: float = after
         self._bound: float = after
+
+    def after_the_catch_up(self, floor: float, earlier: Iterator[Record] | None, through: float) -> OwedReader:
+        """Read ``earlier`` (a catch-up's records, up to ``through``) first; the journal and the spill past ``floor``."""
+        self._floor, self._earlier, self._earlier_through = floor, earlier, through
+        return self
 
     def read(self, limit: int) -> list[Record]:
         """Up to ``limit`` records past the last read, in ``seq`` order; ``[]`` once nothing more is owed."""
