@@ -10,6 +10,7 @@ import sys
 import textwrap
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from tracking_core import Dispatcher, register_tracker_class
@@ -530,3 +531,31 @@ def test_a_catch_up_asks_the_storage_how_far_each_key_got():
     catch_up = CatchUp("writer", [], records, float("inf"), earlier_handed=9)
     missed = list(catch_up.missed(-1, True, lambda: {"a": 9}, str))
     assert [(record.step, record.payload) for record in missed] == [(step, {"b": float(step)}) for step in range(10)]
+
+
+def test_a_catch_up_left_at_the_end_copies_only_what_no_file_of_the_run_holds(tmp_path):
+    """What a backend still lacks of its catch-up when the run ends stays where it is when the run's own
+    journal (or its spill) holds it, counted as waiting; records from anywhere else (another run's journal
+    being replayed, a take-over's in memory) are handed out for the spill, each once and in order, less
+    what the backend's storage was found to hold."""
+    from tracking_core.delivery.catch_up import CatchUp, kept_in
+    from tracking_core.intake.record import Record
+
+    def journal(path: Path, seqs: range) -> Path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        entries = [{"type": "metrics", "step": seq, "values": {"a": 1.0}, "seq": seq} for seq in seqs]
+        lines = [json.dumps(entry, separators=(",", ":")) for entry in entries]  # as the journal writes them
+        path.write_text("\n".join(lines) + "\n")
+        return path
+
+    run_dir = tmp_path / "proj" / "run"
+    own = journal(run_dir / "journal.jsonl", range(10))
+    other = journal(tmp_path / "other" / "journal.jsonl", range(8, 12))
+    in_memory = [Record("log", {"a": 1.0}, seq, {}, None, seq) for seq in (11, 12)]
+    catch_up = CatchUp("b", [own, other], in_memory, 13, earlier_handed=-1, kept_by_the_run=kept_in(run_dir, "b"))
+    catch_up.stored.add(5)  # the backend's storage held it: never owed again
+    kept, elsewhere = catch_up.left(cursor=3)
+    assert kept == 5  # 4, 6, 7, 8, 9 wait in the run's journal
+    assert [record.seq for record in elsewhere] == [10, 11, 12]
+    catch_up.done = True
+    assert catch_up.left(cursor=3)[0] == 0 and not list(catch_up.left(cursor=3)[1])
