@@ -60,7 +60,7 @@ class Backlog:
         if not records:
             if delivery.spiller.awaiting_journal():
                 return  # read again once the run's journal has written them (or they are copied to the spill)
-            delivery.catch_up.done = True  # the reader read it to the end (a record that fails says otherwise)
+            delivery.catch_up.read_to_the_end()
             delivery.outage.back_to_live()
             return
         delivery.mode = LIVE  # deliver through the live path; a failure switches to SPILLING

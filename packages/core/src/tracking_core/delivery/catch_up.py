@@ -70,6 +70,10 @@ class CatchUp:
         """A record of it did not reach the backend's storage: the next reader reads it again from the cursor."""
         self.done = False
 
+    def read_to_the_end(self) -> None:
+        """A reader read all of it and the backend took it (until a record of it fails)."""
+        self.done = True
+
     def floor(self) -> float:
         """The journal and the spill are read for live records only past this: below it the catch-up reads."""
         return self.before - 1 if self.wanted() else -1
@@ -102,7 +106,7 @@ class CatchUp:
             return (record for record in records if record.seq not in self.stored)
         stored = last_stored_steps()
         if stored is None:
-            return (record for record in records if self._owed(record.seq is None or record.seq > handed, record))
+            return (record for record in records if record.seq is None or record.seq > handed or self._held(record))
         last = max(stored.values(), default=-1)
 
         def missing(record: Record) -> Record | None:
@@ -122,15 +126,16 @@ class CatchUp:
                 }
                 if rest:
                     return record._replace(payload=rest)
-            self._owed(False, record)
+            self._held(record)
             return None
 
         return (kept for record in records if (kept := missing(record)) is not None)
 
-    def _owed(self, owed: bool, record: Record) -> bool:
-        if not owed and record.seq is not None:
+    def _held(self, record: Record) -> bool:
+        """The backend holds ``record`` (or may, and it is not delivered again): never owed again. False."""
+        if record.seq is not None:
             self.stored.add(record.seq)
-        return owed
+        return False
 
     def left(self, cursor: int) -> tuple[int, Iterator[Record]]:
         """At the end, what the backend still lacks of the catch-up past ``cursor``: how many records the run's
@@ -142,7 +147,7 @@ class CatchUp:
             seq
             for path in kept
             if path.is_file()
-            for seq, entry in numbered_entries(path, cursor, self.before, self.backend)
+            for seq, _ in numbered_entries(path, cursor, self.before, self.backend)
             if seq not in self.stored
         }
         elsewhere = [path for path in self.paths if not self.kept_by_the_run(path)]
